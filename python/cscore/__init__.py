@@ -1,0 +1,24 @@
+"""cscore: compressive-sensing decoders with a C++ core.
+
+Measurements follow ``Y = A S + noise`` with ``A`` of shape (M, N), M < N, and a
+sparse ``S`` of shape (N, L).  A single problem's ``Y`` is (M, L); a batch is
+(B, M, L).  float64 is the default; float32 input is accepted.
+"""
+
+from __future__ import annotations
+
+from . import _blas
+from ._config import get_num_threads, num_threads, set_num_threads
+from .result import DecodeResult
+
+_blas.register()
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DecodeResult",
+    "__version__",
+    "get_num_threads",
+    "num_threads",
+    "set_num_threads",
+]

@@ -1,0 +1,157 @@
+"""Argument checks shared by every public entry point.
+
+Every helper names the offending argument in its message, so an error raised deep
+inside a pipeline still says which input was wrong.  Checks run once, at the
+public function; the compiled kernels assume checked, C-contiguous input.
+
+Conversion policy
+-----------------
+* float64 and float32 arrays are used as they are (float32 stays float32 only
+  when *all* float inputs of a call are float32; otherwise everything is
+  promoted to float64).
+* Integer and boolean arrays are converted to float64.
+* Complex, object, string and other dtypes are refused with a ``TypeError``.
+* Non-contiguous arrays (slices, transposes) are copied to C order.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_finite",
+    "check_matrix",
+    "check_nonnegative_float",
+    "check_positive_float",
+    "check_positive_int",
+    "common_float_dtype",
+]
+
+
+def _dtype_kind_ok(name: str, arr: np.ndarray) -> None:
+    if arr.dtype.kind in "fiub":
+        return
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
+    raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
+
+
+def common_float_dtype(*arrays: Any) -> np.dtype:
+    """Return float32 when every array is float32, float64 otherwise."""
+    dtypes = [np.asarray(a).dtype for a in arrays if a is not None]
+    if dtypes and all(dt == np.float32 for dt in dtypes):
+        return np.dtype(np.float32)
+    return np.dtype(np.float64)
+
+
+def as_float_array(
+    name: str,
+    x: Any,
+    *,
+    ndim: int | tuple[int, ...],
+    dtype: np.dtype | type | None = None,
+    allow_empty: bool = False,
+    finite: bool = True,
+) -> np.ndarray:
+    """Convert ``x`` to a C-contiguous float array after checking it.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    x : array_like
+        The input.
+    ndim : int or tuple of int
+        Allowed numbers of dimensions.
+    dtype : dtype, optional
+        Target float dtype; by default float32 stays float32 and anything else
+        becomes float64.
+    allow_empty : bool, default False
+        Whether a zero-size array is accepted.
+    finite : bool, default True
+        Refuse NaN and infinite entries.
+
+    Returns
+    -------
+    numpy.ndarray
+        A C-contiguous float32/float64 array (a copy only when needed).
+    """
+    if x is None:
+        raise TypeError(f"{name} must be an array, got None")
+    arr = np.asarray(x)
+    _dtype_kind_ok(name, arr)
+    ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if arr.ndim not in ndims:
+        want = " or ".join(f"{d}-D" for d in ndims)
+        raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
+    if not allow_empty and arr.size == 0:
+        raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
+    if dtype is None:
+        target = np.dtype(np.float32) if arr.dtype == np.float32 else np.dtype(np.float64)
+    else:
+        target = np.dtype(dtype)
+        if target.kind != "f":
+            raise TypeError(f"internal: target dtype for {name} must be float, got {target}")
+    out = np.ascontiguousarray(arr, dtype=target)
+    if finite:
+        check_finite(name, out)
+    return out
+
+
+def check_finite(name: str, arr: np.ndarray) -> None:
+    """Raise ``ValueError`` if ``arr`` holds NaN or infinity."""
+    if arr.size and not np.isfinite(arr).all():
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise ValueError(
+            f"{name} contains NaN or infinity (first at index {tuple(int(i) for i in bad)})"
+        )
+
+
+def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> np.ndarray:
+    """Check a sensing matrix: 2-D, non-empty, finite, no all-zero column."""
+    out = as_float_array(name, A, ndim=2, dtype=dtype)
+    norms = np.linalg.norm(out, axis=0)
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise ValueError(
+            f"{name} has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
+            "a zero column can never be selected and makes the problem ill-posed"
+        )
+    return out
+
+
+def check_positive_int(
+    name: str, value: Any, *, upper: int | None = None, upper_desc: str | None = None
+) -> int:
+    """Return ``value`` as int after checking ``1 <= value <= upper``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    if upper is not None and value > upper:
+        desc = f" ({upper_desc})" if upper_desc else ""
+        raise ValueError(f"{name} must be <= {upper}{desc}, got {value}")
+    return value
+
+
+def check_nonnegative_float(name: str, value: Any) -> float:
+    """Return ``value`` as float after checking it is finite and >= 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    out = float(value)
+    if not np.isfinite(out) or out < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+    return out
+
+
+def check_positive_float(name: str, value: Any) -> float:
+    """Return ``value`` as float after checking it is finite and > 0."""
+    out = check_nonnegative_float(name, value)
+    if out == 0:
+        raise ValueError(f"{name} must be > 0, got {value!r}")
+    return out

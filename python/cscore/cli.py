@@ -1,0 +1,56 @@
+"""The ``cscore`` command line: ``cscore <subcommand> ...``.
+
+Subcommands register themselves in :data:`SUBCOMMANDS`; each is a pair of
+functions ``(add_arguments(parser), run(args) -> int)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Callable
+
+__all__ = ["main"]
+
+AddArgs = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+#: name -> (help, add_arguments, run)
+SUBCOMMANDS: dict[str, tuple[str, AddArgs, Run]] = {}
+
+
+def _version(_args: argparse.Namespace) -> int:
+    import cscore
+
+    print(f"cscore {cscore.__version__}")
+    return 0
+
+
+SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, add_args, run) in SUBCOMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_args(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cscore`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "_run"):
+        parser.print_help()
+        return 2
+    return int(args._run(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
