@@ -1,0 +1,131 @@
+"""A plain NumPy LSTM-CS decoder (Algorithm 2), the specification for the C++ one.
+
+Slow (a least-squares solve per atom), but short enough to read against the
+paper.  Tests compare the compiled decoder with it; it is not a public API.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .model import LSTMCSWeights
+
+__all__ = ["lstm_logits", "reference_decode"]
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:
+    """Run the LSTM over channels; return logits.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+    X : ndarray, shape (B, L, M)
+        Inputs (already max-abs normalized residuals), channel-major sequences.
+
+    Returns
+    -------
+    ndarray, shape (B, L, N)
+    """
+    B, L, _ = X.shape
+    H = weights.n_cells
+    W, R, b = weights.W.astype(np.float64), weights.R.astype(np.float64), weights.b
+    U, c_out = weights.U.astype(np.float64), weights.c_out.astype(np.float64)
+    v = np.zeros((B, H))
+    c = np.zeros((B, H))
+    out = np.empty((B, L, U.shape[0]))
+    for j in range(L):
+        gates = X[:, j, :] @ W.T + v @ R.T + b
+        if weights.cell == "paper":
+            i, g, o = np.split(gates, 3, axis=1)
+            c = c + _sigmoid(i) * np.tanh(g)
+        else:
+            i, f, g, o = np.split(gates, 4, axis=1)
+            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+        v = _sigmoid(o) * np.tanh(c)
+        out[:, j, :] = v @ U.T + c_out
+    return out
+
+
+def normalize_maxabs(r: np.ndarray) -> np.ndarray:
+    """Divide each row of ``r`` (B, M) by its largest absolute entry (0 stays 0)."""
+    scale = np.abs(r).max(axis=-1, keepdims=True)
+    return np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
+
+
+def reference_decode(
+    weights: LSTMCSWeights,
+    A: np.ndarray,
+    Y: np.ndarray,
+    *,
+    n_nonzero: int | None,
+    tol: float | None,
+    exclude_selected: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Decode a batch with Algorithm 2.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+    A : ndarray (M, N)
+    Y : ndarray (B, M, L)
+    n_nonzero : int or None
+        Atoms per channel to select (at most ``min(M, N)``).
+    tol : float or None
+        Stop a problem once the sum over channels of residual l2 norms is <= tol.
+    exclude_selected : bool
+        Take the argmax over atoms not yet in the channel's support.
+
+    Returns
+    -------
+    S : ndarray (B, N, L)
+    n_iter : ndarray (B,) greedy iterations run per problem
+    """
+    A = np.asarray(A, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    B, M, L = Y.shape
+    N = A.shape[1]
+    cap = min(M, N)
+    k_max = cap if n_nonzero is None else min(n_nonzero, cap)
+    S = np.zeros((B, N, L))
+    Rres = Y.copy()
+    supports: list[list[list[int]]] = [[[] for _ in range(L)] for _ in range(B)]
+    active = np.ones(B, dtype=bool)
+    n_iter = np.zeros(B, dtype=np.int64)
+    H = weights.n_cells
+    W, Rw, b = weights.W.astype(np.float64), weights.R.astype(np.float64), weights.b
+    U, c_out = weights.U.astype(np.float64), weights.c_out.astype(np.float64)
+    for _ in range(k_max):
+        if tol is not None:
+            res = np.linalg.norm(Rres, axis=1).sum(axis=1)
+            active &= res > tol
+        if not active.any():
+            break
+        idx = np.flatnonzero(active)
+        v = np.zeros((idx.size, H))
+        c = np.zeros((idx.size, H))
+        for j in range(L):
+            x = normalize_maxabs(Rres[idx, :, j])
+            gates = x @ W.T + v @ Rw.T + b
+            if weights.cell == "paper":
+                gi, gg, go = np.split(gates, 3, axis=1)
+                c = c + _sigmoid(gi) * np.tanh(gg)
+            else:
+                gi, gf, gg, go = np.split(gates, 4, axis=1)
+                c = _sigmoid(gf) * c + _sigmoid(gi) * np.tanh(gg)
+            v = _sigmoid(go) * np.tanh(c)
+            z = v @ U.T + c_out
+            for row, p in enumerate(idx):
+                supp = supports[p][j]
+                if exclude_selected and supp:
+                    z[row, supp] = -np.inf
+                supp.append(int(np.argmax(z[row])))
+                coef, *_ = np.linalg.lstsq(A[:, supp], Y[p, :, j], rcond=None)
+                S[p, :, j] = 0.0
+                S[p, supp, j] = coef
+                Rres[p, :, j] = Y[p, :, j] - A[:, supp] @ coef
+        n_iter[idx] += 1
+    return S, n_iter
