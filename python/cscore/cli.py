@@ -29,8 +29,14 @@ def _version(_args: argparse.Namespace) -> int:
 SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
 
 
+def _register_subcommands() -> None:
+    """Import the modules that add entries to :data:`SUBCOMMANDS`."""
+    from .bench import cli as _bench_cli  # noqa: F401  (bench, demo)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
+    _register_subcommands()
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )

@@ -1,0 +1,267 @@
+"""``cscore bench`` (the paper's experiments) and ``cscore demo`` (decode the demo set)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..cli import SUBCOMMANDS
+from .decoders import DECODERS
+
+__all__ = ["load_model"]
+
+DEMO_MODEL = "demo-dct-m32"
+
+
+def load_model(name_or_path: str) -> Any:
+    """A model from a file path, or a pretrained model by name."""
+    import cscore
+
+    path = Path(name_or_path)
+    if path.suffix == ".npz" or path.exists():
+        return cscore.LSTMCS.load(path)
+    return cscore.pretrained(name_or_path)
+
+
+def _ints(text: str) -> list[int]:
+    if ":" in text:
+        a, b, *step = (int(t) for t in text.split(":"))
+        return list(range(a, b + 1, step[0] if step else 1))
+    return [int(t) for t in text.split(",") if t]
+
+
+def _floats(text: str) -> list[float]:
+    return [float(t) for t in text.split(",") if t]
+
+
+def _bench_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "experiment",
+        choices=["sparsity", "noise", "phase"],
+        help="sparsity: error vs k; noise: error vs sigma; phase: phase transition",
+    )
+    p.add_argument(
+        "--data",
+        choices=["mnist", "demo", "synthetic"],
+        default="synthetic",
+        help="problem source (default: synthetic)",
+    )
+    p.add_argument("--data-dir", help="folder with the MNIST IDX files (for --data mnist)")
+    p.add_argument(
+        "--model",
+        help="pretrained model name or .npz file (needed for lstm-cs; "
+        "its A is used for mnist/demo problems)",
+    )
+    p.add_argument(
+        "--decoders",
+        default=None,
+        help=f"comma-separated, from: {', '.join(DECODERS)} "
+        "(default: lstm-cs,somp,omp with a model, else somp,omp,tmsbl)",
+    )
+    p.add_argument("--k", default="5:30:5", help="sparsities, '5,10,20' or '5:30:5' (default)")
+    p.add_argument(
+        "--sigma",
+        default="0.005",
+        help="noise std; a list for the noise experiment (default 0.005)",
+    )
+    p.add_argument(
+        "--stop",
+        default="tol,k",
+        help="stopping rules for greedy decoders: tol (the paper's oracle "
+        "threshold), k (true sparsity), or both (default)",
+    )
+    p.add_argument(
+        "--problems",
+        type=int,
+        default=50,
+        help="MNIST image tuples (4 problems each) or synthetic problems per point",
+    )
+    p.add_argument("--M", type=int, default=72, help="synthetic: measurements (default 72)")
+    p.add_argument("--N", type=int, default=144, help="synthetic: atoms (default 144)")
+    p.add_argument("--L", type=int, default=4, help="synthetic: channels (default 4)")
+    p.add_argument(
+        "--independent",
+        action="store_true",
+        help="synthetic: one support per channel instead of a joint one",
+    )
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="bench-out", help="output folder for JSON and PNG")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--no-plot", action="store_true", help="skip the figure")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from . import experiments as ex
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model = load_model(args.model) if args.model else None
+    if args.decoders:
+        decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
+    else:
+        decoders = ["lstm-cs", "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
+    unknown = [d for d in decoders if d not in DECODERS]
+    if unknown:
+        print(f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}", file=sys.stderr)
+        return 2
+    if "lstm-cs" in decoders and model is None:
+        print("lstm-cs needs --model (see `cscore models`)", file=sys.stderr)
+        return 2
+    progress = not args.no_progress
+    stop = [s.strip() for s in args.stop.split(",") if s.strip()]
+
+    if args.experiment == "phase":
+        pt = ex.phase_transition(
+            args.N,
+            np.linspace(0.1, 0.9, 9),
+            np.linspace(0.05, 0.5, 10),
+            [d for d in decoders if d != "lstm-cs"],
+            L=args.L,
+            n_trials=args.problems,
+            joint=not args.independent,
+            seed=args.seed,
+            progress=progress,
+        )
+        (out / "phase.json").write_text(json.dumps(pt, indent=1))
+        if not args.no_plot:
+            from .plots import plot_phase_transition
+
+            print(f"figure: {plot_phase_transition(pt, out / 'phase.png')}")
+        print(f"results: {out / 'phase.json'}")
+        return 0
+
+    A = None
+    if args.data in ("mnist", "demo"):
+        if model is None:
+            print(f"--data {args.data} needs --model (its sensing matrix is used)", file=sys.stderr)
+            return 2
+        A = model.A
+    if args.data == "mnist" and not args.data_dir:
+        print("--data mnist needs --data-dir", file=sys.stderr)
+        return 2
+    if args.data == "synthetic" and model is not None:
+        A_model = model.A
+        args.M, args.N = A_model.shape
+
+    def make(k: int, sigma: float) -> ex.ProblemSet:
+        if args.data == "mnist":
+            return ex.mnist_problems(
+                args.data_dir, A, k, sigma=sigma, seed=args.seed, n_tuples=args.problems
+            )
+        if args.data == "demo":
+            return ex.demo_problems(A, k, sigma=sigma, seed=args.seed)
+        ps = ex.synthetic_problems(
+            args.M,
+            args.N,
+            args.L,
+            k,
+            n_problems=args.problems,
+            sigma=sigma,
+            joint=not args.independent,
+            seed=args.seed,
+        )
+        if model is not None:  # measure with the model's matrix
+            from ..datasets import measure
+
+            ps.A = model.A
+            ps.Y, _ = measure(model.A, ps.S, sigma, args.seed + 1)
+        return ps
+
+    ks, sigmas = _ints(args.k), _floats(args.sigma)
+    if args.experiment == "sparsity":
+        res = ex.sweep(
+            "k",
+            ks,
+            lambda k: make(k, sigmas[0]),
+            decoders,
+            stop=stop,
+            model=model,
+            progress=progress,
+        )
+    else:
+        res = ex.sweep(
+            "sigma",
+            sigmas,
+            lambda s: make(ks[0], s),
+            decoders,
+            stop=stop,
+            model=model,
+            progress=progress,
+        )
+    res.info.update(
+        {"data": args.data, "model": args.model, "seed": args.seed, "problems": args.problems}
+    )
+    name = f"{args.experiment}-{args.data}"
+    res.save(out / f"{name}.json")
+    print("NMSE (mean over problems):")
+    print(res.table("nmse"))
+    print("\nseconds per problem:")
+    print(res.table("seconds"))
+    if not args.no_plot:
+        from .plots import plot_sweep
+
+        print(f"figure: {plot_sweep(res, out / f'{name}.png', title=name)}")
+    print(f"results: {out / f'{name}.json'}")
+    return 0
+
+
+def _demo_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=DEMO_MODEL, help=f"model name or file (default {DEMO_MODEL})")
+    p.add_argument("--k", type=int, default=10, help="DCT coefficients kept per 8x8 block")
+    p.add_argument("--sigma", type=float, default=0.005, help="noise std (default 0.005)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--plot", help="save original vs reconstructed images to this PNG")
+
+
+def _run_demo(args: argparse.Namespace) -> int:
+    import time
+
+    from ..datasets import load_demo
+    from .decoders import run_decoder
+
+    model = load_model(args.model)
+    data = load_demo(args.k, M=model.M, L=model.L, A=model.A, sigma=args.sigma, seed=args.seed)
+    S, Y = data.S_test, data.Y_test
+    from ..datasets import expected_noise_tol
+
+    tol = expected_noise_tol(model.M, model.L, args.sigma)
+    print(
+        f"demo: {S.shape[0]} problems (M={model.M}, N={model.N}, L={model.L}) from the "
+        f"PyWavelets test image(s), k={args.k} DCT coefficients per 8x8 block, "
+        f"sigma={args.sigma}, model {args.model}"
+    )
+    print(f"{'decoder':<22}{'NMSE':>10}{'ms/problem':>13}")
+    recon: dict[str, np.ndarray] = {"original": data.to_images(S)}
+    for name, kw in (
+        ("lstm-cs", {"tol": tol}),
+        ("lstm-cs", {"k": args.k}),
+        ("somp", {"tol": tol}),
+        ("omp", {"k": args.k}),
+    ):
+        t0 = time.perf_counter()
+        S_hat = run_decoder(name, model.A, Y, model=model, **kw)
+        dt = (time.perf_counter() - t0) / S.shape[0]
+        err = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
+        den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
+        label = f"{name} ({'tol' if 'tol' in kw else 'k'})"
+        print(f"{label:<22}{np.mean(err[den > 0] / den[den > 0]):>10.4f}{dt * 1e3:>13.3f}")
+        recon[label] = data.to_images(S_hat)
+    if args.plot:
+        from .plots import plot_images
+
+        rows = {k: np.clip(v, 0, 1) for k, v in recon.items()}
+        print(f"figure: {plot_images(rows, args.plot)}")
+    return 0
+
+
+SUBCOMMANDS["bench"] = ("run the paper's experiments and plot them", _bench_args, _run_bench)
+SUBCOMMANDS["demo"] = (
+    "decode the embedded demo images with LSTM-CS, SOMP and OMP",
+    _demo_args,
+    _run_demo,
+)

@@ -1,0 +1,357 @@
+"""The paper's experiments: error vs sparsity or noise, phase transitions, CPU time.
+
+Each experiment draws :class:`ProblemSet` batches (ground truth ``S``, sensing
+matrix ``A``, measurements ``Y``), runs decoders through
+:func:`cscore.bench.decoders.run_decoder` and records the NMSE
+``||S_hat - S||_F / ||S||_F`` per problem (averaged) and the CPU time per
+problem.  Noise is drawn fresh for every problem.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from .decoders import DECODERS, run_decoder
+
+__all__ = [
+    "ProblemSet",
+    "SweepResult",
+    "demo_problems",
+    "mnist_problems",
+    "phase_transition",
+    "sweep",
+    "synthetic_problems",
+]
+
+
+@dataclass
+class ProblemSet:
+    """A batch of MMV problems sharing one sensing matrix.
+
+    Attributes
+    ----------
+    A : ndarray (M, N)
+    S : ndarray (P, N, L)
+        Ground truth.
+    Y : ndarray (P, M, L)
+        Noisy measurements.
+    sigma : float
+        Noise standard deviation.
+    tol : float
+        The paper's stopping threshold for these problems (expected
+        ``L * ||noise||_F``).
+    k : int or None
+        Nonzeros per channel the data was made with (None: not k-sparse).
+    """
+
+    A: np.ndarray
+    S: np.ndarray
+    Y: np.ndarray
+    sigma: float
+    tol: float
+    k: int | None = None
+
+
+def _tol(M: int, L: int, sigma: float) -> float:
+    from ..datasets import expected_noise_tol
+
+    return expected_noise_tol(M, L, sigma) if sigma > 0 else 1e-9
+
+
+def _finish(A: np.ndarray, S: np.ndarray, sigma: float, seed: int, k: int | None) -> ProblemSet:
+    from ..datasets import measure
+
+    Y, _ = measure(A, S, sigma, seed)
+    return ProblemSet(A=A, S=S, Y=Y, sigma=sigma, tol=_tol(A.shape[0], S.shape[2], sigma), k=k)
+
+
+def mnist_problems(
+    data_dir: str | Path,
+    A: np.ndarray,
+    k: int,
+    *,
+    sigma: float = 0.005,
+    seed: int = 0,
+    n_tuples: int = 50,
+    first_index: int = 6000,
+    digits: Sequence[int] = (0, 1, 2, 3),
+) -> ProblemSet:
+    """MNIST problems by the paper's protocol, from images ``first_index`` on.
+
+    The shipped models never saw MNIST images with index >= 6000 of the
+    reference file, so the default draws only held-out digits.
+
+    Parameters
+    ----------
+    data_dir : path
+        Folder with ``*images-idx3-ubyte[.gz]`` and ``*labels-idx1-ubyte[.gz]``.
+    A : ndarray (M, 144)
+    k : int
+        Pixels kept per 12 x 12 block.
+    sigma, seed : float, int
+        Noise level and seed (noise fresh per problem).
+    n_tuples : int
+        Image tuples (one image per digit); each gives 4 problems (blocks).
+    first_index : int
+        Only images with this index or later are used.
+    digits : sequence of int
+        Digit of each channel (L = len(digits)).
+    """
+    from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples
+
+    data_dir = Path(data_dir)
+    imgs = sorted(data_dir.glob("*images-idx3-ubyte*"))
+    labs = sorted(data_dir.glob("*labels-idx1-ubyte*"))
+    if not imgs or not labs:
+        raise FileNotFoundError(f"no MNIST IDX files (*images-idx3-ubyte*) in {data_dir}")
+    images, labels = load_mnist(imgs[0], labs[0])
+    pool = np.arange(first_index, labels.shape[0])
+    if pool.size == 0:
+        raise ValueError(f"first_index={first_index} leaves no image of {labels.shape[0]}")
+    tuples = mnist_tuples(labels, pool, digits, seed=seed)[:n_tuples]
+    S = mnist_mmv_problems(images, tuples, k)
+    return _finish(np.asarray(A, dtype=np.float64), S, sigma, seed + 1, k)
+
+
+def demo_problems(
+    A: np.ndarray, k: int | None, *, sigma: float = 0.005, seed: int = 0
+) -> ProblemSet:
+    """Test problems of the embedded demo set (PyWavelets' images, 8x8 DCT blocks)."""
+    from ..datasets import load_demo
+
+    A = np.asarray(A, dtype=np.float64)
+    data = load_demo(k, M=A.shape[0], A=A, sigma=sigma, seed=seed)
+    return ProblemSet(
+        A=A,
+        S=data.S_test,
+        Y=data.Y_test,
+        sigma=sigma,
+        tol=_tol(A.shape[0], data.S_test.shape[2], sigma),
+        k=k,
+    )
+
+
+def synthetic_problems(
+    M: int,
+    N: int,
+    L: int,
+    k: int,
+    *,
+    n_problems: int = 100,
+    sigma: float = 0.0,
+    joint: bool = True,
+    correlation: float = 0.0,
+    seed: int = 0,
+) -> ProblemSet:
+    """Random k-sparse problems with a unit-norm Gaussian ``A``.
+
+    Parameters
+    ----------
+    M, N, L, k : int
+        Sizes and nonzeros per channel.
+    n_problems : int
+        Problems in the batch.
+    sigma : float
+        Noise standard deviation.
+    joint : bool
+        Same support in every channel (the SOMP/SBL model) or one per channel.
+    correlation : float
+        AR(1) coefficient of each nonzero row across channels (T-SBL's model).
+    seed : int
+    """
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, N))
+    A /= np.linalg.norm(A, axis=0)
+    S = np.zeros((n_problems, N, L))
+    for p in range(n_problems):
+        rows = rng.choice(N, k, replace=False)
+        vals = np.empty((k, L))
+        vals[:, 0] = rng.standard_normal(k)
+        for j in range(1, L):
+            vals[:, j] = correlation * vals[:, j - 1] + np.sqrt(
+                1 - correlation**2
+            ) * rng.standard_normal(k)
+        if joint:
+            S[p, rows, :] = vals
+        else:
+            for j in range(L):
+                S[p, rng.choice(N, k, replace=False), j] = vals[:, j]
+    return _finish(A, S, sigma, seed + 1, k)
+
+
+@dataclass
+class SweepResult:
+    """Errors and times of several decoders over one swept parameter.
+
+    Attributes
+    ----------
+    param : str
+        Name of the swept parameter ("k", "sigma", ...).
+    values : list
+        Its values.
+    nmse : dict
+        Decoder label -> mean NMSE per value.
+    seconds : dict
+        Decoder label -> CPU (wall) seconds per problem, per value.
+    info : dict
+        Settings of the run.
+    """
+
+    param: str
+    values: list[Any]
+    nmse: dict[str, list[float]] = field(default_factory=dict)
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def table(self, what: str = "nmse") -> str:
+        """The results as a Markdown table (``what`` = "nmse" or "seconds")."""
+        data = self.nmse if what == "nmse" else self.seconds
+        labels = list(data)
+        head = f"| {self.param} | " + " | ".join(labels) + " |"
+        sep = "|---" * (len(labels) + 1) + "|"
+        rows = [
+            f"| {v} | " + " | ".join(f"{data[lab][i]:.4g}" for lab in labels) + " |"
+            for i, v in enumerate(self.values)
+        ]
+        return "\n".join([head, sep, *rows])
+
+    def save(self, path: str | Path) -> None:
+        """Write the result as JSON."""
+        Path(path).write_text(json.dumps(asdict(self), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> SweepResult:
+        """Read a result written by :meth:`save`."""
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def _nmse(S_hat: np.ndarray, S: np.ndarray) -> float:
+    num = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
+    den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
+    ok = den > 0
+    return float(np.mean(num[ok] / den[ok]))
+
+
+def sweep(
+    param: str,
+    values: Sequence[Any],
+    make_problems: Callable[[Any], ProblemSet],
+    decoders: Sequence[str],
+    *,
+    stop: Sequence[str] = ("tol",),
+    model: Any = None,
+    progress: bool = True,
+) -> SweepResult:
+    """Run ``decoders`` on ``make_problems(value)`` for every value.
+
+    Parameters
+    ----------
+    param : str
+        Label of the swept parameter.
+    values : sequence
+        The values.
+    make_problems : callable
+        ``value -> ProblemSet``.
+    decoders : sequence of str
+        Names from :data:`cscore.bench.DECODERS`.
+    stop : sequence of {"tol", "k"}
+        Stopping rules to run the greedy decoders with: "tol" is the paper's
+        rule (``ProblemSet.tol``, which knows the noise level), "k" stops at
+        the true number of nonzeros per channel.  Each greedy decoder appears
+        once per rule, labelled ``name (rule)``.
+    model : LSTMCS, optional
+        For "lstm-cs".
+    progress : bool
+        Show a progress bar.
+    """
+    from tqdm.auto import tqdm
+
+    for name in decoders:
+        if name not in DECODERS:
+            raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")
+    for rule in stop:
+        if rule not in ("tol", "k"):
+            raise ValueError(f"stop rules are 'tol' and 'k', got {rule!r}")
+    result = SweepResult(param=param, values=list(values), info={"stop": list(stop)})
+    runs: list[tuple[str, str, str | None]] = []
+    for name in decoders:
+        if DECODERS[name][1]:
+            runs += [(f"{name} ({rule})", name, rule) for rule in stop]
+        else:
+            runs.append((name, name, None))
+    for label, _, _ in runs:
+        result.nmse[label] = []
+        result.seconds[label] = []
+    bar = tqdm(total=len(values) * len(runs), disable=not progress, desc=f"sweep {param}")
+    for value in values:
+        ps = make_problems(value)
+        for label, name, rule in runs:
+            bar.set_postfix_str(f"{param}={value} {label}")
+            k = ps.k if rule == "k" else None
+            tol = ps.tol if rule == "tol" else None
+            t0 = time.perf_counter()
+            S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=model)
+            dt = time.perf_counter() - t0
+            result.nmse[label].append(_nmse(np.asarray(S_hat, dtype=np.float64), ps.S))
+            result.seconds[label].append(dt / ps.S.shape[0])
+            bar.update()
+    bar.close()
+    return result
+
+
+def phase_transition(
+    N: int,
+    deltas: Sequence[float],
+    rhos: Sequence[float],
+    decoders: Sequence[str],
+    *,
+    L: int = 4,
+    n_trials: int = 20,
+    joint: bool = True,
+    threshold: float = 1e-2,
+    seed: int = 0,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Empirical phase transition on noiseless synthetic problems.
+
+    For every undersampling ratio ``delta = M / N`` and sparsity ratio
+    ``rho = k / M``, run ``n_trials`` problems and record the fraction with
+    NMSE below ``threshold``.  Greedy decoders stop at ``k`` atoms.
+
+    Returns
+    -------
+    dict
+        ``{"deltas", "rhos", "success": {decoder: (len(rhos), len(deltas)) list}}``.
+    """
+    from tqdm.auto import tqdm
+
+    success = {name: np.zeros((len(rhos), len(deltas))) for name in decoders}
+    bar = tqdm(total=len(deltas) * len(rhos), disable=not progress, desc="phase transition")
+    for di, delta in enumerate(deltas):
+        M = max(1, round(delta * N))
+        for ri, rho in enumerate(rhos):
+            k = max(1, round(rho * M))
+            ps = synthetic_problems(
+                M, N, L, k, n_problems=n_trials, joint=joint, seed=seed + 1000 * di + ri
+            )
+            for name in decoders:
+                S_hat = run_decoder(name, ps.A, ps.Y, k=k)
+                err = np.linalg.norm((S_hat - ps.S).reshape(n_trials, -1), axis=1)
+                err /= np.linalg.norm(ps.S.reshape(n_trials, -1), axis=1)
+                success[name][ri, di] = float(np.mean(err < threshold))
+            bar.update()
+    bar.close()
+    return {
+        "N": N,
+        "L": L,
+        "deltas": list(deltas),
+        "rhos": list(rhos),
+        "success": {k: v.tolist() for k, v in success.items()},
+    }
