@@ -84,18 +84,19 @@ def _run(
     # so that no copy or transpose is needed on either side.
     if fn == "omp":
         if Y_arr.ndim == 1:
-            X = np.zeros(N, dtype=dtype)
+            X = np.empty(N, dtype=dtype)
             Yv, Xv = Y_arr[None, :, None], X[None, :, None]
         else:
-            X = np.zeros((N, Y_arr.shape[1]), dtype=dtype)
+            X = np.empty((N, Y_arr.shape[1]), dtype=dtype)
             Yv, Xv = Y_arr.T[:, :, None], X.T[:, :, None]
     else:
-        X = np.zeros(Y_arr.shape[:-2] + (N, Y_arr.shape[-1]), dtype=dtype)
+        X = np.empty(Y_arr.shape[:-2] + (N, Y_arr.shape[-1]), dtype=dtype)
         if Y_arr.ndim == 2:
             Yv, Xv = Y_arr[None], X[None]
         else:
             Yv, Xv = Y_arr, X
     P, _, L = Yv.shape
+    # The kernel writes every entry of X (zeros off the support).
     residual = np.zeros((P, L), dtype=dtype)
     n_iter = np.zeros(P, dtype=np.int64)
     stop = np.zeros(P, dtype=np.int8)

@@ -167,6 +167,37 @@ T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) 
     return total;
 }
 
+// alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
+// same pass, score[j] = sum_c alpha[j, c]^2.
+template <class T>
+void update_scores(Workspace<T>& ws, const T* q, const T* z) {
+    const std::ptrdiff_t N = ws.N, L = ws.L;
+    T* s = ws.score.data();
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        T* a = ws.alpha.data() + c * N;
+        if (q != nullptr) {
+            const T zc = z[c];
+            if (c == 0) {
+                for (std::ptrdiff_t j = 0; j < N; ++j) {
+                    const T v = a[j] - zc * q[j];
+                    a[j] = v;
+                    s[j] = v * v;
+                }
+            } else {
+                for (std::ptrdiff_t j = 0; j < N; ++j) {
+                    const T v = a[j] - zc * q[j];
+                    a[j] = v;
+                    s[j] += v * v;
+                }
+            }
+        } else if (c == 0) {
+            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] = a[j] * a[j];
+        } else {
+            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] += a[j] * a[j];
+        }
+    }
+}
+
 // Decodes problem p of Y into the outputs.
 template <class T>
 void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t p,
@@ -186,10 +217,10 @@ void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t 
         ws.energy[static_cast<std::size_t>(c)] = e;
         ytot2 += e;
     }
-    // alpha (N x L, column-major = channel-major) = An^T y.
-    blas::gemm<T>(false, false, static_cast<int>(N), static_cast<int>(L), static_cast<int>(M),
-                  T(1), D.An.data(), static_cast<int>(N), ws.y.data(), static_cast<int>(M), T(0),
-                  ws.alpha.data(), static_cast<int>(N));
+    // alpha[:, c] = An^T y_c (An row-major M x N is An^T column-major N x M).
+    for (std::ptrdiff_t c = 0; c < L; ++c)
+        linalg::gemv_n<T>(static_cast<int>(N), static_cast<int>(M), D.An.data(), static_cast<int>(N),
+                          ws.y.data() + c * M, ws.alpha.data() + c * N);
 
     std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
     ws.chol.reset();
@@ -235,21 +266,10 @@ void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t 
             reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
             break;
         }
-        // Selection.
-        std::fill(ws.score.begin(), ws.score.end(), T(0));
-        for (std::ptrdiff_t c = 0; c < L; ++c) {
-            const T* a = ws.alpha.data() + c * N;
-            T* s = ws.score.data();
-            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] += a[j] * a[j];
-        }
-        std::ptrdiff_t k = 0;
-        T best = ws.score[0];
-        for (std::ptrdiff_t j = 1; j < N; ++j) {
-            if (ws.score[static_cast<std::size_t>(j)] > best) {
-                best = ws.score[static_cast<std::size_t>(j)];
-                k = j;
-            }
-        }
+        // Selection (the scores were refreshed together with alpha).
+        if (n == 0) update_scores<T>(ws, nullptr, nullptr);
+        const std::ptrdiff_t k = linalg::argmax_first(ws.score.data(), N);
+        const T best = ws.score[static_cast<std::size_t>(k)];
         if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)]) {
             reason = StopReason::dependent;
             stopped_dependent = true;
@@ -267,19 +287,16 @@ void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t 
         }
         have_explicit = false;
         const T lnn = ws.chol.pivot(n);
-        T* qn = Q + n * N;
-        const T* gk = D.G.data() + k * N;
-        std::copy(gk, gk + N, qn);
-        linalg::sub_gemv(N, n, Q, N, scratch.data(), qn);
         const T inv = T(1) / lnn;
-        for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
+        T* qn = Q + n * N;
+        linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, scratch.data(), inv, qn);
+        T* zn = ws.z.data() + n * L;
         for (std::ptrdiff_t c = 0; c < L; ++c) {
-            T* a = ws.alpha.data() + c * N;
-            const T zc = a[k] * inv;
-            ws.z[static_cast<std::size_t>(n * L + c)] = zc;
-            linalg::axpy(N, -zc, qn, a);
+            const T zc = ws.alpha[static_cast<std::size_t>(c * N + k)] * inv;
+            zn[c] = zc;
             ws.energy[static_cast<std::size_t>(c)] -= zc * zc;
         }
+        update_scores(ws, qn, zn);
         ws.selected[static_cast<std::size_t>(k)] = 1;
         ws.atoms[static_cast<std::size_t>(n)] = k;
         ++n;

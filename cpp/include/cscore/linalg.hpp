@@ -20,7 +20,52 @@
 #include <limits>
 #include <vector>
 
+#include "cscore/blas.hpp"
+
 namespace cscore::linalg {
+
+using sgemv_fn = void(const char*, const int*, const int*, const float*, const float*,
+                      const int*, const float*, const int*, const float*, float*, const int*);
+using dgemv_fn = void(const char*, const int*, const int*, const double*, const double*,
+                      const int*, const double*, const int*, const double*, double*, const int*);
+
+template <class T>
+struct gemv_ptr;
+template <>
+struct gemv_ptr<float> {
+    static sgemv_fn* get() {
+        static sgemv_fn* f = reinterpret_cast<sgemv_fn*>(blas::lookup("sgemv"));
+        return f;
+    }
+};
+template <>
+struct gemv_ptr<double> {
+    static dgemv_fn* get() {
+        static dgemv_fn* f = reinterpret_cast<dgemv_fn*>(blas::lookup("dgemv"));
+        return f;
+    }
+};
+
+// y (size m) = A x with A column-major m x n (leading dimension lda >= m), using
+// the registered BLAS gemv when there is one (no packing: cheap for one vector),
+// otherwise a portable column-by-column loop.  Deterministic for given arguments.
+template <class T>
+inline void gemv_n(int m, int n, const T* A, int lda, const T* x, T* y) {
+    if (m <= 0) return;
+    if (auto* f = gemv_ptr<T>::get(); f != nullptr && n > 0) {
+        const char tr = 'N';
+        const T one = T(1), zero = T(0);
+        const int inc = 1;
+        f(&tr, &m, &n, &one, A, &lda, x, &inc, &zero, y, &inc);
+        return;
+    }
+    for (int i = 0; i < m; ++i) y[i] = T(0);
+    for (int c = 0; c < n; ++c) {
+        const T xc = x[c];
+        const T* a = A + static_cast<std::ptrdiff_t>(c) * lda;
+        for (int i = 0; i < m; ++i) y[i] += xc * a[i];
+    }
+}
 
 // sum_i a[i] * b[i] with four interleaved partial sums (a fixed order).
 template <class T>
@@ -59,6 +104,67 @@ inline void sub_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T* X, std::pt
             y[i] -= (w0 * x0[i] + w1 * x1[i]) + (w2 * x2[i] + w3 * x3[i]);
     }
     for (; c < ncols; ++c) axpy(n, -w[c], X + c * ldx, y);
+}
+
+// y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): the
+// registered BLAS gemv does the product when there is one (vectorized for the
+// running CPU), a portable loop otherwise.  Deterministic for given arguments.
+template <class T>
+inline void scaled_residual_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T* g, const T* X,
+                                 std::ptrdiff_t ldx, const T* w, T s, T* y) {
+    auto* f = gemv_ptr<T>::get();
+    if (f == nullptr || ncols == 0) {
+        for (std::ptrdiff_t i = 0; i < n; ++i) y[i] = g[i];
+        sub_gemv(n, ncols, X, ldx, w, y);
+        for (std::ptrdiff_t i = 0; i < n; ++i) y[i] *= s;
+        return;
+    }
+    for (std::ptrdiff_t i = 0; i < n; ++i) y[i] = s * g[i];
+    const char tr = 'N';
+    const int m = static_cast<int>(n), k = static_cast<int>(ncols), ld = static_cast<int>(ldx);
+    const T minus_s = -s, one = T(1);
+    const int inc = 1;
+    f(&tr, &m, &k, &minus_s, X, &ld, w, &inc, &one, y, &inc);
+}
+
+// Index of the first maximal entry of s[0..n) (n >= 1, entries finite), in one
+// pass with four independent (value, index) lanes so that no long dependency
+// chain serializes the loop.  Lane l sees indices l, l + 4, ...; each lane keeps
+// its first maximum (strict >) and the lanes are merged preferring the lower
+// index on ties, so the result equals a plain left-to-right scan.
+template <class T>
+inline std::ptrdiff_t argmax_first(const T* s, std::ptrdiff_t n) {
+    if (n < 4) {
+        std::ptrdiff_t k = 0;
+        for (std::ptrdiff_t i = 1; i < n; ++i)
+            if (s[i] > s[k]) k = i;
+        return k;
+    }
+    T m[4] = {s[0], s[1], s[2], s[3]};
+    std::ptrdiff_t idx[4] = {0, 1, 2, 3};
+    std::ptrdiff_t i = 4;
+    for (; i + 4 <= n; i += 4) {
+        for (int l = 0; l < 4; ++l) {
+            const bool gt = s[i + l] > m[l];
+            m[l] = gt ? s[i + l] : m[l];
+            idx[l] = gt ? i + l : idx[l];
+        }
+    }
+    for (; i < n; ++i) {
+        const int l = static_cast<int>(i & 3);
+        if (s[i] > m[l]) {
+            m[l] = s[i];
+            idx[l] = i;
+        }
+    }
+    std::ptrdiff_t k = idx[0];
+    T best = m[0];
+    for (int l = 1; l < 4; ++l)
+        if (m[l] > best || (m[l] == best && idx[l] < k)) {
+            best = m[l];
+            k = idx[l];
+        }
+    return k;
 }
 
 // Solves L x = b in place (b <- x); L lower triangular, row-major, leading dim ld.
