@@ -138,7 +138,7 @@ struct Workspace {
 // gamma = L^{-T} z for the current support, then the explicit residual norm of
 // every channel into ws.res; returns their sum.
 template <class T>
-T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
+CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
     const std::ptrdiff_t M = D.M, L = ws.L;
     std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
     ws.chol.solve_lt(ws.gamma.data(), L);
@@ -170,7 +170,7 @@ T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) 
 // alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
 // same pass, score[j] = sum_c alpha[j, c]^2.
 template <class T>
-void update_scores(Workspace<T>& ws, const T* q, const T* z) {
+CSCORE_FORCE_INLINE void update_scores(Workspace<T>& ws, const T* q, const T* z) {
     const std::ptrdiff_t N = ws.N, L = ws.L;
     T* s = ws.score.data();
     for (std::ptrdiff_t c = 0; c < L; ++c) {
@@ -199,8 +199,8 @@ void update_scores(Workspace<T>& ws, const T* q, const T* z) {
 }
 
 // Decodes problem p of Y into the outputs.
-template <class T>
-void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t p,
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t p,
                 const Options& opt, Workspace<T>& ws, const Outputs<T>& out) {
     const std::ptrdiff_t M = D.M, N = D.N, L = ws.L, K = ws.K;
     constexpr T eps = std::numeric_limits<T>::epsilon();
@@ -289,7 +289,14 @@ void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t 
         const T lnn = ws.chol.pivot(n);
         const T inv = T(1) / lnn;
         T* qn = Q + n * N;
-        linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, scratch.data(), inv, qn);
+        if constexpr (kBlasGemv) {
+            linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, scratch.data(), inv, qn);
+        } else {
+            const T* gk = D.G.data() + k * N;
+            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
+            linalg::sub_gemv(N, n, Q, N, scratch.data(), qn);
+            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
+        }
         T* zn = ws.z.data() + n * L;
         for (std::ptrdiff_t c = 0; c < L; ++c) {
             const T zc = ws.alpha[static_cast<std::size_t>(c * N + k)] * inv;
@@ -325,6 +332,35 @@ void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t 
     out.warn[p] = static_cast<std::uint8_t>(stopped_dependent && res_total > std::sqrt(eps) * ynorm);
 }
 
+// Decodes problems [begin, end).  The generic version relies on the registered
+// BLAS gemv for the O(N n) step; the AVX2 version (x86-64 with GCC/Clang, chosen
+// at run time when the CPU supports it) inlines the whole kernel compiled for
+// AVX2, which beats a BLAS call at these small sizes.  Either way every problem
+// runs the same code for the whole call, whatever the thread count.
+template <class T>
+void decode_range_generic(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t begin,
+                          std::ptrdiff_t end, const Options& opt, Workspace<T>& ws,
+                          const Outputs<T>& out) {
+    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, true>(D, Y, p, opt, ws, out);
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define CSCORE_GREEDY_AVX2 1
+template <class T>
+__attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& D,
+                                                           const View3<const T>& Y,
+                                                           std::ptrdiff_t begin, std::ptrdiff_t end,
+                                                           const Options& opt, Workspace<T>& ws,
+                                                           const Outputs<T>& out) {
+    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, false>(D, Y, p, opt, ws, out);
+}
+
+inline bool cpu_has_avx2() {
+    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return ok;
+}
+#endif
+
 // Decodes P problems Y (P, M, L) into the outputs with up to n_threads threads.
 // Results do not depend on n_threads: every problem runs the same code.
 template <class T>
@@ -335,9 +371,21 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
     const Dictionary<T> D(A, M, N, lda);
     const std::ptrdiff_t K = opt.max_atoms;
+#ifdef CSCORE_GREEDY_AVX2
+    const bool avx2 = cpu_has_avx2();
+#else
+    const bool avx2 = false;
+#endif
     parallel_for(P, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int /*worker*/) {
         Workspace<T> ws(M, N, L, K);
-        for (std::ptrdiff_t p = begin; p < end; ++p) decode_one(D, Y, p, opt, ws, out);
+#ifdef CSCORE_GREEDY_AVX2
+        if (avx2) {
+            decode_range_avx2<T>(D, Y, begin, end, opt, ws, out);
+            return;
+        }
+#endif
+        (void)avx2;
+        decode_range_generic<T>(D, Y, begin, end, opt, ws, out);
     });
 }
 

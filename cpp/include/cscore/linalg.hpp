@@ -22,6 +22,14 @@
 
 #include "cscore/blas.hpp"
 
+// Hot helpers are force-inlined so that a caller compiled for a wider
+// instruction set (see greedy.hpp) vectorizes them for that set too.
+#if defined(__GNUC__) || defined(__clang__)
+#define CSCORE_FORCE_INLINE inline __attribute__((always_inline))
+#else
+#define CSCORE_FORCE_INLINE inline
+#endif
+
 namespace cscore::linalg {
 
 using sgemv_fn = void(const char*, const int*, const int*, const float*, const float*,
@@ -69,7 +77,7 @@ inline void gemv_n(int m, int n, const T* A, int lda, const T* x, T* y) {
 
 // sum_i a[i] * b[i] with four interleaved partial sums (a fixed order).
 template <class T>
-inline T dot(const T* a, const T* b, std::ptrdiff_t n) {
+CSCORE_FORCE_INLINE T dot(const T* a, const T* b, std::ptrdiff_t n) {
     T s0 = T(0), s1 = T(0), s2 = T(0), s3 = T(0);
     std::ptrdiff_t i = 0;
     for (; i + 4 <= n; i += 4) {
@@ -84,14 +92,14 @@ inline T dot(const T* a, const T* b, std::ptrdiff_t n) {
 
 // y += alpha * x
 template <class T>
-inline void axpy(std::ptrdiff_t n, T alpha, const T* x, T* y) {
+CSCORE_FORCE_INLINE void axpy(std::ptrdiff_t n, T alpha, const T* x, T* y) {
     for (std::ptrdiff_t i = 0; i < n; ++i) y[i] += alpha * x[i];
 }
 
 // y -= sum_{c < ncols} w[c] * X[:, c], X column-major with leading dimension ldx.
 // Columns are consumed four at a time, which quarters the traffic on y.
 template <class T>
-inline void sub_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T* X, std::ptrdiff_t ldx,
+CSCORE_FORCE_INLINE void sub_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T* X, std::ptrdiff_t ldx,
                      const T* w, T* y) {
     std::ptrdiff_t c = 0;
     for (; c + 4 <= ncols; c += 4) {
@@ -133,7 +141,7 @@ inline void scaled_residual_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T
 // its first maximum (strict >) and the lanes are merged preferring the lower
 // index on ties, so the result equals a plain left-to-right scan.
 template <class T>
-inline std::ptrdiff_t argmax_first(const T* s, std::ptrdiff_t n) {
+CSCORE_FORCE_INLINE std::ptrdiff_t argmax_first(const T* s, std::ptrdiff_t n) {
     if (n < 4) {
         std::ptrdiff_t k = 0;
         for (std::ptrdiff_t i = 1; i < n; ++i)
