@@ -1,7 +1,117 @@
+// Bindings for the greedy decoders (OMP, SOMP).  The Python layer
+// (python/cscore/greedy.py) validates the user's input and allocates every
+// output; this glue only checks the internal contract (dtypes, shapes, strides),
+// then releases the GIL around the C++ loop.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "cscore/greedy.hpp"
 #include "register.hpp"
+
+namespace py = pybind11;
 
 namespace cscore::bindings {
 
-void register_greedy(pybind11::module_& /*m*/) {}
+namespace {
+
+template <class T>
+bool has_dtype(const py::array& a) {
+    return a.dtype().num() == py::dtype::of<T>().num();
+}
+
+void require(bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("_greedy_decode: " + what);
+}
+
+std::ptrdiff_t elem_stride(const py::array& a, py::ssize_t axis) {
+    const auto s = a.strides(axis);
+    require(s % a.itemsize() == 0, "strides must be multiples of the item size");
+    return static_cast<std::ptrdiff_t>(s / a.itemsize());
+}
+
+template <class T>
+void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
+         py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
+         std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads) {
+    require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
+    require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
+    require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<T>(residual),
+            "A, Y, X and residual must share one float dtype");
+    require(has_dtype<std::int64_t>(n_iter) && has_dtype<std::int8_t>(stop) &&
+                has_dtype<std::uint8_t>(warn) && has_dtype<std::int64_t>(atoms),
+            "bad dtype for n_iter/stop/warn/atoms");
+    require(X.writeable() && residual.writeable() && n_iter.writeable() && stop.writeable() &&
+                warn.writeable() && atoms.writeable(),
+            "outputs must be writeable");
+    const std::ptrdiff_t M = A.shape(0), N = A.shape(1);
+    const std::ptrdiff_t P = Y.shape(0), L = Y.shape(2);
+    require(Y.shape(1) == M && X.shape(0) == P && X.shape(1) == N && X.shape(2) == L,
+            "shapes of A, Y and X disagree");
+    require(M >= 1 && N >= 1 && L >= 1, "empty dimensions");
+    require(max_atoms >= 1 && max_atoms <= std::min(M, N), "max_atoms out of range");
+    const auto c_contig = py::array::c_style;
+    require(residual.ndim() == 2 && residual.shape(0) == P && residual.shape(1) == L &&
+                (residual.flags() & c_contig),
+            "residual must be C-contiguous (P, L)");
+    require(n_iter.ndim() == 1 && n_iter.shape(0) == P && (n_iter.flags() & c_contig) &&
+                stop.ndim() == 1 && stop.shape(0) == P && (stop.flags() & c_contig) &&
+                warn.ndim() == 1 && warn.shape(0) == P && (warn.flags() & c_contig),
+            "n_iter, stop, warn must be C-contiguous (P,)");
+    require(atoms.ndim() == 2 && atoms.shape(0) == P && atoms.shape(1) == max_atoms &&
+                (atoms.flags() & c_contig),
+            "atoms must be C-contiguous (P, max_atoms)");
+    require(n_threads >= 1, "n_threads must be >= 1");
+
+    greedy::View3<const T> yv{static_cast<const T*>(Y.data()), elem_stride(Y, 0),
+                              elem_stride(Y, 1), elem_stride(Y, 2)};
+    greedy::Outputs<T> out;
+    out.X = greedy::View3<T>{static_cast<T*>(X.mutable_data()), elem_stride(X, 0),
+                             elem_stride(X, 1), elem_stride(X, 2)};
+    out.residual = static_cast<T*>(residual.mutable_data());
+    out.n_iter = static_cast<std::int64_t*>(n_iter.mutable_data());
+    out.stop = static_cast<std::int8_t*>(stop.mutable_data());
+    out.warn = static_cast<std::uint8_t*>(warn.mutable_data());
+    out.atoms = static_cast<std::int64_t*>(atoms.mutable_data());
+    greedy::Options opt;
+    opt.max_atoms = max_atoms;
+    opt.cap_is_n_nonzero = cap_is_n_nonzero;
+    opt.tol = tol;
+    const T* a = static_cast<const T*>(A.data());
+    {
+        // Pure C++ from here on: raw pointers into arrays the caller keeps alive,
+        // no Python object is touched.
+        py::gil_scoped_release release;
+        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads);
+    }
+}
+
+void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::array residual,
+                   py::array n_iter, py::array stop, py::array warn, py::array atoms,
+                   std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads) {
+    if (has_dtype<double>(A)) {
+        run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, cap_is_n_nonzero,
+                    tol, n_threads);
+    } else if (has_dtype<float>(A)) {
+        run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, cap_is_n_nonzero,
+                   tol, n_threads);
+    } else {
+        throw std::invalid_argument("_greedy_decode: A must be float32 or float64");
+    }
+}
+
+}  // namespace
+
+void register_greedy(py::module_& m) {
+    m.def("_greedy_decode", &greedy_decode, py::arg("A"), py::arg("Y"), py::arg("X"),
+          py::arg("residual"), py::arg("n_iter"), py::arg("stop"), py::arg("warn"),
+          py::arg("atoms"), py::arg("max_atoms"), py::arg("cap_is_n_nonzero"), py::arg("tol"),
+          py::arg("n_threads"),
+          "Greedy (S)OMP decode of P problems Y (P, M, L) into preallocated outputs "
+          "(internal; use cscore.omp / cscore.somp).");
+}
 
 }  // namespace cscore::bindings

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
+from .greedy import omp, somp
 from .result import DecodeResult
 
 _blas.register()
@@ -20,5 +21,7 @@ __all__ = [
     "__version__",
     "get_num_threads",
     "num_threads",
+    "omp",
     "set_num_threads",
+    "somp",
 ]

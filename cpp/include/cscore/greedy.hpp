@@ -1,0 +1,392 @@
+// Greedy sparse decoders: OMP (one channel) and SOMP (L channels, joint support).
+//
+// Formulation (Gram-based "Batch-OMP", Rubinstein, Zibulevsky & Elad 2008, in its
+// progressive-Cholesky form).  Columns are normalized once, An = A D^{-1} with
+// D = diag(||a_j||), and G = An^T An is formed once per call and shared by every
+// problem of the batch.  Per problem only the correlations alpha = An^T Y (one
+// small gemm) touch the measurements.  With L the Cholesky factor of G_II for the
+// support I (|I| = n) keep
+//     Q = G_{:,I} L^{-T}   (N x n),   z = L^{-1} An_I^T Y   (n x L).
+// Then the current correlations are An^T R = An^T Y - Q z, and adding atom k is
+//     w      = Q[k, :]^T                      (= L^{-1} G_{I,k}: no solve needed)
+//     d      = G_kk - w^T w,  l = sqrt(d)     (new pivot; d ~ 0 -> dependent atom)
+//     q_new  = (G_{:,k} - Q w) / l            (N x n work: the only O(N n) step)
+//     z_new  = alpha[k, :] / l                 (new row of z)
+//     alpha -= q_new z_new                     (refreshed correlations)
+//     ||r_c||^2 -= z_new[c]^2                  (residual energy per channel)
+// and at the end the coefficients are gamma = L^{-T} z (for the normalized atoms),
+// x = D^{-1} gamma.  No per-step solve, no A^T r product.  The residual energy is
+// an estimate that loses accuracy by cancellation near zero, so when it is close
+// to a `tol` decision the residual is recomputed explicitly.
+//
+// Selection: the atom maximizing sum_c alpha[j, c]^2 (the l2 norm over channels
+// of An_j^T R; for L = 1 plain OMP).  Ties go to the lowest index.
+//
+// Stopping per problem: residual (sum over channels of channel l2 norms) <= tol;
+// n_nonzero atoms; all min(M, N) atoms used; or "dependent": the best correlation
+// vanished (the residual is orthogonal to every atom), the best atom was already
+// selected, or its new pivot is not positive (numerically dependent atom).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "cscore/blas.hpp"
+#include "cscore/linalg.hpp"
+#include "cscore/parallel.hpp"
+#include "cscore/result.hpp"
+
+namespace cscore::greedy {
+
+// A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
+template <class T>
+struct View3 {
+    T* data = nullptr;
+    std::ptrdiff_t s0 = 0, s1 = 0, s2 = 0;
+    T& operator()(std::ptrdiff_t p, std::ptrdiff_t i, std::ptrdiff_t c) const {
+        return data[p * s0 + i * s1 + c * s2];
+    }
+};
+
+// The dictionary, prepared once per call and shared read-only by all workers.
+template <class T>
+struct Dictionary {
+    std::ptrdiff_t M = 0, N = 0;
+    std::vector<T> inv_norm;  // 1 / ||a_j||
+    std::vector<T> An;        // normalized A, row-major M x N
+    std::vector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    std::vector<T> G;         // An^T An, N x N symmetric (column j contiguous)
+
+    // A is row-major M x N with row stride lda (elements).  Throws on a zero column.
+    Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda)
+        : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
+          An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
+          G(static_cast<std::size_t>(n * n)) {
+        for (std::ptrdiff_t j = 0; j < N; ++j) {
+            T* col = At.data() + j * M;
+            for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = A[i * lda + j];
+            // Scaled norm: immune to overflow/underflow for extreme column scales.
+            T amax = T(0);
+            for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(col[i]));
+            if (!(amax > T(0))) throw std::invalid_argument("A has an all-zero column");
+            T ss = T(0);
+            for (std::ptrdiff_t i = 0; i < M; ++i) ss += (col[i] / amax) * (col[i] / amax);
+            const T norm = amax * std::sqrt(ss);
+            inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
+            for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
+        }
+        for (std::ptrdiff_t i = 0; i < M; ++i)
+            for (std::ptrdiff_t j = 0; j < N; ++j) An[i * N + j] = At[j * M + i];
+        for (std::ptrdiff_t j = 0; j < N; ++j) {
+            for (std::ptrdiff_t i = j; i < N; ++i) {
+                const T g = linalg::dot(At.data() + i * M, At.data() + j * M, M);
+                G[j * N + i] = g;
+                G[i * N + j] = g;
+            }
+        }
+    }
+};
+
+struct Options {
+    std::ptrdiff_t max_atoms = 1;  // hard cap on the support size (<= min(M, N))
+    bool cap_is_n_nonzero = true;  // report reaching the cap as "n_nonzero" (else "exhausted")
+    double tol = -1.0;             // stop when the residual measure <= tol; < 0: unused
+};
+
+// Per-problem outputs (caller memory).
+template <class T>
+struct Outputs {
+    View3<T> X;                 // (P, N, L) coefficients, fully written
+    T* residual = nullptr;      // (P, L) final residual l2 norm per channel
+    std::int64_t* n_iter = nullptr;    // (P,)
+    std::int8_t* stop = nullptr;       // (P,) StopReason code
+    std::uint8_t* warn = nullptr;      // (P,) 1: stopped "dependent" with a residual left
+    std::int64_t* atoms = nullptr;     // (P, max_atoms) selection order, -1 padded
+};
+
+// Per-thread scratch space.
+template <class T>
+struct Workspace {
+    std::ptrdiff_t M, N, L, K;
+    std::vector<T> y;       // L x M, channel-major copy of the measurements
+    std::vector<T> alpha;   // L x N current correlations, channel-major
+    std::vector<T> score;   // N
+    std::vector<T> Q;       // N x K, column-major
+    std::vector<T> z;       // K x L
+    std::vector<T> gamma;   // K x L
+    std::vector<T> r;       // M
+    std::vector<T> yy;      // L  ||y_c||^2
+    std::vector<T> energy;  // L  residual energy estimates
+    std::vector<T> res;     // L  explicit residual norms
+    std::vector<std::int64_t> atoms;  // K
+    std::vector<unsigned char> selected;  // N
+    linalg::GrowingCholesky<T> chol;
+
+    Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
+        : M(m), N(n), L(l), K(k), y(sz(l * m)), alpha(sz(l * n)), score(sz(n)), Q(sz(n * k)),
+          z(sz(k * l)), gamma(sz(k * l)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
+          atoms(sz(k)), selected(sz(n)), chol(k) {}
+
+    static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
+};
+
+// gamma = L^{-T} z for the current support, then the explicit residual norm of
+// every channel into ws.res; returns their sum.
+template <class T>
+CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
+    const std::ptrdiff_t M = D.M, L = ws.L;
+    std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
+    ws.chol.solve_lt(ws.gamma.data(), L);
+    T total = T(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        const T* yc = ws.y.data() + c * M;
+        std::copy(yc, yc + M, ws.r.begin());
+        for (std::ptrdiff_t i = 0; i < n; ++i)
+            linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
+                         D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, ws.r.data());
+        // Scaled norm, so tiny or huge residuals neither underflow nor overflow.
+        T amax = T(0);
+        for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(ws.r[static_cast<std::size_t>(i)]));
+        T nrm = T(0);
+        if (amax > T(0)) {
+            T ss = T(0);
+            for (std::ptrdiff_t i = 0; i < M; ++i) {
+                const T v = ws.r[static_cast<std::size_t>(i)] / amax;
+                ss += v * v;
+            }
+            nrm = amax * std::sqrt(ss);
+        }
+        ws.res[static_cast<std::size_t>(c)] = nrm;
+        total += nrm;
+    }
+    return total;
+}
+
+// alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
+// same pass, score[j] = sum_c alpha[j, c]^2.
+template <class T>
+CSCORE_FORCE_INLINE void update_scores(Workspace<T>& ws, const T* q, const T* z) {
+    const std::ptrdiff_t N = ws.N, L = ws.L;
+    T* s = ws.score.data();
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        T* a = ws.alpha.data() + c * N;
+        if (q != nullptr) {
+            const T zc = z[c];
+            if (c == 0) {
+                for (std::ptrdiff_t j = 0; j < N; ++j) {
+                    const T v = a[j] - zc * q[j];
+                    a[j] = v;
+                    s[j] = v * v;
+                }
+            } else {
+                for (std::ptrdiff_t j = 0; j < N; ++j) {
+                    const T v = a[j] - zc * q[j];
+                    a[j] = v;
+                    s[j] += v * v;
+                }
+            }
+        } else if (c == 0) {
+            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] = a[j] * a[j];
+        } else {
+            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] += a[j] * a[j];
+        }
+    }
+}
+
+// Decodes problem p of Y into the outputs.
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t p,
+                const Options& opt, Workspace<T>& ws, const Outputs<T>& out) {
+    const std::ptrdiff_t M = D.M, N = D.N, L = ws.L, K = ws.K;
+    constexpr T eps = std::numeric_limits<T>::epsilon();
+    const bool use_tol = opt.tol >= 0.0;
+    const T tol = static_cast<T>(opt.tol);
+
+    // Measurements, channel-major, and their energies.
+    T ytot2 = T(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        T* yc = ws.y.data() + c * M;
+        for (std::ptrdiff_t i = 0; i < M; ++i) yc[i] = Y(p, i, c);
+        const T e = linalg::dot(yc, yc, M);
+        ws.yy[static_cast<std::size_t>(c)] = e;
+        ws.energy[static_cast<std::size_t>(c)] = e;
+        ytot2 += e;
+    }
+    // alpha[:, c] = An^T y_c (An row-major M x N is An^T column-major N x M).
+    for (std::ptrdiff_t c = 0; c < L; ++c)
+        linalg::gemv_n<T>(static_cast<int>(N), static_cast<int>(M), D.An.data(), static_cast<int>(N),
+                          ws.y.data() + c * M, ws.alpha.data() + c * N);
+
+    std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
+    ws.chol.reset();
+    // A correlation (squared, summed over channels) at or below this is rounding
+    // noise: the residual is orthogonal to every atom.
+    const T vanish = (T(32) * eps) * (T(32) * eps) * ytot2;
+
+    StopReason reason = StopReason::exhausted;
+    bool stopped_dependent = false;
+    std::ptrdiff_t n = 0;
+    bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
+    for (;;) {
+        if (use_tol) {
+            // Bracket the residual measure using the energy estimates; the
+            // estimate's absolute error grows like n * eps * ||y||^2.
+            T lo = T(0), hi = T(0);
+            for (std::ptrdiff_t c = 0; c < L; ++c) {
+                const T e = ws.energy[static_cast<std::size_t>(c)];
+                const T slack = T(1000) * T(static_cast<double>(n + 1)) * eps * ws.yy[static_cast<std::size_t>(c)];
+                lo += std::sqrt(std::max(e - slack, T(0)));
+                hi += std::sqrt(std::max(e + slack, T(0)));
+            }
+            bool below;
+            if (hi <= tol && n > 0) {
+                below = true;
+            } else if (lo > tol) {
+                below = false;
+            } else if (n == 0) {
+                // Empty support: the residual is y itself, known exactly.
+                T t = T(0);
+                for (std::ptrdiff_t c = 0; c < L; ++c) t += std::sqrt(ws.yy[static_cast<std::size_t>(c)]);
+                below = t <= tol;
+            } else {
+                below = explicit_residual(D, ws, n) <= tol;
+                have_explicit = true;
+            }
+            if (below) {
+                reason = StopReason::tol;
+                break;
+            }
+        }
+        if (n >= opt.max_atoms) {
+            reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
+            break;
+        }
+        // Selection (the scores were refreshed together with alpha).
+        if (n == 0) update_scores<T>(ws, nullptr, nullptr);
+        const std::ptrdiff_t k = linalg::argmax_first(ws.score.data(), N);
+        const T best = ws.score[static_cast<std::size_t>(k)];
+        if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)]) {
+            reason = StopReason::dependent;
+            stopped_dependent = true;
+            break;
+        }
+        // w = Q[k, :] straight into the factor's next row (see the header).
+        T* Q = ws.Q.data();
+        std::vector<T>& scratch = ws.gamma;  // reused as the w buffer (size >= K)
+        for (std::ptrdiff_t i = 0; i < n; ++i) scratch[static_cast<std::size_t>(i)] = Q[i * N + k];
+        const T gkk = D.G[static_cast<std::size_t>(k * N + k)];
+        if (!ws.chol.append_row(scratch.data(), gkk)) {
+            reason = StopReason::dependent;
+            stopped_dependent = true;
+            break;
+        }
+        have_explicit = false;
+        const T lnn = ws.chol.pivot(n);
+        const T inv = T(1) / lnn;
+        T* qn = Q + n * N;
+        if constexpr (kBlasGemv) {
+            linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, scratch.data(), inv, qn);
+        } else {
+            const T* gk = D.G.data() + k * N;
+            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
+            linalg::sub_gemv(N, n, Q, N, scratch.data(), qn);
+            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
+        }
+        T* zn = ws.z.data() + n * L;
+        for (std::ptrdiff_t c = 0; c < L; ++c) {
+            const T zc = ws.alpha[static_cast<std::size_t>(c * N + k)] * inv;
+            zn[c] = zc;
+            ws.energy[static_cast<std::size_t>(c)] -= zc * zc;
+        }
+        update_scores(ws, qn, zn);
+        ws.selected[static_cast<std::size_t>(k)] = 1;
+        ws.atoms[static_cast<std::size_t>(n)] = k;
+        ++n;
+    }
+
+    if (!have_explicit) explicit_residual(D, ws, n);
+    T res_total = T(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        out.residual[p * L + c] = ws.res[static_cast<std::size_t>(c)];
+        res_total += ws.res[static_cast<std::size_t>(c)];
+    }
+    for (std::ptrdiff_t j = 0; j < N; ++j)
+        for (std::ptrdiff_t c = 0; c < L; ++c) out.X(p, j, c) = T(0);
+    for (std::ptrdiff_t i = 0; i < n; ++i) {
+        const std::ptrdiff_t j = ws.atoms[static_cast<std::size_t>(i)];
+        for (std::ptrdiff_t c = 0; c < L; ++c)
+            out.X(p, j, c) = ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)];
+    }
+    for (std::ptrdiff_t i = 0; i < K; ++i)
+        out.atoms[p * K + i] = i < n ? ws.atoms[static_cast<std::size_t>(i)] : -1;
+    out.n_iter[p] = n;
+    out.stop[p] = static_cast<std::int8_t>(reason);
+    // Worth a warning only when the early stop left a residual that is not
+    // rounding noise: "the requested precision might not have been met".
+    const T ynorm = std::sqrt(ytot2);
+    out.warn[p] = static_cast<std::uint8_t>(stopped_dependent && res_total > std::sqrt(eps) * ynorm);
+}
+
+// Decodes problems [begin, end).  The generic version relies on the registered
+// BLAS gemv for the O(N n) step; the AVX2 version (x86-64 with GCC/Clang, chosen
+// at run time when the CPU supports it) inlines the whole kernel compiled for
+// AVX2, which beats a BLAS call at these small sizes.  Either way every problem
+// runs the same code for the whole call, whatever the thread count.
+template <class T>
+void decode_range_generic(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t begin,
+                          std::ptrdiff_t end, const Options& opt, Workspace<T>& ws,
+                          const Outputs<T>& out) {
+    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, true>(D, Y, p, opt, ws, out);
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define CSCORE_GREEDY_AVX2 1
+template <class T>
+__attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& D,
+                                                           const View3<const T>& Y,
+                                                           std::ptrdiff_t begin, std::ptrdiff_t end,
+                                                           const Options& opt, Workspace<T>& ws,
+                                                           const Outputs<T>& out) {
+    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, false>(D, Y, p, opt, ws, out);
+}
+
+inline bool cpu_has_avx2() {
+    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return ok;
+}
+#endif
+
+// Decodes P problems Y (P, M, L) into the outputs with up to n_threads threads.
+// Results do not depend on n_threads: every problem runs the same code.
+template <class T>
+void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
+            const View3<const T>& Y, std::ptrdiff_t P, std::ptrdiff_t L, const Options& opt,
+            const Outputs<T>& out, int n_threads) {
+    if (opt.max_atoms < 1 || opt.max_atoms > std::min(M, N))
+        throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
+    const Dictionary<T> D(A, M, N, lda);
+    const std::ptrdiff_t K = opt.max_atoms;
+#ifdef CSCORE_GREEDY_AVX2
+    const bool avx2 = cpu_has_avx2();
+#else
+    const bool avx2 = false;
+#endif
+    parallel_for(P, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int /*worker*/) {
+        Workspace<T> ws(M, N, L, K);
+#ifdef CSCORE_GREEDY_AVX2
+        if (avx2) {
+            decode_range_avx2<T>(D, Y, begin, end, opt, ws, out);
+            return;
+        }
+#endif
+        (void)avx2;
+        decode_range_generic<T>(D, Y, begin, end, opt, ws, out);
+    });
+}
+
+}  // namespace cscore::greedy
