@@ -38,12 +38,16 @@ py::array_t<std::int64_t> idx_to_array(const std::vector<idx_t>& v) {
 // Packs the per-problem Info records into Python objects.
 py::dict pack_infos(const std::vector<cscore::bcs::Info>& infos) {
     const auto B = static_cast<py::ssize_t>(infos.size());
-    py::array_t<std::int64_t> n_iter(B), stop(B);
+    py::array_t<std::int64_t> n_iter(B), stop(B), moves({B, static_cast<py::ssize_t>(4)});
     py::list index, alpha, sig_diag, ml, noise;
     for (py::ssize_t i = 0; i < B; ++i) {
         const auto& in = infos[static_cast<std::size_t>(i)];
         n_iter.mutable_at(i) = in.n_iter;
         stop.mutable_at(i) = static_cast<std::int64_t>(in.stop);
+        moves.mutable_at(i, 0) = in.n_add;
+        moves.mutable_at(i, 1) = in.n_reestimate;
+        moves.mutable_at(i, 2) = in.n_delete;
+        moves.mutable_at(i, 3) = in.n_refresh;
         index.append(idx_to_array(in.index));
         alpha.append(vec_to_array(in.alpha));
         sig_diag.append(vec_to_array(in.sig_diag));
@@ -53,6 +57,7 @@ py::dict pack_infos(const std::vector<cscore::bcs::Info>& infos) {
     py::dict d;
     d["n_iter"] = n_iter;
     d["stop"] = stop;
+    d["moves"] = moves;
     d["index"] = index;
     d["alpha"] = alpha;
     d["sig_diag"] = sig_diag;

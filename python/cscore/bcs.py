@@ -37,7 +37,9 @@ DEFAULT_MAX_ITER = 10000
 _MAX_ITER_CODE = STOP_REASONS.index("max_iter")
 
 
-def _prepare(A: Any, Y: Any, ndims: tuple[int, ...], yname: str) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+def _prepare(
+    A: Any, Y: Any, ndims: tuple[int, ...], yname: str
+) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     out_dtype = common_float_dtype(A, Y)
     A64 = check_matrix("A", A, dtype=np.float64)
     Y64 = as_float_array(yname, Y, ndim=ndims, dtype=np.float64)
@@ -124,7 +126,9 @@ def bcs(
         each iteration), and the arrays ``noise_var`` (re-estimated after
         convergence, ``||y - A x||^2 / (M - m + sum_i alpha_i Sigma_ii)``, as
         ``BCS_fast_rvm.m`` returns it) and ``noise_var_init`` (the fixed value
-        used).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
+        used), and ``moves`` (counts of ``add``, ``reestimate``, ``delete`` moves
+        and of ``forced_refresh``, recomputations of the posterior forced by a
+        numerically impossible state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
         ``"exhausted"`` (no atom explains more than the noise, or no move is
         left; ``x`` is then zero or the current estimate) or ``"dependent"``
         (the posterior became numerically singular; the current estimate is
@@ -166,7 +170,9 @@ def bcs(
     if noise_var is None:
         if M < 2:
             raise ValueError("y needs at least 2 measurements for the default noise_var")
-        sigma2 = np.var(Y2, axis=0, ddof=1) / 100.0
+        # row-wise on a contiguous copy: the same reduction for a column alone or
+        # in a batch, so batch and loop give bit-identical results
+        sigma2 = np.array([np.var(col, ddof=1) for col in np.ascontiguousarray(Y2.T)]) / 100.0
         zero = sigma2 <= 0
         if np.any(zero):  # constant y: fall back on its mean power (1 for y == 0,
             # which then decodes to zero: no atom explains more than the noise)
@@ -184,14 +190,20 @@ def bcs(
                 )
             if np.any(sigma2 <= 0):
                 raise ValueError("noise_var must be > 0")
+    # Both the model and the algorithm are scale-equivariant (y -> y/c with
+    # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
+    # only removes the risk of overflow or underflow for extreme magnitudes.
+    c = _pow2_scale(np.max(np.abs(Y2), axis=0))
     X, info = _core._bcs(
         np.ascontiguousarray(A64.T),
-        np.ascontiguousarray(Y2.T),
-        np.ascontiguousarray(sigma2),
+        np.ascontiguousarray((Y2 / c).T),
+        np.ascontiguousarray(sigma2 / c**2),
         tol,
         max_iter,
         threads,
     )
+    X *= c[:, None]
+    info["noise_var"] = [nv * ci**2 for nv, ci in zip(info["noise_var"], c)]
     stop = np.asarray(info["stop"])
     _warn_max_iter("bcs", stop, max_iter)
     x = X.T  # (N, B)
@@ -209,6 +221,7 @@ def bcs(
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     extra["noise_var"] = np.array([nv[0] if len(nv) else np.nan for nv in info["noise_var"]])
     extra["noise_var_init"] = sigma2.copy()
+    extra["moves"] = _moves(info, single)
     if single:
         extra["noise_var"] = extra["noise_var"][0:1]
     support = x_out != 0
@@ -220,6 +233,41 @@ def bcs(
         stop_reason=np.array([STOP_REASONS[int(s)] for s in stop]),
         extra=extra,
     )
+
+
+def _pow2_scale(mx: np.ndarray) -> np.ndarray:
+    """Powers of two near ``mx`` (1 where ``mx`` is zero)."""
+    _, e = np.frexp(np.where(mx > 0, mx, 1.0))
+    return np.ldexp(1.0, e)
+
+
+def _merge_infos(
+    parts: list[tuple[np.ndarray, dict[str, Any]]], B: int, c: np.ndarray
+) -> dict[str, Any]:
+    """Reassemble the per-problem records of several kernel calls (noise in y units)."""
+    out: dict[str, Any] = {
+        "n_iter": np.zeros(B, dtype=np.int64),
+        "stop": np.zeros(B, dtype=np.int64),
+        "moves": np.zeros((B, 4), dtype=np.int64),
+    }
+    lists = ("index", "alpha", "sig_diag", "ml", "noise_var")
+    for key in lists:
+        out[key] = [None] * B
+    for sel, info in parts:
+        for key in ("n_iter", "stop", "moves"):
+            out[key][sel] = np.asarray(info[key])
+        for key in lists:
+            for pos, i in enumerate(sel):
+                out[key][i] = info[key][pos]
+    out["noise_var"] = [nv * ci**2 for nv, ci in zip(out["noise_var"], c)]
+    return out
+
+
+def _moves(info: dict[str, Any], single: bool) -> dict[str, Any]:
+    """Counts of each kind of move, per problem (scalars for one problem)."""
+    mv = np.asarray(info["moves"])
+    keys = ("add", "reestimate", "delete", "forced_refresh")
+    return {k: (int(mv[0, i]) if single else mv[:, i].copy()) for i, k in enumerate(keys)}
 
 
 def mtbcs(
@@ -272,7 +320,8 @@ def mtbcs(
         selection order), ``alpha``, ``gamma`` (``1/alpha``), ``ml`` (likelihood
         gain per iteration, the original's ``ML`` output), and ``noise_var``
         (shape (L,) or (B, L)): the posterior mean of each task's noise variance
-        given the final ``alpha``, ``(2b + y'y - y'A Sigma A'y)/(M + 2a - 2)``.
+        given the final ``alpha``, ``(2b + y'y - y'A Sigma A'y)/(M + 2a - 2)``,
+        and ``moves`` (as for :func:`bcs`).
         ``residual_norm`` is (L,) or (B, L).
 
     Notes
@@ -308,10 +357,19 @@ def mtbcs(
     a = check_positive_float("a", a)
     b = check_positive_float("b", b)
     tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
-    X, info = _core._mtbcs(
-        np.ascontiguousarray(A64.T), np.ascontiguousarray(Y3.transpose(0, 2, 1)),
-        a, b, tol, max_iter, threads,
-    )
+    # Scale-equivariant with b -> b/c^2; c a power of two (see bcs).  One call per
+    # distinct scale keeps a batch's problems independent of each other.
+    c = _pow2_scale(np.max(np.abs(Y3), axis=(1, 2)))
+    Yt = np.ascontiguousarray((Y3 / c[:, None, None]).transpose(0, 2, 1))
+    At = np.ascontiguousarray(A64.T)
+    X = np.empty((Y3.shape[0], Y3.shape[2], A64.shape[1]))
+    parts: list[tuple[np.ndarray, dict[str, Any]]] = []
+    for cv in np.unique(c):
+        sel = np.flatnonzero(c == cv)
+        Xs, inf_s = _core._mtbcs(At, Yt[sel], a, b / cv**2, tol, max_iter, threads)
+        X[sel] = Xs * cv
+        parts.append((sel, inf_s))
+    info = _merge_infos(parts, Y3.shape[0], c)
     stop = np.asarray(info["stop"])
     _warn_max_iter("mtbcs", stop, max_iter)
     S = np.ascontiguousarray(X.transpose(0, 2, 1))  # (B, N, L)
@@ -328,6 +386,7 @@ def mtbcs(
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     nv = np.stack(info["noise_var"])
     extra["noise_var"] = nv[0] if single else nv
+    extra["moves"] = _moves(info, single)
     return DecodeResult(
         x=S_out,
         support=S_out != 0,

@@ -88,8 +88,13 @@ def main(orig: str) -> None:
             script.write_text(DRIVER.format(inp=inp, out=res))
             sub = "BCS_demo" if kind == "bcs" else "MT_CS_demo"
             subprocess.run(
-                ["octave-cli", "--no-gui", "--quiet", "--eval",
-                 f"addpath('{orig_path / sub}'); source('{script}');"],
+                [
+                    "octave-cli",
+                    "--no-gui",
+                    "--quiet",
+                    "--eval",
+                    f"addpath('{orig_path / sub}'); source('{script}');",
+                ],
                 check=True,
                 capture_output=True,
             )

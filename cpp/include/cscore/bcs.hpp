@@ -48,6 +48,8 @@ struct Info {
     std::vector<double> sig_diag;        // diag(Sig): posterior variances (BCS: errbars^2)
     std::vector<double> ml;              // ML gain of each iteration (the originals' ML)
     std::vector<double> noise_var;       // BCS: re-estimated sigma2; MT: E[sigma_l^2 | y]
+    long n_add = 0, n_reestimate = 0, n_delete = 0;  // moves made (the initial atom not counted)
+    long n_refresh = 0;                  // Cholesky recomputations forced by an impossible state
 };
 
 namespace detail {
@@ -324,15 +326,33 @@ public:
     // Is the state one the decision rule can use?
     bool sane() const {
         for (idx_t k = 0; k < N_; ++k)
-            if (!(S_[k] > 0.0) || !std::isfinite(S_[k])) return false;
-        for (idx_t i = 0; i < m(); ++i)
-            if (!(alpha_[i] > S_[index_[i]]) || !(alpha_[i] < kInf)) return false;
+            if (pos_[k] < 0 && (!(S_[k] > 0.0) || !std::isfinite(S_[k]))) return false;
+        for (idx_t i = 0; i < m(); ++i) {
+            const double d = Sig_[i * cap_ + i];
+            if (!(d > 0.0) || !std::isfinite(d) || !(alpha_[i] > 0.0) || !(alpha_[i] < kInf))
+                return false;
+        }
         for (double v : Q_)
             if (!std::isfinite(v)) return false;
         for (double v : G_)
             if (!std::isfinite(v)) return false;
         return true;
     }
+
+    // For a selected atom (position i) the exact identities Sig_ii = 1/(alpha_i + s_i),
+    // mu_i = Sig_ii q_i give s_i, q_i, S_i = alpha_i s_i / (alpha_i + s_i) and
+    // Q_i = alpha_i q_i / (alpha_i + s_i) without the cancellation that the
+    // running S, Q vectors suffer when beta a_i'a_i >> alpha_i (tiny noise).
+    struct InModel {
+        double s, S, sig, alpha;
+    };
+    InModel in_model(idx_t i) const {
+        const double d = Sig_[i * cap_ + i], a = alpha_[i];
+        const double sv = 1.0 / d - a;
+        return {sv, a * sv * d, d, a};
+    }
+    double q_in(idx_t l, idx_t i) const { return mu_[l * cap_ + i] / Sig_[i * cap_ + i]; }
+    double Q_in(idx_t l, idx_t i) const { return alpha_[i] * mu_[l * cap_ + i]; }
 
     void write_weights(double* x) {
         for (idx_t l = 0; l < L_; ++l) {
@@ -380,9 +400,10 @@ inline idx_t argmax(const std::vector<double>& v, double& best) {
 }
 
 // Makes the state usable (refreshing it when it is not); false if impossible.
-inline bool ensure_sane(Engine& e) {
+inline bool ensure_sane(Engine& e, long& n_forced) {
     if (e.updates_since_refresh_ >= kRefreshEvery) e.refresh(true);
     if (e.sane()) return true;
+    ++n_forced;
     return e.refresh(true) && e.sane();
 }
 
@@ -418,19 +439,20 @@ inline Info bcs_solve(const double* At, idx_t M, idx_t N, const double* t, doubl
     bool done = false;
     long count = 0;
     for (count = 1; count <= opt.max_iter; ++count) {
-        if (!detail::ensure_sane(e)) {
+        if (!detail::ensure_sane(e, info.n_refresh)) {
             info.stop = StopReason::dependent;
             done = true;
             break;
         }
         for (idx_t j = 0; j < N; ++j) {
-            const double S = e.S_[j], Q = e.Q_[j];
             const idx_t p = e.pos_[j];
-            double s = S, q = Q;
+            double S = e.S_[j], Q = e.Q_[j], s = S, q = Q;
             if (p >= 0) {
-                const double a = e.alpha_[p];
-                s = a * S / (a - S);
-                q = a * Q / (a - S);
+                const auto im = e.in_model(p);
+                S = im.S;
+                s = im.s;
+                Q = e.Q_in(0, p);
+                q = e.q_in(0, p);
             }
             const double theta = q * q - s;
             grow[j] = theta > 0.0;
@@ -447,7 +469,8 @@ inline Info bcs_solve(const double* At, idx_t M, idx_t N, const double* t, doubl
                 }
             } else if (p >= 0) {
                 const double a = e.alpha_[p];
-                v = Q * Q / (S - a) - std::log(1.0 - S / a);
+                const double as = a * e.in_model(p).sig;  // = 1 - S/a
+                v = Q * Q / (S - a) - std::log(as);
             }
             ml[j] = v;
         }
@@ -468,10 +491,16 @@ inline Info bcs_solve(const double* At, idx_t M, idx_t N, const double* t, doubl
         }
         const idx_t p = e.pos_[idx];
         if (grow[idx]) {
-            if (p >= 0) e.reestimate(p, newalpha[idx]);
-            else e.add(idx, newalpha[idx]);
+            if (p >= 0) {
+                e.reestimate(p, newalpha[idx]);
+                ++info.n_reestimate;
+            } else {
+                e.add(idx, newalpha[idx]);
+                ++info.n_add;
+            }
         } else if (p >= 0) {
             e.remove(p);
+            ++info.n_delete;
         }
     }
     if (!done) {
@@ -559,21 +588,26 @@ inline Info mtbcs_solve(const double* At, idx_t M, idx_t N, const double* T, idx
     bool done = false;
     long count = 0;
     for (count = 2; count <= opt.max_iter; ++count) {
-        if (!detail::ensure_sane(e)) {
+        if (!detail::ensure_sane(e, info.n_refresh)) {
             info.stop = StopReason::dependent;
             done = true;
             break;
         }
         for (idx_t j = 0; j < N; ++j) {
-            const double S = e.S_[j];
             const idx_t p = e.pos_[j];
-            const double al = p >= 0 ? e.alpha_[p] : 0.0;
-            const double s = p >= 0 ? al * S / (al - S) : S;
+            const auto im = p >= 0 ? e.in_model(p) : detail::Engine::InModel{e.S_[j], e.S_[j], 0.0, 0.0};
+            const double S = im.S, s = im.s, al = im.alpha;
+            // per task: Q, q and g (g = G + Q^2/(alpha - S) = G + mu_i^2/Sig_ii in the model)
+            const auto Qf = [&](idx_t l) { return p >= 0 ? e.Q_in(l, p) : e.Q_[l * N + j]; };
+            const auto qf = [&](idx_t l) { return p >= 0 ? e.q_in(l, p) : e.Q_[l * N + j]; };
+            const auto gf = [&](idx_t l) {
+                if (p < 0) return e.G_[l];
+                const double mui = e.mu_[l * e.cap_ + p];
+                return e.G_[l] + mui * mui / im.sig;
+            };
             double den = 0.0;
             for (idx_t l = 0; l < L; ++l) {
-                const double Q = e.Q_[l * N + j];
-                const double q = p >= 0 ? al * Q / (al - S) : Q;
-                const double g = p >= 0 ? e.G_[l] + Q * Q / (al - S) : e.G_[l];
+                const double q = qf(l), g = gf(l);
                 const double q2g = q * q / g;
                 den += (K * q2g - s) / (s * (s - q2g));
             }
@@ -585,9 +619,7 @@ inline Info mtbcs_solve(const double* At, idx_t M, idx_t N, const double* T, idx
                 if (p >= 0) {  // re-estimate: Alpha1 = theta, Alpha0 = alpha
                     const double d = 1.0 / th - 1.0 / al;
                     for (idx_t l = 0; l < L; ++l) {
-                        const double Q = e.Q_[l * N + j];
-                        const double q = al * Q / (al - S);
-                        const double g = e.G_[l] + Q * Q / (al - S);
+                        const double q = qf(l), g = gf(l);
                         v += (K - 1.0) * rlog(1.0 + S * d) +
                              K * rlog(((al + s) * g - q * q) * th / (((th + s) * g - q * q) * al));
                     }
@@ -600,9 +632,10 @@ inline Info mtbcs_solve(const double* At, idx_t M, idx_t N, const double* T, idx
                 }
             } else if (p >= 0) {  // delete
                 v = 0.0;
+                const double as = al * im.sig;  // = 1 - S/alpha = (alpha - S)/alpha
                 for (idx_t l = 0; l < L; ++l) {
-                    const double Q = e.Q_[l * N + j];
-                    v += -rlog(1.0 - S / al) - K * rlog(1.0 + Q * Q / (e.G_[l] * (al - S)));
+                    const double Q = Qf(l);
+                    v += -rlog(as) - K * rlog(1.0 + Q * Q / (e.G_[l] * al * as));
                 }
             }
             ml[j] = v;
@@ -624,10 +657,16 @@ inline Info mtbcs_solve(const double* At, idx_t M, idx_t N, const double* T, idx
         }
         const idx_t p = e.pos_[idx];
         if (theta[idx] > 0.0) {
-            if (p >= 0) e.reestimate(p, theta[idx]);
-            else e.add(idx, theta[idx]);
+            if (p >= 0) {
+                e.reestimate(p, theta[idx]);
+                ++info.n_reestimate;
+            } else {
+                e.add(idx, theta[idx]);
+                ++info.n_add;
+            }
         } else if (p >= 0) {
             e.remove(p);
+            ++info.n_delete;
         }
     }
     if (!done) {
