@@ -75,17 +75,18 @@ cscore::bcs::Options make_options(double tol, long max_iter) {
     return opt;
 }
 
-// At: (N, M) atoms (A transposed, C order); Y: (B, M); sigma2: (B,)
-py::tuple bcs_batch(const darray& At, const darray& Y, const darray& sigma2, double tol,
+// A: (M, N); At: A transposed, (N, M), both C order; Y: (B, M); sigma2: (B,)
+py::tuple bcs_batch(const darray& A, const darray& At, const darray& Y, const darray& sigma2, double tol,
                     long max_iter, int n_threads) {
-    if (At.ndim() != 2 || Y.ndim() != 2 || sigma2.ndim() != 1)
-        throw std::invalid_argument("_bcs: expected At (N, M), Y (B, M), sigma2 (B,)");
+    if (A.ndim() != 2 || At.ndim() != 2 || Y.ndim() != 2 || sigma2.ndim() != 1)
+        throw std::invalid_argument("_bcs: expected A (M, N), At (N, M), Y (B, M), sigma2 (B,)");
     const idx_t N = At.shape(0), M = At.shape(1), B = Y.shape(0);
-    if (Y.shape(1) != M || sigma2.shape(0) != B)
+    if (A.shape(0) != M || A.shape(1) != N || Y.shape(1) != M || sigma2.shape(0) != B)
         throw std::invalid_argument("_bcs: inconsistent shapes");
     const auto opt = make_options(tol, max_iter);
     py::array_t<double> X({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(N)});
     std::vector<cscore::bcs::Info> infos(static_cast<std::size_t>(B));
+    const double* arow = A.data();
     const double* a = At.data();
     const double* y = Y.data();
     const double* s2 = sigma2.data();
@@ -96,24 +97,25 @@ py::tuple bcs_batch(const darray& At, const darray& Y, const darray& sigma2, dou
         cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
             for (idx_t p = begin; p < end; ++p)
                 infos[static_cast<std::size_t>(p)] =
-                    cscore::bcs::bcs_solve(a, M, N, y + p * M, s2[p], opt, x + p * N);
+                    cscore::bcs::bcs_solve(arow, a, M, N, y + p * M, s2[p], opt, x + p * N);
         });
     }
     return py::make_tuple(X, pack_infos(infos));
 }
 
-// At: (N, M); Y: (B, L, M) tasks of each problem
-py::tuple mtbcs_batch(const darray& At, const darray& Y, double a, double b, double tol,
+// A: (M, N); At: (N, M); Y: (B, L, M) tasks of each problem
+py::tuple mtbcs_batch(const darray& A, const darray& At, const darray& Y, double a, double b, double tol,
                       long max_iter, int n_threads) {
-    if (At.ndim() != 2 || Y.ndim() != 3)
-        throw std::invalid_argument("_mtbcs: expected At (N, M), Y (B, L, M)");
+    if (A.ndim() != 2 || At.ndim() != 2 || Y.ndim() != 3)
+        throw std::invalid_argument("_mtbcs: expected A (M, N), At (N, M), Y (B, L, M)");
     const idx_t N = At.shape(0), M = At.shape(1), B = Y.shape(0), L = Y.shape(1);
-    if (Y.shape(2) != M) throw std::invalid_argument("_mtbcs: inconsistent shapes");
+    if (A.shape(0) != M || A.shape(1) != N || Y.shape(2) != M) throw std::invalid_argument("_mtbcs: inconsistent shapes");
     if (!(a > 0.0) || !(b > 0.0)) throw std::invalid_argument("a and b must be > 0");
     const auto opt = make_options(tol, max_iter);
     py::array_t<double> X({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(L),
                            static_cast<py::ssize_t>(N)});
     std::vector<cscore::bcs::Info> infos(static_cast<std::size_t>(B));
+    const double* arow = A.data();
     const double* at = At.data();
     const double* y = Y.data();
     double* x = X.mutable_data();
@@ -123,7 +125,7 @@ py::tuple mtbcs_batch(const darray& At, const darray& Y, double a, double b, dou
         cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
             for (idx_t p = begin; p < end; ++p)
                 infos[static_cast<std::size_t>(p)] = cscore::bcs::mtbcs_solve(
-                    at, M, N, y + p * L * M, L, a, b, opt, x + p * L * N);
+                    arow, at, M, N, y + p * L * M, L, a, b, opt, x + p * L * N);
         });
     }
     return py::make_tuple(X, pack_infos(infos));
@@ -132,10 +134,10 @@ py::tuple mtbcs_batch(const darray& At, const darray& Y, double a, double b, dou
 }  // namespace
 
 void register_bcs(py::module_& m) {
-    m.def("_bcs", &bcs_batch, py::arg("At"), py::arg("Y"), py::arg("sigma2"), py::arg("tol"),
+    m.def("_bcs", &bcs_batch, py::arg("A"), py::arg("At"), py::arg("Y"), py::arg("sigma2"), py::arg("tol"),
           py::arg("max_iter"), py::arg("n_threads"),
           "BCS (fast RVM) on B independent problems; internal, use cscore.bcs.");
-    m.def("_mtbcs", &mtbcs_batch, py::arg("At"), py::arg("Y"), py::arg("a"), py::arg("b"),
+    m.def("_mtbcs", &mtbcs_batch, py::arg("A"), py::arg("At"), py::arg("Y"), py::arg("a"), py::arg("b"),
           py::arg("tol"), py::arg("max_iter"), py::arg("n_threads"),
           "MT-BCS on B multitask problems; internal, use cscore.mtbcs.");
 }

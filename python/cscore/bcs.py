@@ -138,13 +138,18 @@ def bcs(
     -----
     Faithful to ``BCS_fast_rvm.m``: same initialisation, the same three
     likelihood-gain formulas, the same stopping rule and the same iteration bound.
+    The noise variance stays fixed during the iterations, as in the original.
     The posterior covariance of the selected atoms is updated with the rank-one
     formulas of Tipping & Faul and recomputed from a Cholesky factorisation of
-    its inverse every 50 updates, when an update leaves an impossible state, and
-    at the end (the returned weights come from that factorisation).  Differences
-    from the original: a problem whose best atom explains less than the noise
-    (where the original would use a negative precision) returns zero; a state
-    with no possible move stops instead of spinning until the loop bound.
+    its inverse every max(50, 4m) updates (m atoms selected), whenever an update
+    leaves an impossible state, and at the end (the returned weights come from
+    that factorisation).  For selected atoms, ``s, q, S, Q`` are taken from the
+    exact identities ``Sigma_ii = 1/(alpha_i + s_i)``, ``mu_i = Sigma_ii q_i``
+    rather than from the running ``S, Q`` vectors, which cancel catastrophically
+    when the noise variance is tiny.  Differences from the original: a problem
+    whose best atom explains less than the noise (where the original would use a
+    negative precision) returns zero; a state with no possible move stops instead
+    of spinning until the loop bound.
 
     References
     ----------
@@ -195,6 +200,7 @@ def bcs(
     # only removes the risk of overflow or underflow for extreme magnitudes.
     c = _pow2_scale(np.max(np.abs(Y2), axis=0))
     X, info = _core._bcs(
+        A64,
         np.ascontiguousarray(A64.T),
         np.ascontiguousarray((Y2 / c).T),
         np.ascontiguousarray(sigma2 / c**2),
@@ -331,9 +337,11 @@ def mtbcs(
     formulas (including its ``real(log(.))``), stopping rule and loop bound.  As
     all tasks share ``A``, the posterior covariance is shared too and is computed
     once.  It is updated with rank-one formulas, recomputed from a Cholesky
-    factorisation every 50 updates, when an update leaves an impossible state,
-    and at the end.  Where ``mt_CS.m`` could loop forever (no initial atom with
-    a positive precision) the result is zero with ``stop_reason="exhausted"``.
+    factorisation every max(50, 4m) updates, whenever an update leaves an
+    impossible state, and at the end; selected atoms' ``s, q, g`` come from
+    ``Sigma_ii`` and ``mu_i`` (see :func:`bcs`).  Where ``mt_CS.m`` could loop
+    forever (no initial atom with a positive precision) the result is zero with
+    ``stop_reason="exhausted"``.
 
     References
     ----------
@@ -366,7 +374,7 @@ def mtbcs(
     parts: list[tuple[np.ndarray, dict[str, Any]]] = []
     for cv in np.unique(c):
         sel = np.flatnonzero(c == cv)
-        Xs, inf_s = _core._mtbcs(At, Yt[sel], a, b / cv**2, tol, max_iter, threads)
+        Xs, inf_s = _core._mtbcs(A64, At, Yt[sel], a, b / cv**2, tol, max_iter, threads)
         X[sel] = Xs * cv
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)

@@ -17,8 +17,8 @@
 //
 // Sig is kept up to date with the rank-one formulas of Tipping & Faul (O(m^2)
 // per step plus one A' v product), and is recomputed from a Cholesky
-// factorization of Sig^-1 = diag(alpha) + beta Phi'Phi every `kRefreshEvery`
-// updates, whenever an update leaves an impossible state (S <= 0, alpha <= S for
+// factorization of Sig^-1 = diag(alpha) + beta Phi'Phi every max(`kRefreshEvery`,
+// 4 m) updates, whenever an update leaves an impossible state (S <= 0, alpha <= S for
 // a selected atom, non-finite values), and at the end for the returned weights.
 #pragma once
 
@@ -69,8 +69,9 @@ inline double rlog(double x) { return std::log(std::fabs(x)); }
 // Sequential sparse Bayesian learning state shared by BCS and MT-BCS.
 class Engine {
 public:
-    Engine(const double* At, idx_t M, idx_t N, const double* T, idx_t L, double beta)
-        : At_(At), M_(M), N_(N), T_(T), L_(L), beta_(beta),
+    Engine(const double* A, const double* At, idx_t M, idx_t N, const double* T, idx_t L,
+           double beta)
+        : A_(A), At_(At), M_(M), N_(N), T_(T), L_(L), beta_(beta),
           pos_(static_cast<std::size_t>(N), -1), S_(static_cast<std::size_t>(N)),
           Q_(static_cast<std::size_t>(N * L)), G_(static_cast<std::size_t>(L), 0.0),
           PHIt_(static_cast<std::size_t>(N * L)), PHI2_(static_cast<std::size_t>(N)),
@@ -89,7 +90,8 @@ public:
     double& mu(idx_t l, idx_t i) { return mu_[l * cap_ + i]; }
 
     // ---- the state, read by the decision rules ----
-    const double* At_;
+    const double* A_;   // (M, N) row-major: A' u as row-wise axpys (vectorizes)
+    const double* At_;  // (N, M) row-major: contiguous atoms
     idx_t M_, N_;
     const double* T_;
     idx_t L_;
@@ -109,8 +111,8 @@ public:
         pos_[j] = 0;
         const double sigv = 1.0 / (alpha0 + beta_ * PHI2_[j]);
         sig(0, 0) = sigv;
-        const double* a = col(j);
-        for (idx_t k = 0; k < N_; ++k) comm_[k] = beta_ * dot(col(k), a, M_);
+        atx(col(j), comm_.data());
+        for (idx_t k = 0; k < N_; ++k) comm_[k] *= beta_;
         for (idx_t k = 0; k < N_; ++k) S_[k] = beta_ * PHI2_[k] - sigv * comm_[k] * comm_[k];
         for (idx_t l = 0; l < L_; ++l) {
             const double pt = PHIt_[l * N_ + j];
@@ -132,9 +134,20 @@ public:
             for (idx_t r = 0; r < M_; ++r) u_[r] += a[r] * wi;
         }
     }
+    // out = A' v, summing over rows in order (the same rounding as a dot product)
+    void atx(const double* v, double* out) const {
+        std::fill(out, out + N_, 0.0);
+        for (idx_t r = 0; r < M_; ++r) {
+            const double* row = A_ + r * N_;
+            const double vr = v[r];
+            for (idx_t k = 0; k < N_; ++k) out[k] += row[k] * vr;
+        }
+    }
     // comm = beta A' u
     void at_times_u() {
-        for (idx_t k = 0; k < N_; ++k) comm_[k] = beta_ * dot(col(k), u_.data(), M_);
+        atx(u_.data(), comm_.data());
+        if (beta_ != 1.0)
+            for (idx_t k = 0; k < N_; ++k) comm_[k] *= beta_;
     }
 
     void reestimate(idx_t which, double Alpha) {
@@ -297,10 +310,10 @@ public:
             }
         if (!full) return true;
         // S_j = beta PHI2_j - beta^2 || Linv Phi' a_j ||^2
-        std::vector<double> bj(static_cast<std::size_t>(mm));
+        std::vector<double> Bm(static_cast<std::size_t>(mm * N_)), bj(static_cast<std::size_t>(mm));
+        for (idx_t i = 0; i < mm; ++i) atx(col(index_[i]), &Bm[i * N_]);
         for (idx_t j = 0; j < N_; ++j) {
-            const double* a = col(j);
-            for (idx_t i = 0; i < mm; ++i) bj[i] = dot(col(index_[i]), a, M_);
+            for (idx_t i = 0; i < mm; ++i) bj[i] = Bm[i * N_ + j];
             double w2 = 0.0;
             for (idx_t i = 0; i < mm; ++i) {
                 double v = 0.0;
@@ -401,7 +414,9 @@ inline idx_t argmax(const std::vector<double>& v, double& best) {
 
 // Makes the state usable (refreshing it when it is not); false if impossible.
 inline bool ensure_sane(Engine& e, long& n_forced) {
-    if (e.updates_since_refresh_ >= kRefreshEvery) e.refresh(true);
+    // a refresh costs about m updates, so space refreshes at least 4 m updates apart
+    if (e.updates_since_refresh_ >= std::max<long>(kRefreshEvery, 4 * static_cast<long>(e.m())))
+        e.refresh(true);
     if (e.sane()) return true;
     ++n_forced;
     return e.refresh(true) && e.sane();
@@ -409,15 +424,16 @@ inline bool ensure_sane(Engine& e, long& n_forced) {
 
 }  // namespace detail
 
-// One BCS problem (BCS_fast_rvm.m).  At: (N, M) atoms; t: M measurements;
+// One BCS problem (BCS_fast_rvm.m).  A: (M, N) row-major and At: the same matrix
+// transposed, (N, M) row-major; t: M measurements;
 // sigma2: the (fixed) noise variance; x: N outputs.
-inline Info bcs_solve(const double* At, idx_t M, idx_t N, const double* t, double sigma2,
-                      const Options& opt, double* x) {
+inline Info bcs_solve(const double* A, const double* At, idx_t M, idx_t N, const double* t,
+                      double sigma2, const Options& opt, double* x) {
     using detail::kInf;
     Info info;
     std::fill(x, x + N, 0.0);
     info.noise_var.assign(1, sigma2);
-    detail::Engine e(At, M, N, t, 1, 1.0 / sigma2);
+    detail::Engine e(A, At, M, N, t, 1, 1.0 / sigma2);
     // initial atom: largest (a_j't)^2 / a_j'a_j
     idx_t j0 = -1;
     double maxr = -kInf;
@@ -525,16 +541,17 @@ inline Info bcs_solve(const double* At, idx_t M, idx_t N, const double* t, doubl
     return info;
 }
 
-// One MT-BCS problem (mt_CS.m) with L tasks sharing A.  T: (L, M) tasks;
+// One MT-BCS problem (mt_CS.m) with L tasks sharing A (given as A and At, see
+// bcs_solve).  T: (L, M) tasks;
 // x: (L, N) outputs.  a, b: Gamma prior on the noise precision.
-inline Info mtbcs_solve(const double* At, idx_t M, idx_t N, const double* T, idx_t L, double a,
-                        double b, const Options& opt, double* x) {
+inline Info mtbcs_solve(const double* A, const double* At, idx_t M, idx_t N, const double* T,
+                        idx_t L, double a, double b, const Options& opt, double* x) {
     using detail::kInf;
     using detail::rlog;
     Info info;
     std::fill(x, x + N * L, 0.0);
     info.noise_var.assign(static_cast<std::size_t>(L), 0.0);
-    detail::Engine e(At, M, N, T, L, 1.0);
+    detail::Engine e(A, At, M, N, T, L, 1.0);
     const double K = static_cast<double>(M) + 2.0 * a;
     const double dL = static_cast<double>(L);
     std::vector<double> G2(static_cast<std::size_t>(L));
