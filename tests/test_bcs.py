@@ -169,6 +169,20 @@ def test_mtbcs_batch_equals_loop_and_threads(rng):
         np.testing.assert_array_equal(Sb, cscore.mtbcs(A, Yb))
 
 
+def test_mtbcs_batch_with_mixed_scales(rng):
+    """Problems of very different magnitudes in one batch decode as they do alone."""
+    A, S, Y = make_problem(rng, M=30, N=70, L=2, k=5, sigma=0.01)
+    Yb = np.stack([Y, Y * 1e-3, Y * 3e5, np.zeros_like(Y)])
+    r = cscore.mtbcs(A, Yb, return_result=True)
+    for i in range(4):
+        one = cscore.mtbcs(A, Yb[i], return_result=True)
+        np.testing.assert_array_equal(r.x[i], one.x)
+        np.testing.assert_array_equal(r.extra["noise_var"][i], one.extra["noise_var"])
+        np.testing.assert_array_equal(r.extra["indices"][i], one.extra["indices"])
+        assert r.stop_reason[i] == one.stop_reason[0]
+    assert r.stop_reason[3] == "exhausted" and np.all(r.x[3] == 0)
+
+
 def test_float32_and_integer_inputs(rng):
     A, _S, Y = make_problem(rng, M=30, N=60, L=2, k=4)
     x64 = cscore.bcs(A, Y)
