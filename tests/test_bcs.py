@@ -171,7 +171,7 @@ def test_mtbcs_batch_equals_loop_and_threads(rng):
 
 def test_mtbcs_batch_with_mixed_scales(rng):
     """Problems of very different magnitudes in one batch decode as they do alone."""
-    A, S, Y = make_problem(rng, M=30, N=70, L=2, k=5, sigma=0.01)
+    A, _S, Y = make_problem(rng, M=30, N=70, L=2, k=5, sigma=0.01)
     Yb = np.stack([Y, Y * 1e-3, Y * 3e5, np.zeros_like(Y)])
     r = cscore.mtbcs(A, Yb, return_result=True)
     for i in range(4):
