@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
+from .bcs import bcs, mtbcs
 from .greedy import omp, somp
 from .result import DecodeResult
 
@@ -19,7 +20,9 @@ __version__ = "0.1.0"
 __all__ = [
     "DecodeResult",
     "__version__",
+    "bcs",
     "get_num_threads",
+    "mtbcs",
     "num_threads",
     "omp",
     "set_num_threads",

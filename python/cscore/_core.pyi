@@ -19,3 +19,9 @@ def _greedy_decode(
     tol: float,
     n_threads: int,
 ) -> None: ...
+def _bcs(
+    A: Any, At: Any, Y: Any, sigma2: Any, tol: float, max_iter: int, n_threads: int
+) -> tuple[Any, dict[str, Any]]: ...
+def _mtbcs(
+    A: Any, At: Any, Y: Any, a: float, b: float, tol: float, max_iter: int, n_threads: int
+) -> tuple[Any, dict[str, Any]]: ...
