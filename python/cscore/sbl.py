@@ -85,14 +85,15 @@ Process. 5(5), 912-926, 2011.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from . import _core
 from ._config import resolve_threads
 from ._validation import (
     as_float_array,
@@ -101,7 +102,7 @@ from ._validation import (
     check_positive_float,
     check_positive_int,
 )
-from .result import DecodeResult
+from .result import STOP_REASONS, DecodeResult
 
 __all__ = ["TMSBL_PRESETS", "TSBL_PRESETS", "tmsbl", "tsbl"]
 
@@ -351,19 +352,67 @@ def _flag(name: str, v: Any) -> bool:
     raise TypeError(f"{name} must be a bool, got {v!r}")
 
 
-def _run(
-    name: str, solver: Callable[[np.ndarray, np.ndarray], _Out], A: np.ndarray,
-    Y: np.ndarray, out_dtype: np.dtype, ndim: int, n_threads: int | None, max_iter: int,
-    return_result: bool,
-) -> np.ndarray | DecodeResult:
-    threads = resolve_threads(n_threads)
-    batch = Y.ndim == 3
-    Ys = list(Y) if batch else [Y]
+def _blas_single_thread() -> Any:
+    """Context limiting BLAS to one thread (problems here are small; threads hurt)."""
+    global _TPC
+    if _TPC is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+
+            _TPC = ThreadpoolController()
+        except Exception:  # pragma: no cover - threadpoolctl missing
+            _TPC = False
+    if _TPC is False:
+        return contextlib.nullcontext()
+    return _TPC.limit(limits=1, user_api="blas")
+
+
+_TPC: Any = None
+
+
+def _solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
+    Yb = Y if Y.ndim == 3 else Y[None]
+    Yt = np.ascontiguousarray(Yb.transpose(0, 2, 1))
+    X, G, Bs, lam, n_iter, stop = _core._sbl_solve(
+        np.asfortranarray(A), Yt, kw["exact"], kw["prune"], kw["lam"], kw["learn"],
+        kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["tol"], threads,
+    )
+    return [
+        _Out(X[b].T.copy(), G[b], Bs[b].T.copy(), float(lam[b]), int(n_iter[b]),
+             STOP_REASONS[int(stop[b])])
+        for b in range(X.shape[0])
+    ]
+
+
+def _solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
+    def one(y: np.ndarray) -> _Out:
+        if kw["exact"]:
+            return _tsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"],
+                             kw["max_iter"], kw["tol"])
+        return _tmsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"], kw["R"],
+                          kw["B_fixed"], kw["max_iter"], kw["tol"])
+
+    Ys = list(Y) if Y.ndim == 3 else [Y]
     if threads > 1 and len(Ys) > 1:
         with ThreadPoolExecutor(max_workers=min(threads, len(Ys))) as ex:
-            outs = list(ex.map(lambda y: solver(A, y), Ys))
-    else:
-        outs = [solver(A, y) for y in Ys]
+            return list(ex.map(one, Ys))
+    return [one(y) for y in Ys]
+
+
+#: "core" (compiled kernel) or "numpy" (the pure-NumPy reference); tests switch it.
+_BACKEND = "core" if hasattr(_core, "_sbl_solve") else "numpy"
+
+
+def _run(
+    name: str, kw: dict[str, Any], A: np.ndarray, Y: np.ndarray, out_dtype: np.dtype,
+    ndim: int, n_threads: int | None, return_result: bool,
+) -> np.ndarray | DecodeResult:
+    threads = resolve_threads(n_threads)
+    max_iter = kw["max_iter"]
+    batch = Y.ndim == 3
+    solve = _solve_core if _BACKEND == "core" else _solve_numpy
+    with _blas_single_thread():
+        outs = solve(A, Y, kw, threads)
     n_cap = sum(o.stop == "max_iter" for o in outs)
     if n_cap:
         warnings.warn(
@@ -533,10 +582,9 @@ def tmsbl(
     max_iter = check_positive_int("max_iter", max_iter)
     tol = check_positive_float("tol", tol)
 
-    def solver(A_: np.ndarray, y: np.ndarray) -> _Out:
-        return _tmsbl_one(A_, y, prune, lam0, learn, enh, R, B_fixed, max_iter, tol)
-
-    return _run("tmsbl", solver, A64, Y64, out_dtype, ndim, n_threads, max_iter, return_result)
+    kw = dict(exact=False, prune=prune, lam=lam0, learn=learn, enh=enh, R=R, B_fixed=B_fixed,
+              max_iter=max_iter, tol=tol)
+    return _run("tmsbl", kw, A64, Y64, out_dtype, ndim, n_threads, return_result)
 
 
 def tsbl(
@@ -625,7 +673,6 @@ def tsbl(
     max_iter = check_positive_int("max_iter", max_iter)
     tol = check_positive_float("tol", tol)
 
-    def solver(A_: np.ndarray, y: np.ndarray) -> _Out:
-        return _tsbl_one(A_, y, prune, lam0, learn, enh, max_iter, tol)
-
-    return _run("tsbl", solver, A64, Y64, out_dtype, ndim, n_threads, max_iter, return_result)
+    kw = dict(exact=True, prune=prune, lam=lam0, learn=learn, enh=enh, max_iter=max_iter,
+              tol=tol)
+    return _run("tsbl", kw, A64, Y64, out_dtype, ndim, n_threads, return_result)
