@@ -10,6 +10,7 @@ from __future__ import annotations
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .result import DecodeResult
+from .sbl import tmsbl, tsbl
 
 _blas.register()
 
@@ -21,4 +22,6 @@ __all__ = [
     "get_num_threads",
     "num_threads",
     "set_num_threads",
+    "tmsbl",
+    "tsbl",
 ]
