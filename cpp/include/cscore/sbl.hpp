@@ -243,6 +243,83 @@ struct Spectral {
     }
 };
 
+// T-MSBL's step through one Cholesky factorization (c = lambda + 1e-16):
+//  * K <= M: C = G Phi' Phi G + c I (K x K); mu = G C^-1 G Phi' Y and
+//    Sigma_ii = gamma_i c (C^-1)_ii;
+//  * K > M:  C = Phi Gamma Phi' + c I (M x M); H = C^-1 Phi; mu = Gamma H' Y and
+//    Sigma_ii = gamma_i - gamma_i^2 (Phi' H)_ii (the originals' form).
+// Returns false (the caller then takes the eigendecomposition path) when LAPACK
+// is not registered or C is numerically singular (a squared pivot of its factor
+// below 16 n eps max diag C).
+struct CholStep {
+    using potr_fn = void(const char*, const int*, double*, const int*, int*);
+    std::vector<double> C, Gy, g, H;
+    bool step(int M, int K, int L, const double* Phi, const double* gamma, const double* Y,
+              double c, double* mu, double* sig) {
+        static potr_fn* potrf = reinterpret_cast<potr_fn*>(blas::lookup("dpotrf"));
+        static potr_fn* potri = reinterpret_cast<potr_fn*>(blas::lookup("dpotri"));
+        if (potrf == nullptr || potri == nullptr) return false;
+        const bool gram = K <= M;
+        const int n = gram ? K : M;
+        const auto un = static_cast<std::size_t>(n);
+        const auto at = [n](std::vector<double>& a, int i, int j) -> double& {
+            return a[static_cast<std::size_t>(i + static_cast<idx>(j) * n)];
+        };
+        C.resize(un * un);
+        if (gram) {
+            g.resize(static_cast<std::size_t>(K));
+            for (int i = 0; i < K; ++i) g[static_cast<std::size_t>(i)] = std::sqrt(gamma[i]);
+            blas::gemm<double>(true, false, K, K, M, 1.0, Phi, M, Phi, M, 0.0, C.data(), K);
+            for (int j = 0; j < K; ++j)
+                for (int i = j; i < K; ++i) at(C, i, j) *= g[static_cast<std::size_t>(i)] * g[static_cast<std::size_t>(j)];
+        } else {
+            H.resize(static_cast<std::size_t>(M) * static_cast<std::size_t>(K));
+            for (int i = 0; i < K; ++i)
+                for (int r = 0; r < M; ++r) H[static_cast<std::size_t>(r + static_cast<idx>(i) * M)] = Phi[r + static_cast<idx>(i) * M] * gamma[i];
+            blas::gemm<double>(false, true, M, M, K, 1.0, H.data(), M, Phi, M, 0.0, C.data(), M);
+        }
+        double dmax = 0.0;
+        for (int i = 0; i < n; ++i) {
+            at(C, i, i) += c;
+            dmax = std::max(dmax, at(C, i, i));
+        }
+        const char uplo = 'L';
+        int info = 0;
+        potrf(&uplo, &n, C.data(), &n, &info);
+        if (info != 0) return false;
+        const double floor = 16.0 * n * std::numeric_limits<double>::epsilon() * dmax;
+        for (int i = 0; i < n; ++i)
+            if (at(C, i, i) * at(C, i, i) <= floor) return false;
+        potri(&uplo, &n, C.data(), &n, &info);
+        if (info != 0) return false;
+        for (int j = 0; j < n; ++j)  // mirror the lower triangle
+            for (int i = 0; i < j; ++i) at(C, i, j) = at(C, j, i);
+        if (gram) {
+            Gy.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(L));
+            blas::gemm<double>(true, false, K, L, M, 1.0, Phi, M, Y, M, 0.0, Gy.data(), K);
+            for (int j = 0; j < L; ++j)
+                for (int i = 0; i < K; ++i) Gy[static_cast<std::size_t>(i + static_cast<idx>(j) * K)] *= g[static_cast<std::size_t>(i)];
+            blas::gemm<double>(false, false, K, L, K, 1.0, C.data(), K, Gy.data(), K, 0.0, mu, K);
+            for (int j = 0; j < L; ++j)
+                for (int i = 0; i < K; ++i) mu[i + static_cast<idx>(j) * K] *= g[static_cast<std::size_t>(i)];
+            for (int i = 0; i < K; ++i) sig[i] = gamma[i] * c * at(C, i, i);
+        } else {
+            blas::gemm<double>(false, false, M, K, M, 1.0, C.data(), M, Phi, M, 0.0, H.data(), M);
+            blas::gemm<double>(true, false, K, L, M, 1.0, H.data(), M, Y, M, 0.0, mu, K);
+            for (int j = 0; j < L; ++j)
+                for (int i = 0; i < K; ++i) mu[i + static_cast<idx>(j) * K] *= gamma[i];
+            for (int i = 0; i < K; ++i) {
+                double d = 0.0;
+                const double* ph = Phi + static_cast<idx>(i) * M;
+                const double* h = H.data() + static_cast<idx>(i) * M;
+                for (int r = 0; r < M; ++r) d += ph[r] * h[r];
+                sig[i] = gamma[i] - gamma[i] * gamma[i] * d;
+            }
+        }
+        return true;
+    }
+};
+
 // Inverse of a symmetric positive definite L x L matrix through its eigendecomposition.
 inline void sym_inverse(int L, const double* B, double* Binv, Eig& eig) {
     std::vector<double> Q(B, B + static_cast<idx>(L) * L), b(static_cast<std::size_t>(L));
@@ -276,6 +353,7 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
     const bool fixed = !prm.exact && prm.fixed_b != nullptr;
     if (fixed) std::copy(prm.fixed_b, prm.fixed_b + static_cast<idx>(L) * L, B.begin());
     detail::Spectral spec, spec2;
+    detail::CholStep chol;
     detail::Eig eig;
     if (fixed) detail::sym_inverse(L, B.data(), Binv.data(), eig);
     double lam = prm.lam;
@@ -336,17 +414,24 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
         }
         mu_old.swap(mu);
         mu.assign(usz(static_cast<idx>(K) * L), 0.0);
-        spec.build(M, K, Phi.data(), gamma.data());
-        const int n = spec.n;
-        T.resize(usz(static_cast<idx>(n) * L));
         sig.resize(usz(K));
+        // T-MSBL without the trace rule: a Cholesky factorization suffices.
+        const bool fast = !prm.exact && (prm.enhance_lambda || !prm.learn_lambda) &&
+                          chol.step(M, K, L, Phi.data(), gamma.data(), Y, lam + 1e-16, mu.data(),
+                                    sig.data());
+        if (!fast) {
+            spec.build(M, K, Phi.data(), gamma.data());
+            T.resize(usz(static_cast<idx>(spec.n) * L));
+        }
         if (!prm.exact) {
             // ================= T-MSBL
             const double lamp = lam + 1e-16;
-            std::vector<double> c(usz(L), lamp);
-            spec.project(Y, L, T.data());
-            spec.mean(T.data(), L, c.data(), mu.data());
-            spec.post_var(lamp, sig.data());
+            if (!fast) {
+                std::vector<double> c(usz(L), lamp);
+                spec.project(Y, L, T.data());
+                spec.mean(T.data(), L, c.data(), mu.data());
+                spec.post_var(lamp, sig.data());
+            }
             if (prm.learn_lambda) lambda_update(residual2());
             bool identity = false;
             if (!fixed) {
