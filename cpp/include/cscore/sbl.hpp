@@ -110,7 +110,7 @@ struct Eig {
     void operator()(int n, double* a, double* w, bool vectors) {
         if (n <= 0) return;
         static dsyevd_fn* f = reinterpret_cast<dsyevd_fn*>(blas::lookup("dsyevd"));
-        if (f != nullptr) {
+        if (f != nullptr && n > 8) {  // tiny (L x L) matrices: Jacobi is faster
             const char jobz = vectors ? 'V' : 'N', uplo = 'L';
             const int lwork = vectors ? 1 + 6 * n + 2 * n * n : 2 * n + 1;
             const int liwork = vectors ? 3 + 5 * n : 1;
@@ -243,35 +243,41 @@ struct Spectral {
     }
 };
 
-// T-MSBL's step through one Cholesky factorization (c = lambda + 1e-16):
-//  * K <= M: C = G Phi' Phi G + c I (K x K); mu = G C^-1 G Phi' Y and
-//    Sigma_ii = gamma_i c (C^-1)_ii;
-//  * K > M:  C = Phi Gamma Phi' + c I (M x M); H = C^-1 Phi; mu = Gamma H' Y and
-//    Sigma_ii = gamma_i - gamma_i^2 (Phi' H)_ii (the originals' form).
-// Returns false (the caller then takes the eigendecomposition path) when LAPACK
-// is not registered or C is numerically singular (a squared pivot of its factor
-// below 16 n eps max diag C).
-struct CholStep {
+// The same quantities as Spectral for one value of c, through a Cholesky
+// factorization (several times cheaper than an eigendecomposition):
+//  * K <= M: C = G Phi' Phi G + c I (K x K); Gamma Phi' (P + c I)^-1 R =
+//    G C^-1 G Phi' R and gamma_i - gamma_i^2 phi_i'(P + c I)^-1 phi_i = gamma_i c (C^-1)_ii;
+//  * K > M:  C = P + c I (M x M); with H = C^-1 Phi, Gamma H' R and
+//    gamma_i - gamma_i^2 (Phi' H)_ii (the originals' form).
+// tr(P (P + c I)^-1) = n - c tr(C^-1).  factor() returns false (callers then use
+// Spectral) when LAPACK is not registered or C is numerically singular: a squared
+// pivot of its factor below 16 n eps max diag C.
+struct Chol {
     using potr_fn = void(const char*, const int*, double*, const int*, int*);
-    std::vector<double> C, Gy, g, H;
-    bool step(int M, int K, int L, const double* Phi, const double* gamma, const double* Y,
-              double c, double* mu, double* sig) {
+    int M = 0, K = 0, n = 0;
+    bool gram = false;
+    double c = 0.0;
+    const double* Phi = nullptr;
+    const double* gamma = nullptr;
+    std::vector<double> C, g, H, tmp;
+
+    double& at(int i, int j) { return C[static_cast<std::size_t>(i + static_cast<idx>(j) * n)]; }
+
+    bool factor(int M_, int K_, const double* Phi_, const double* gamma_, double c_) {
         static potr_fn* potrf = reinterpret_cast<potr_fn*>(blas::lookup("dpotrf"));
         static potr_fn* potri = reinterpret_cast<potr_fn*>(blas::lookup("dpotri"));
         if (potrf == nullptr || potri == nullptr) return false;
-        const bool gram = K <= M;
-        const int n = gram ? K : M;
+        M = M_; K = K_; Phi = Phi_; gamma = gamma_; c = c_;
+        gram = K <= M;
+        n = gram ? K : M;
         const auto un = static_cast<std::size_t>(n);
-        const auto at = [n](std::vector<double>& a, int i, int j) -> double& {
-            return a[static_cast<std::size_t>(i + static_cast<idx>(j) * n)];
-        };
         C.resize(un * un);
         if (gram) {
             g.resize(static_cast<std::size_t>(K));
             for (int i = 0; i < K; ++i) g[static_cast<std::size_t>(i)] = std::sqrt(gamma[i]);
             blas::gemm<double>(true, false, K, K, M, 1.0, Phi, M, Phi, M, 0.0, C.data(), K);
             for (int j = 0; j < K; ++j)
-                for (int i = j; i < K; ++i) at(C, i, j) *= g[static_cast<std::size_t>(i)] * g[static_cast<std::size_t>(j)];
+                for (int i = j; i < K; ++i) at(i, j) *= g[static_cast<std::size_t>(i)] * g[static_cast<std::size_t>(j)];
         } else {
             H.resize(static_cast<std::size_t>(M) * static_cast<std::size_t>(K));
             for (int i = 0; i < K; ++i)
@@ -280,8 +286,8 @@ struct CholStep {
         }
         double dmax = 0.0;
         for (int i = 0; i < n; ++i) {
-            at(C, i, i) += c;
-            dmax = std::max(dmax, at(C, i, i));
+            at(i, i) += c;
+            dmax = std::max(dmax, at(i, i));
         }
         const char uplo = 'L';
         int info = 0;
@@ -289,34 +295,53 @@ struct CholStep {
         if (info != 0) return false;
         const double floor = 16.0 * n * std::numeric_limits<double>::epsilon() * dmax;
         for (int i = 0; i < n; ++i)
-            if (at(C, i, i) * at(C, i, i) <= floor) return false;
+            if (!(at(i, i) * at(i, i) > floor)) return false;
         potri(&uplo, &n, C.data(), &n, &info);
         if (info != 0) return false;
         for (int j = 0; j < n; ++j)  // mirror the lower triangle
-            for (int i = 0; i < j; ++i) at(C, i, j) = at(C, j, i);
-        if (gram) {
-            Gy.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(L));
-            blas::gemm<double>(true, false, K, L, M, 1.0, Phi, M, Y, M, 0.0, Gy.data(), K);
-            for (int j = 0; j < L; ++j)
-                for (int i = 0; i < K; ++i) Gy[static_cast<std::size_t>(i + static_cast<idx>(j) * K)] *= g[static_cast<std::size_t>(i)];
-            blas::gemm<double>(false, false, K, L, K, 1.0, C.data(), K, Gy.data(), K, 0.0, mu, K);
-            for (int j = 0; j < L; ++j)
-                for (int i = 0; i < K; ++i) mu[i + static_cast<idx>(j) * K] *= g[static_cast<std::size_t>(i)];
-            for (int i = 0; i < K; ++i) sig[i] = gamma[i] * c * at(C, i, i);
-        } else {
+            for (int i = 0; i < j; ++i) at(i, j) = at(j, i);
+        if (!gram)  // H = C^-1 Phi
             blas::gemm<double>(false, false, M, K, M, 1.0, C.data(), M, Phi, M, 0.0, H.data(), M);
-            blas::gemm<double>(true, false, K, L, M, 1.0, H.data(), M, Y, M, 0.0, mu, K);
-            for (int j = 0; j < L; ++j)
-                for (int i = 0; i < K; ++i) mu[i + static_cast<idx>(j) * K] *= gamma[i];
-            for (int i = 0; i < K; ++i) {
-                double d = 0.0;
-                const double* ph = Phi + static_cast<idx>(i) * M;
-                const double* h = H.data() + static_cast<idx>(i) * M;
-                for (int r = 0; r < M; ++r) d += ph[r] * h[r];
-                sig[i] = gamma[i] - gamma[i] * gamma[i] * d;
-            }
-        }
         return true;
+    }
+
+    // out (K x m, leading dimension ldo) = Gamma Phi' (P + c I)^-1 R, R: M x m (ld M).
+    void mean(const double* R, int m, double* out, int ldo) {
+        if (gram) {
+            tmp.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(m));
+            blas::gemm<double>(true, false, K, m, M, 1.0, Phi, M, R, M, 0.0, tmp.data(), K);
+            for (int j = 0; j < m; ++j)
+                for (int i = 0; i < K; ++i) tmp[static_cast<std::size_t>(i + static_cast<idx>(j) * K)] *= g[static_cast<std::size_t>(i)];
+            blas::gemm<double>(false, false, K, m, K, 1.0, C.data(), K, tmp.data(), K, 0.0, out, ldo);
+            for (int j = 0; j < m; ++j)
+                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * ldo] *= g[static_cast<std::size_t>(i)];
+        } else {
+            blas::gemm<double>(true, false, K, m, M, 1.0, H.data(), M, R, M, 0.0, out, ldo);
+            for (int j = 0; j < m; ++j)
+                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * ldo] *= gamma[i];
+        }
+    }
+
+    // out[i] = gamma_i - gamma_i^2 phi_i' (P + c I)^-1 phi_i.
+    void post_var(double* out) {
+        if (gram) {
+            for (int i = 0; i < K; ++i) out[i] = gamma[i] * c * at(i, i);
+            return;
+        }
+        for (int i = 0; i < K; ++i) {
+            double d = 0.0;
+            const double* ph = Phi + static_cast<idx>(i) * M;
+            const double* h = H.data() + static_cast<idx>(i) * M;
+            for (int r = 0; r < M; ++r) d += ph[r] * h[r];
+            out[i] = gamma[i] - gamma[i] * gamma[i] * d;
+        }
+    }
+
+    // tr(P (P + c I)^-1).
+    double trace_ratio() {
+        double t = 0.0;
+        for (int i = 0; i < n; ++i) t += at(i, i);
+        return n - c * t;
     }
 };
 
@@ -353,7 +378,7 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
     const bool fixed = !prm.exact && prm.fixed_b != nullptr;
     if (fixed) std::copy(prm.fixed_b, prm.fixed_b + static_cast<idx>(L) * L, B.begin());
     detail::Spectral spec, spec2;
-    detail::CholStep chol;
+    detail::Chol chol, chol2;
     detail::Eig eig;
     if (fixed) detail::sym_inverse(L, B.data(), Binv.data(), eig);
     double lam = prm.lam;
@@ -378,11 +403,11 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
             }
             t = 0.0;
             for (double x : p) t += x / (lam + x);
-        } else if (prm.exact) {  // T-SBL's rule uses the new gamma: fresh eigenvalues
+        } else if (lam > 0 && chol2.factor(M, K, Phi.data(), gamma.data(), lam)) {
+            t = chol2.trace_ratio();  // T-SBL: the new gamma; T-MSBL: the current one
+        } else {
             spec2.build(M, K, Phi.data(), gamma.data(), false);
             t = spec2.trace_ratio(lam);
-        } else {
-            t = spec.trace_ratio(lam);
         }
         lam = r2 / (static_cast<double>(M) * L) + lam * t / M;
     };
@@ -415,18 +440,15 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
         mu_old.swap(mu);
         mu.assign(usz(static_cast<idx>(K) * L), 0.0);
         sig.resize(usz(K));
-        // T-MSBL without the trace rule: a Cholesky factorization suffices.
-        const bool fast = !prm.exact && (prm.enhance_lambda || !prm.learn_lambda) &&
-                          chol.step(M, K, L, Phi.data(), gamma.data(), Y, lam + 1e-16, mu.data(),
-                                    sig.data());
-        if (!fast) {
-            spec.build(M, K, Phi.data(), gamma.data());
-            T.resize(usz(static_cast<idx>(spec.n) * L));
-        }
         if (!prm.exact) {
             // ================= T-MSBL
-            const double lamp = lam + 1e-16;
-            if (!fast) {
+            const double lamp = lam + 1e-16;  // the originals add 1e-16
+            if (chol.factor(M, K, Phi.data(), gamma.data(), lamp)) {
+                chol.mean(Y, L, mu.data(), K);
+                chol.post_var(sig.data());
+            } else {
+                spec.build(M, K, Phi.data(), gamma.data());
+                T.resize(usz(static_cast<idx>(spec.n) * L));
                 std::vector<double> c(usz(L), lamp);
                 spec.project(Y, L, T.data());
                 spec.mean(T.data(), L, c.data(), mu.data());
@@ -482,14 +504,24 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
             }
             Yq.resize(usz(static_cast<idx>(M) * L));
             blas::gemm<double>(false, false, M, L, L, 1.0, Y, M, Q.data(), L, 0.0, Yq.data(), M);
-            spec.project(Yq.data(), L, T.data());
             mut.resize(usz(static_cast<idx>(K) * L));
-            spec.mean(T.data(), L, c.data(), mut.data());
             S.resize(usz(static_cast<idx>(K) * L));
-            for (int j = 0; j < L; ++j) {
-                spec.post_var(c[usz(j)], S.data() + static_cast<idx>(j) * K);
-                for (int i = 0; i < K; ++i) S[usz(i + static_cast<idx>(j) * K)] *= bq[usz(j)];
+            bool ok = true;  // one Cholesky factorization per decoupled channel
+            for (int j = 0; j < L && ok; ++j) {
+                ok = chol.factor(M, K, Phi.data(), gamma.data(), c[usz(j)]);
+                if (!ok) break;
+                chol.mean(Yq.data() + static_cast<idx>(j) * M, 1, mut.data() + static_cast<idx>(j) * K, K);
+                chol.post_var(S.data() + static_cast<idx>(j) * K);
             }
+            if (!ok) {  // numerically singular: one eigendecomposition serves all channels
+                spec.build(M, K, Phi.data(), gamma.data());
+                T.resize(usz(static_cast<idx>(spec.n) * L));
+                spec.project(Yq.data(), L, T.data());
+                spec.mean(T.data(), L, c.data(), mut.data());
+                for (int j = 0; j < L; ++j) spec.post_var(c[usz(j)], S.data() + static_cast<idx>(j) * K);
+            }
+            for (int j = 0; j < L; ++j)
+                for (int i = 0; i < K; ++i) S[usz(i + static_cast<idx>(j) * K)] *= bq[usz(j)];
             blas::gemm<double>(false, true, K, L, L, 1.0, mut.data(), K, Q.data(), L, 0.0, mu.data(), K);
             Binv_rot.assign(usz(L), 1.0);
             quad.assign(usz(K), 0.0);
