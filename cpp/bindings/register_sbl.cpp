@@ -1,7 +1,89 @@
+// Bindings for T-SBL / T-MSBL (cpp/include/cscore/sbl.hpp).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "cscore/parallel.hpp"
+#include "cscore/sbl.hpp"
 #include "register.hpp"
+
+namespace py = pybind11;
 
 namespace cscore::bindings {
 
-void register_sbl(pybind11::module_& /*m*/) {}
+namespace {
+
+using farr = py::array_t<double, py::array::f_style | py::array::forcecast>;
+using carr = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// A: (M, N) float64; Yt: (B, L, M) C-order (each problem's Y column-major).
+py::tuple sbl_solve(const farr& A, const carr& Yt, bool exact, double prune, double lam,
+                    bool learn_lambda, bool enhance_lambda, const py::object& matrix_reg,
+                    const py::object& fixed_b, int max_iter, double tol, int n_threads) {
+    if (A.ndim() != 2 || Yt.ndim() != 3) throw std::invalid_argument("sbl_solve: bad ranks");
+    const auto M = static_cast<int>(A.shape(0)), N = static_cast<int>(A.shape(1));
+    const auto nb = static_cast<std::ptrdiff_t>(Yt.shape(0));
+    const auto L = static_cast<int>(Yt.shape(1));
+    if (static_cast<int>(Yt.shape(2)) != M) throw std::invalid_argument("sbl_solve: Y rows != A rows");
+    if (max_iter < 1 || n_threads < 1) throw std::invalid_argument("sbl_solve: bad max_iter/n_threads");
+    std::vector<double> reg, fb;
+    auto take = [L](const py::object& o, std::vector<double>& dst) {
+        if (o.is_none()) return false;
+        farr a = o.cast<farr>();
+        if (a.ndim() != 2 || a.shape(0) != L || a.shape(1) != L)
+            throw std::invalid_argument("sbl_solve: L x L matrix expected");
+        dst.assign(a.data(), a.data() + static_cast<std::ptrdiff_t>(L) * L);
+        return true;
+    };
+    sbl::Params prm;
+    prm.exact = exact;
+    prm.prune = prune;
+    prm.lam = lam;
+    prm.learn_lambda = learn_lambda;
+    prm.enhance_lambda = enhance_lambda;
+    prm.max_iter = max_iter;
+    prm.tol = tol;
+    if (take(matrix_reg, reg)) prm.matrix_reg = reg.data();
+    if (take(fixed_b, fb)) prm.fixed_b = fb.data();
+
+    py::array_t<double> X({nb, static_cast<py::ssize_t>(L), static_cast<py::ssize_t>(N)});
+    py::array_t<double> G({nb, static_cast<py::ssize_t>(N)});
+    py::array_t<double> Bo({nb, static_cast<py::ssize_t>(L), static_cast<py::ssize_t>(L)});
+    py::array_t<double> lam_out(nb);
+    py::array_t<int> n_iter(nb), stop(nb);
+    const double* a = A.data();
+    const double* y = Yt.data();
+    double* x = X.mutable_data();
+    double* g = G.mutable_data();
+    double* bo = Bo.mutable_data();
+    double* lo = lam_out.mutable_data();
+    int* it = n_iter.mutable_data();
+    int* st = stop.mutable_data();
+    {
+        // Plain buffers only below: no Python object is touched without the GIL.
+        py::gil_scoped_release release;
+        parallel_for(nb, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int) {
+            for (std::ptrdiff_t b = begin; b < end; ++b) {
+                const auto info = sbl::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N,
+                                             bo + b * L * L);
+                lo[b] = info.lam;
+                it[b] = info.n_iter;
+                st[b] = static_cast<int>(info.stop);
+            }
+        });
+    }
+    return py::make_tuple(X, G, Bo, lam_out, n_iter, stop);
+}
+
+}  // namespace
+
+void register_sbl(py::module_& m) {
+    m.def("_sbl_solve", &sbl_solve, py::arg("A"), py::arg("Yt"), py::arg("exact"), py::arg("prune"),
+          py::arg("lam"), py::arg("learn_lambda"), py::arg("enhance_lambda"), py::arg("matrix_reg"),
+          py::arg("fixed_b"), py::arg("max_iter"), py::arg("tol"), py::arg("n_threads"),
+          "T-SBL (exact=True) / T-MSBL on a batch; internal, see cscore.sbl.");
+}
 
 }  // namespace cscore::bindings

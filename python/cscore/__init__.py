@@ -12,6 +12,7 @@ from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
 from .result import DecodeResult
+from .sbl import tmsbl, tsbl
 
 _blas.register()
 
@@ -27,4 +28,6 @@ __all__ = [
     "omp",
     "set_num_threads",
     "somp",
+    "tmsbl",
+    "tsbl",
 ]

@@ -25,3 +25,8 @@ def _bcs(
 def _mtbcs(
     A: Any, At: Any, Y: Any, a: float, b: float, tol: float, max_iter: int, n_threads: int
 ) -> tuple[Any, dict[str, Any]]: ...
+def _sbl_solve(
+    A: Any, Yt: Any, exact: bool, prune: float, lam: float, learn_lambda: bool,
+    enhance_lambda: bool, matrix_reg: Any, fixed_b: Any, max_iter: int, tol: float,
+    n_threads: int,
+) -> tuple[Any, Any, Any, Any, Any, Any]: ...
