@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
+from .lstm_cs.train import train_lstm_cs
 from .result import DecodeResult
 
 _blas.register()
@@ -21,4 +22,5 @@ __all__ = [
     "get_num_threads",
     "num_threads",
     "set_num_threads",
+    "train_lstm_cs",
 ]

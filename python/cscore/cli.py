@@ -31,6 +31,7 @@ SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
+    from .lstm_cs import cli_train  # noqa: F401  (registers ``cscore train``)
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )
