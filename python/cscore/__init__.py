@@ -11,6 +11,7 @@ from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
+from .lstm_cs.train import train_lstm_cs
 from .result import DecodeResult
 from .sbl import tmsbl, tsbl
 
@@ -29,5 +30,6 @@ __all__ = [
     "set_num_threads",
     "somp",
     "tmsbl",
+    "train_lstm_cs",
     "tsbl",
 ]

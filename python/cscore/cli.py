@@ -37,6 +37,7 @@ def _register_subcommands() -> None:
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
     _register_subcommands()
+    from .lstm_cs import cli_train  # noqa: F401  (registers ``cscore train``)
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )

@@ -1,0 +1,230 @@
+#!/usr/bin/env python
+"""LSTM-CS reconstruction quality vs SOMP / OMP on held-out MNIST digits.
+
+    PYTHONPATH=python python benchmarks/bench_lstm_quality.py \
+        [--model python/cscore/models/mnist-m72.npz] [--data ../shared/data/mnist] \
+        [--ks 5,10,15,20,25,30] [--n-tuples 100] [--markdown out.md]
+
+Protocol (the LSTM-CS paper's, see cscore.datasets.mnist): test digits are
+indices 6000..7999 of the data (never used in training or model selection);
+the i-th test image of digits 0, 1, 2, 3 form tuple i; each tuple gives 4 MMV
+problems (its four 12x12 blocks, L = 4 channels).  For every k each block keeps
+its k largest pixels (the ground truth), ``Y = A S + noise`` with fresh
+Gaussian noise per problem (sigma 0.005).  NMSE = ||S_hat - S||_F / ||S||_F per
+reconstructed 24x24 image, averaged over the n_tuples * 4 images.
+
+Two stopping rules:
+
+* ``tol``: the authors' rule, stop when the sum over channels of residual l2
+  norms falls below ``tol = L * sigma * sqrt(M * L)`` -- the authors'
+  ``L * norm(noise(:))`` (L times the Frobenius norm of the (M, L) noise
+  matrix) with the norm replaced by its expectation, since the noise is fresh
+  per problem.  LSTM-CS (Algorithm 2, exclude-selected argmax) vs SOMP, both
+  capped at min(M, N) iterations.
+* ``k``: exactly k atoms per channel.  LSTM-CS vs OMP run per channel.
+
+The OMP / SOMP baselines here are small NumPy implementations (the package's
+compiled ones are used instead when ``cscore.omp`` / ``cscore.somp`` exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cscore
+from cscore.datasets import (
+    expected_noise_tol,
+    load_mnist,
+    measure,
+    mnist_mmv_problems,
+    mnist_tuples,
+    problems_to_images,
+)
+from cscore.lstm_cs.model import load_model_file
+from cscore.lstm_cs.reference import reference_decode
+from cscore.metrics import nmse_per_item
+
+ROOT = Path(__file__).resolve().parents[1]
+TEST_IDX = np.arange(6000, 8000)
+
+
+def _orth_step(Q: np.ndarray, t: int, a: np.ndarray) -> np.ndarray:
+    """Orthonormalize a (C, M) against Q[:, :, :t] (twice), return unit vectors."""
+    for _ in range(2):
+        if t:
+            Qt = Q[:, :, :t]
+            a = a - np.einsum("cmt,ct->cm", Qt, np.einsum("cmt,cm->ct", Qt, a))
+    n = np.linalg.norm(a, axis=1, keepdims=True)
+    return np.divide(a, n, out=np.zeros_like(a), where=n > 1e-12)
+
+
+def _lstsq_on(A: np.ndarray, y: np.ndarray, supp: list[np.ndarray]) -> np.ndarray:
+    out = np.zeros((len(supp), A.shape[1]))
+    for i, s in enumerate(supp):
+        if len(s):
+            out[i, s] = np.linalg.lstsq(A[:, s], y[i], rcond=None)[0]
+    return out
+
+
+def omp_np(A: np.ndarray, Y: np.ndarray, k: int) -> np.ndarray:
+    """OMP per channel, k atoms; Y (B, M, L) -> S (B, N, L)."""
+    B, M, L = Y.shape
+    N = A.shape[1]
+    y = Y.transpose(0, 2, 1).reshape(-1, M)
+    C = y.shape[0]
+    r = y.copy()
+    Q = np.zeros((C, M, k))
+    sel = np.zeros((C, k), dtype=np.int64)
+    used = np.zeros((C, N), dtype=bool)
+    for t in range(k):
+        corr = np.abs(r @ A)
+        corr[used] = -1.0
+        idx = corr.argmax(axis=1)
+        sel[:, t] = idx
+        used[np.arange(C), idx] = True
+        q = _orth_step(Q, t, A[:, idx].T.copy())
+        Q[:, :, t] = q
+        r -= q * np.einsum("cm,cm->c", q, r)[:, None]
+    As = A[:, sel].transpose(1, 0, 2)  # (C, M, k)
+    G = np.einsum("cmk,cml->ckl", As, As)
+    rhs = np.einsum("cmk,cm->ck", As, y)
+    x = np.linalg.solve(G, rhs[..., None])[..., 0]
+    S = np.zeros((C, N))
+    np.put_along_axis(S, sel, x, axis=1)
+    return S.reshape(B, L, N).transpose(0, 2, 1)
+
+
+def somp_np(A: np.ndarray, Y: np.ndarray, tol: float, max_iter: int | None = None) -> np.ndarray:
+    """SOMP (joint support), stop once sum_j ||r_j|| <= tol; Y (B, M, L) -> S (B, N, L)."""
+    B, M, L = Y.shape
+    N = A.shape[1]
+    cap = min(M, N) if max_iter is None else max_iter
+    R = Y.copy()
+    Q = np.zeros((B, M, cap))
+    used = np.zeros((B, N), dtype=bool)
+    supp: list[list[int]] = [[] for _ in range(B)]
+    active = np.ones(B, dtype=bool)
+    for t in range(cap):
+        active &= np.linalg.norm(R, axis=1).sum(axis=1) > tol
+        if not active.any():
+            break
+        ids = np.flatnonzero(active)
+        score = np.linalg.norm(np.einsum("mn,bml->bnl", A, R[ids]), axis=2)
+        score[used[ids]] = -1.0
+        idx = score.argmax(axis=1)
+        used[ids, idx] = True
+        for b, i in zip(ids, idx):
+            supp[b].append(int(i))
+        q = _orth_step(Q[ids], t, A[:, idx].T.copy())
+        Q[ids, :, t] = q
+        R[ids] -= q[:, :, None] * np.einsum("bm,bml->bl", q, R[ids])[:, None, :]
+    S = np.zeros((B, N, L))
+    for b in range(B):
+        if supp[b]:
+            S[b, supp[b]] = np.linalg.lstsq(A[:, supp[b]], Y[b], rcond=None)[0]
+    return S
+
+
+def _decoders(weights, A, spec):
+    """LSTM-CS decode functions: the compiled decoder when merged, else the reference."""
+    if hasattr(cscore, "LSTMCS"):
+        model = cscore.LSTMCS(weights, A, spec)
+
+        def run(Y, n_nonzero, tol):
+            return np.asarray(model.decode(Y, n_nonzero=n_nonzero, tol=tol)), "cscore.LSTMCS"
+    else:
+
+        def run(Y, n_nonzero, tol):
+            S, _ = reference_decode(weights, A, Y, n_nonzero=n_nonzero, tol=tol,
+                                    exclude_selected=True)
+            return S, "reference_decode (NumPy)"
+
+    omp = (lambda Y, k: np.asarray(cscore.omp(A, Y, k))) if hasattr(cscore, "omp") else (
+        lambda Y, k: omp_np(A, Y, k))
+    somp = (lambda Y, tol: np.asarray(cscore.somp(A, Y, tol=tol))) if hasattr(
+        cscore, "somp") else (lambda Y, tol: somp_np(A, Y, tol))
+    return run, omp, somp
+
+
+def image_nmse(S_hat: np.ndarray, S: np.ndarray) -> float:
+    return float(np.mean(nmse_per_item(problems_to_images(S_hat).reshape(-1, 24, 24),
+                                       problems_to_images(S).reshape(-1, 24, 24))))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description="LSTM-CS quality on held-out MNIST digits")
+    ap.add_argument("--model", type=Path, default=ROOT / "python/cscore/models/mnist-m72.npz")
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared/data/mnist")
+    ap.add_argument("--ks", default="5,10,15,20,25,30")
+    ap.add_argument("--n-tuples", type=int, default=100)
+    ap.add_argument("--sigma", type=float, default=0.005)
+    ap.add_argument("--seed", type=int, default=2016)
+    ap.add_argument("--modes", default="tol,k")
+    ap.add_argument("--markdown", type=Path, default=None)
+    args = ap.parse_args()
+
+    weights, A, spec, _info = load_model_file(args.model)
+    images, labels = load_mnist(args.data / "images-idx3-ubyte.gz",
+                                args.data / "labels-idx1-ubyte.gz")
+    tuples = mnist_tuples(labels, TEST_IDX)[: args.n_tuples]
+    ks = [int(v) for v in args.ks.split(",")]
+    modes = args.modes.split(",")
+    M, L = spec.M, spec.L
+    tol = expected_noise_tol(M, L, args.sigma)
+    lstm, omp, somp = _decoders(weights, A, spec)
+    rows = []
+    impl = ""
+    t_all = time.perf_counter()
+    for k in ks:
+        S = mnist_mmv_problems(images, tuples, k)
+        Y, _ = measure(A, S, args.sigma, seed=args.seed + k)
+        row = {"k": k}
+        if "tol" in modes:
+            S_l, impl = lstm(Y, None, tol)
+            row["lstm_tol"] = image_nmse(S_l, S)
+            row["somp_tol"] = image_nmse(somp(Y, tol), S)
+        if "k" in modes:
+            S_l, impl = lstm(Y, k, None)
+            row["lstm_k"] = image_nmse(S_l, S)
+            row["omp_k"] = image_nmse(omp(Y, k), S)
+        rows.append(row)
+        print(" ".join(f"{key}={v:.4f}" if isinstance(v, float) else f"{key}={v}"
+                       for key, v in row.items()), flush=True)
+    seconds = time.perf_counter() - t_all
+
+    lines = [
+        f"Model `{args.model.name}` (M={M}, N={spec.N}, L={L}, {weights.n_cells} cells, "
+        f"cell={weights.cell}); LSTM-CS decoded by {impl}.",
+        f"{len(tuples)} test tuples (MNIST indices 6000..7999) -> {4 * len(tuples)} problems "
+        f"and {L * len(tuples)} images per k; sigma={args.sigma}, fresh noise per problem "
+        f"(seed {args.seed} + k); tol = L*sigma*sqrt(M*L) = {tol:.4f}. Run time {seconds:.0f} s.",
+        "",
+    ]
+    if "tol" in modes:
+        lines += ["Stopped by the paper's rule (sum_j ||r_j|| <= tol):", "",
+                  "| k | LSTM-CS | SOMP | LSTM/SOMP |", "|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['k']} | {r['lstm_tol']:.4f} | {r['somp_tol']:.4f} | "
+                         f"{r['lstm_tol'] / r['somp_tol']:.3f} |")
+        lines.append("")
+    if "k" in modes:
+        lines += ["Stopped at k atoms per channel:", "",
+                  "| k | LSTM-CS | OMP | LSTM/OMP |", "|---|---|---|---|"]
+        for r in rows:
+            lines.append(f"| {r['k']} | {r['lstm_k']:.4f} | {r['omp_k']:.4f} | "
+                         f"{r['lstm_k'] / r['omp_k']:.3f} |")
+        lines.append("")
+    text = "\n".join(lines)
+    print(text)
+    if args.markdown:
+        args.markdown.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+#!/usr/bin/env python
+"""Reproduce the pretrained LSTM-CS models shipped in python/cscore/models/.
+
+    PYTHONPATH=python python scripts/train_pretrained.py mnist-m72 [--data DIR]
+    PYTHONPATH=python python scripts/train_pretrained.py mnist-m36
+    PYTHONPATH=python python scripts/train_pretrained.py demo-dct-m32
+
+MNIST models (the LSTM-CS paper's protocol, see cscore.datasets.mnist): the
+8000 digits of ../shared/data/mnist (images-idx3-ubyte.gz, labels-idx1-ubyte.gz)
+are split by index: 0..5399 training, 5400..5999 validation (model selection,
+early stopping), 6000..7999 test (never used here).  Channel j holds digit j
+(0..3).  Training problems pair images of the four digits at random (seeded),
+every problem gets its own sparsity k in [5, 32] each epoch, fresh noise
+(sigma 0.005) per problem and epoch, and T = 32 greedy steps.
+
+Demo model: the bundled PyWavelets images (cscore.datasets.demo), camera and
+ascent (and their 8 flips/transposes) for training, aero held out for testing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cscore.datasets import (
+    image_mmv_problems,
+    load_mnist,
+    mnist_mmv_problems,
+    mnist_tuples,
+    paper_matrix,
+)
+from cscore.datasets.demo import DEMO_IMAGES, demo_images
+from cscore.lstm_cs.model import ProblemSpec, save_model_file
+from cscore.lstm_cs.train import TrainConfig, fit_lstm_cs, training_info
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "mnist"
+TRAIN_IDX = np.arange(0, 5400)
+VAL_IDX = np.arange(5400, 6000)
+
+MNIST_CFG = {
+    "mnist-m72": {"M": 72, "seed_A": 72},
+    "mnist-m36": {"M": 36, "seed_A": 36},
+}
+
+
+def _save(name: str, out: Path, res, A, spec, info) -> None:
+    meta = training_info(res, info)
+    path = out / f"{name}.npz"
+    save_model_file(path, res.weights, A, spec, meta)
+    h = res.history[res.best_epoch - 1] if res.best_epoch else {}
+    print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {res.seconds:.0f} s; "
+          f"best epoch {res.best_epoch}: {h}")
+
+
+def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epochs: int,
+                max_seconds: float | None) -> None:
+    c = MNIST_CFG[name]
+    M, N, L = c["M"], 144, 4
+    images, labels = load_mnist(data / "images-idx3-ubyte.gz", data / "labels-idx1-ubyte.gz")
+    A = paper_matrix(M, N, seed=c["seed_A"])
+    tr = mnist_tuples(labels, TRAIN_IDX, n_tuples=2500, seed=1)
+    va = mnist_tuples(labels, VAL_IDX)
+    S_tr = mnist_mmv_problems(images, tr, None)  # dense blocks, k drawn per epoch
+    S_va = mnist_mmv_problems(images, va, None)
+    cfg = TrainConfig(n_cells=512, cell="paper", optimizer="adam", lr=1e-3, batch_size=128,
+                      max_epochs=max_epochs, patience=3, clip=100.0, seed=0, n_threads=threads,
+                      max_seconds=max_seconds)
+    res = fit_lstm_cs(S_tr, S_va, A, n_steps=32, k_range=(5, 32), sigma=0.005,
+                      problems_per_epoch=1000, config=cfg)
+    spec = ProblemSpec(M=M, N=N, L=L, block_size=12, transform="none", image_size=24,
+                       dataset="mnist digits 0-3 (channel j = digit j)")
+    info = {
+        "name": name,
+        "data": {
+            "source": "MNIST IDX files (../shared/data/mnist: 8000 digits)",
+            "train_indices": "0..5399 (digits 0-3, 2500 random 4-tuples)",
+            "validation_indices": "5400..5999",
+            "test_indices": "6000..7999 (not used for training or selection)",
+            "protocol": "28x28 -> 24x24 bilinear, 4 distinct 12x12 blocks, column-major",
+        },
+        "sensing_matrix": f"paper_matrix({M}, {N}, seed={c['seed_A']})",
+        "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
+        "script": "scripts/train_pretrained.py",
+    }
+    _save(name, out, res, A, spec, info)
+
+
+def _dihedral(img: np.ndarray) -> list[np.ndarray]:
+    out = []
+    for t in (img, img.T):
+        for f in (t, t[::-1], t[:, ::-1], t[::-1, ::-1]):
+            out.append(np.ascontiguousarray(f))
+    return out
+
+
+def train_demo(name: str, out: Path, threads: int | None, max_epochs: int) -> None:
+    M, N, L, size = 32, 64, 4, 256
+    A = paper_matrix(M, N, seed=0)  # == cscore.datasets.load_demo's default matrix
+    imgs = demo_images(size)
+    train = [imgs[n] for n, s in DEMO_IMAGES if s == "train"]
+    S = image_mmv_problems(np.stack(train), block_size=8, transform="dct", k=None, L=L)
+    n_val = round(0.1 * S.shape[0])  # == load_demo's validation split
+    S_va = S[S.shape[0] - n_val :]
+    # training: camera in its 8 flips/transposes, plus the non-validation part of ascent
+    # (ascent is not flipped so that no validation block leaks into training)
+    S_cam = image_mmv_problems(np.stack(_dihedral(imgs["camera"])), block_size=8,
+                               transform="dct", k=None, L=L)
+    S_tr = np.concatenate([S_cam, S[S_cam.shape[0] // 8 : S.shape[0] - n_val]])
+    cfg = TrainConfig(n_cells=256, cell="paper", optimizer="adam", lr=1e-3, batch_size=128,
+                      max_epochs=max_epochs, patience=2, clip=100.0, seed=0, n_threads=threads)
+    res = fit_lstm_cs(S_tr, S_va, A, n_steps=20, k_range=(2, 20), sigma=0.005,
+                      problems_per_epoch=2500, config=cfg)
+    spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform="dct", image_size=size,
+                       dataset="pywt.data camera + ascent (demo set)")
+    info = {
+        "name": name,
+        "data": {
+            "source": "pywt.data camera() (8 flips/transposes) and ascent(), resized to 256x256",
+            "validation": "last 10% of the untransformed training problems (load_demo's split)",
+            "test": "pywt.data aero() (not used for training or selection)",
+            "protocol": "8x8 blocks, orthonormal 2-D DCT, L = 4 consecutive blocks",
+        },
+        "sensing_matrix": f"paper_matrix({M}, {N}, seed=0)",
+        "script": "scripts/train_pretrained.py",
+    }
+    _save(name, out, res, A, spec, info)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="+", choices=[*MNIST_CFG, "demo-dct-m32"])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--max-epochs", type=int, default=30)
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="wall-clock budget per model (the shipped MNIST models: 1200)")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.names:
+        t0 = time.perf_counter()
+        if name == "demo-dct-m32":
+            train_demo(name, args.out, args.threads, args.max_epochs)
+        else:
+            train_mnist(name, args.data, args.out, args.threads, args.max_epochs,
+                        args.max_seconds)
+        print(f"{name}: total {time.perf_counter() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
