@@ -32,12 +32,12 @@ SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
 def _register_subcommands() -> None:
     """Import the modules that add entries to :data:`SUBCOMMANDS`."""
     from .bench import cli as _bench_cli  # noqa: F401  (bench, demo)
+    from .lstm_cs import cli_train  # noqa: F401  (train)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
     _register_subcommands()
-    from .lstm_cs import cli_train  # noqa: F401  (registers ``cscore train``)
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )
