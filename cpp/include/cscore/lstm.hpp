@@ -1,0 +1,391 @@
+// LSTM-CS inference (Palangi, Ward and Deng 2016, Algorithm 2) on plain buffers.
+//
+// The LSTM runs in precision T (float in production, double for cross-checks),
+// batched over a chunk of problems: each LSTM step is one GEMM for the gates,
+// [W | R] [x; v], and one for the logits, U v (column-major chunks, one column
+// per problem).  The least squares on each channel's support stays float64 and
+// is updated incrementally (classical Gram-Schmidt with re-orthogonalization,
+// i.e. a thin QR of the support columns grown by one column per atom).
+//
+// Weight layout (row-major, as the numpy arrays of cscore.lstm_cs.model):
+//   WR    (G*H, M+H)  = [W | R], gates stacked i,g,o ("paper") or i,f,g,o ("lstm")
+//   b     (G*H)
+//   U     (N, H)
+//   c_out (N)
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "cscore/blas.hpp"
+#include "cscore/parallel.hpp"
+#include "cscore/result.hpp"
+
+namespace cscore::lstm {
+
+using idx = std::ptrdiff_t;
+
+enum class Cell : int { paper = 0, lstm = 1 };
+
+// Problems per LSTM batch.  Fixed (never derived from the thread count) so that
+// every problem sees the same GEMM shapes whatever the number of threads.
+constexpr idx kChunk = 32;
+
+// Relative size below which a new atom's component orthogonal to the support
+// counts as zero (the atom is linearly dependent on the support).
+constexpr double kDependentTol = 1e-10;
+
+template <class T>
+struct Weights {
+    Cell cell = Cell::paper;
+    int H = 0;  // cells
+    int M = 0;  // input size
+    int N = 0;  // outputs (atoms)
+    const T* WR = nullptr;
+    const T* b = nullptr;
+    const T* U = nullptr;
+    const T* c_out = nullptr;
+    int gates() const { return cell == Cell::paper ? 3 : 4; }
+};
+
+// ---------------------------------------------------------------------------
+// Elementwise nonlinearities.  float: a vectorizable exp (range reduction to
+// [-ln2/2, ln2/2] and a degree-6 Taylor polynomial, about 1 ulp), from which
+// sigmoid and tanh follow; double: the C library (used for cross-checks).
+namespace detail {
+
+inline float exp_approx(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float t = x * 1.44269504088896341f;
+    const int n = static_cast<int>(t + (t >= 0.0f ? 0.5f : -0.5f));
+    const float nf = static_cast<float>(n);
+    const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const std::int32_t bits = static_cast<std::int32_t>((n + 127) << 23);
+    float scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+
+inline float tanh_(float x) {
+    const float ax = x < 0.0f ? -x : x;
+    const float e = exp_approx(-2.0f * ax);
+    const float big = (1.0f - e) / (1.0f + e);
+    const float x2 = ax * ax;
+    const float small = ax * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f)));
+    const float y = ax < 0.03125f ? small : big;
+    return x < 0.0f ? -y : y;
+}
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double tanh_(double x) { return std::tanh(x); }
+
+}  // namespace detail
+
+// Work buffers for one chunk of problems (column-major, one column a problem).
+template <class T>
+struct LstmWork {
+    int ld = 0;          // M + H, leading dimension of xv
+    std::vector<T> xv;   // (M+H) x kChunk: input x on top, state v below
+    std::vector<T> c;    // H x kChunk cell state
+    std::vector<T> g;    // G*H x kChunk gate pre-activations
+    std::vector<T> z;    // N x kChunk logits (without c_out)
+
+    explicit LstmWork(const Weights<T>& w)
+        : ld(w.M + w.H),
+          xv(static_cast<std::size_t>(ld) * kChunk),
+          c(static_cast<std::size_t>(w.H) * kChunk),
+          g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) * kChunk),
+          z(static_cast<std::size_t>(w.N) * kChunk) {}
+
+    T* x(idx col) { return xv.data() + col * ld; }
+};
+
+// One LSTM step for columns 0..n-1 of work.xv (inputs set by the caller).
+// first: zero incoming state (channel 0), so R v is skipped.  On return the new
+// state v is in rows M.. of xv and the logits (without c_out) in work.z.
+template <class T>
+void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+    const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld;
+    // gates = [W | R] [x; v]  (only W x at channel 0)
+    blas::gemm<T>(true, false, GH, n, first ? M : ld, T(1), w.WR, ld, work.xv.data(), ld, T(0),
+                  work.g.data(), GH);
+    for (idx col = 0; col < n; ++col) {
+        const T* gc = work.g.data() + col * GH;
+        T* cc = work.c.data() + col * H;
+        T* vc = work.xv.data() + col * ld + M;
+        const T* bi = w.b;
+        if (w.cell == Cell::paper) {
+            for (int h = 0; h < H; ++h) {
+                const T i = detail::sigmoid(gc[h] + bi[h]);
+                const T gg = detail::tanh_(gc[H + h] + bi[H + h]);
+                const T o = detail::sigmoid(gc[2 * H + h] + bi[2 * H + h]);
+                const T cn = first ? i * gg : cc[h] + i * gg;
+                cc[h] = cn;
+                vc[h] = o * detail::tanh_(cn);
+            }
+        } else {
+            for (int h = 0; h < H; ++h) {
+                const T i = detail::sigmoid(gc[h] + bi[h]);
+                const T f = detail::sigmoid(gc[H + h] + bi[H + h]);
+                const T gg = detail::tanh_(gc[2 * H + h] + bi[2 * H + h]);
+                const T o = detail::sigmoid(gc[3 * H + h] + bi[3 * H + h]);
+                const T cn = first ? i * gg : f * cc[h] + i * gg;
+                cc[h] = cn;
+                vc[h] = o * detail::tanh_(cn);
+            }
+        }
+    }
+    // logits = U v
+    blas::gemm<T>(true, false, w.N, n, H, T(1), w.U, H, work.xv.data() + M, ld, T(0),
+                  work.z.data(), w.N);
+}
+
+// Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
+// state carried from channel to channel (zero at channel 0).
+template <class T>
+void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_threads) {
+    const idx n_chunks = (B + kChunk - 1) / kChunk;
+    const int M = w.M, N = w.N;
+    parallel_for(n_chunks, n_threads, [&](idx c0, idx c1, int) {
+        LstmWork<T> work(w);
+        for (idx ch = c0; ch < c1; ++ch) {
+            const idx p0 = ch * kChunk;
+            const int n = static_cast<int>(std::min(kChunk, B - p0));
+            for (int j = 0; j < L; ++j) {
+                for (idx col = 0; col < n; ++col) {
+                    const T* src = X + ((p0 + col) * L + j) * M;
+                    std::copy(src, src + M, work.x(col));
+                }
+                lstm_step(w, work, n, j == 0);
+                for (idx col = 0; col < n; ++col) {
+                    T* dst = out + ((p0 + col) * L + j) * N;
+                    const T* zc = work.z.data() + col * N;
+                    for (int a = 0; a < N; ++a) dst[a] = zc[a] + w.c_out[a];
+                }
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Decoding.
+
+struct DecodeOptions {
+    int k_max = 1;                  // greedy iterations at most (atoms per channel)
+    double tol = -1.0;              // < 0: no residual rule
+    bool exclude_selected = true;   // argmax over atoms not in the support
+    bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
+    int n_threads = 1;
+};
+
+// Outputs, row-major, for B problems.
+struct DecodeOutput {
+    double* S = nullptr;          // (B, N, L)
+    std::int64_t* atoms = nullptr;  // (B, L, k_max), -1 padded, in selection order
+    double* resid = nullptr;      // (B, L) final residual l2 norms
+    std::int64_t* n_iter = nullptr; // (B)
+    std::int32_t* stop = nullptr;   // (B) StopReason
+};
+
+// Incremental least squares for one channel: thin QR of the support columns.
+struct ChannelLS {
+    int k = 0;
+    bool stopped = false;
+    std::vector<double> r;      // residual (M)
+    std::vector<double> Q;      // M x k_max, orthonormal columns
+    std::vector<double> Rt;     // k_max x k_max upper triangle, column-major
+    std::vector<double> z;      // Q^T y
+    std::vector<std::int64_t> atoms;
+    std::vector<unsigned char> chosen;  // N flags
+
+    void reset(const double* y, idx M, int N, int k_max) {
+        k = 0;
+        stopped = false;
+        r.assign(y, y + M);
+        Q.assign(static_cast<std::size_t>(M) * static_cast<std::size_t>(k_max), 0.0);
+        Rt.assign(static_cast<std::size_t>(k_max) * static_cast<std::size_t>(k_max), 0.0);
+        z.assign(static_cast<std::size_t>(k_max), 0.0);
+        atoms.assign(static_cast<std::size_t>(k_max), -1);
+        chosen.assign(static_cast<std::size_t>(N), 0);
+    }
+
+    // Appends atom `a` (column a_col of A, norm a_norm); false if dependent.
+    bool append(std::int64_t a, const double* a_col, double a_norm, idx M, int k_max) {
+        double* q = Q.data() + static_cast<idx>(k) * M;
+        double* rc = Rt.data() + static_cast<idx>(k) * k_max;
+        std::copy(a_col, a_col + M, q);
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int i = 0; i < k; ++i) {
+                const double* qi = Q.data() + static_cast<idx>(i) * M;
+                double h = 0.0;
+                for (idx m = 0; m < M; ++m) h += qi[m] * q[m];
+                rc[i] += h;
+                for (idx m = 0; m < M; ++m) q[m] -= h * qi[m];
+            }
+        }
+        double rho = 0.0;
+        for (idx m = 0; m < M; ++m) rho += q[m] * q[m];
+        rho = std::sqrt(rho);
+        if (!(rho > kDependentTol * a_norm)) {
+            std::fill(q, q + M, 0.0);
+            std::fill(rc, rc + k, 0.0);
+            return false;
+        }
+        const double inv = 1.0 / rho;
+        double zk = 0.0;
+        for (idx m = 0; m < M; ++m) {
+            q[m] *= inv;
+            zk += q[m] * r[static_cast<std::size_t>(m)];
+        }
+        for (idx m = 0; m < M; ++m) r[static_cast<std::size_t>(m)] -= zk * q[m];
+        rc[k] = rho;
+        z[static_cast<std::size_t>(k)] = zk;
+        atoms[static_cast<std::size_t>(k)] = a;
+        chosen[static_cast<std::size_t>(a)] = 1;
+        ++k;
+        return true;
+    }
+
+    // Coefficients on the support (R c = z), written into S column (stride L).
+    void coefficients(double* s_col, idx stride, int k_max) const {
+        std::vector<double> c(static_cast<std::size_t>(k));
+        for (int i = k - 1; i >= 0; --i) {
+            double acc = z[static_cast<std::size_t>(i)];
+            for (int t = i + 1; t < k; ++t)
+                acc -= Rt[static_cast<std::size_t>(static_cast<idx>(t) * k_max + i)] *
+                       c[static_cast<std::size_t>(t)];
+            c[static_cast<std::size_t>(i)] =
+                acc / Rt[static_cast<std::size_t>(static_cast<idx>(i) * k_max + i)];
+        }
+        for (int i = 0; i < k; ++i)
+            s_col[atoms[static_cast<std::size_t>(i)] * stride] = c[static_cast<std::size_t>(i)];
+    }
+
+    double residual_norm() const {
+        double s = 0.0;
+        for (double v : r) s += v * v;
+        return std::sqrt(s);
+    }
+};
+
+// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
+// column by column: At (N, M) row-major (= A column-major), col_norms (N).
+// `out.S` must be zero-initialized by the caller.
+template <class T>
+void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
+            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
+    const int M = w.M, N = w.N, k_max = opt.k_max;
+    const idx n_chunks = (B + kChunk - 1) / kChunk;
+    parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
+        LstmWork<T> work(w);
+        std::vector<ChannelLS> ls(static_cast<std::size_t>(kChunk * L));
+        std::vector<double> ybuf(static_cast<std::size_t>(M));
+        std::vector<idx> active;
+        active.reserve(kChunk);
+        for (idx ch = c0; ch < c1; ++ch) {
+            const idx p0 = ch * kChunk;
+            const idx n_prob = std::min(kChunk, B - p0);
+            active.clear();
+            for (idx q = 0; q < n_prob; ++q) {
+                const idx p = p0 + q;
+                active.push_back(q);
+                out.n_iter[p] = 0;
+                out.stop[p] = static_cast<std::int32_t>(
+                    opt.k_from_user ? StopReason::n_nonzero : StopReason::max_iter);
+                for (int j = 0; j < L; ++j) {
+                    for (idx m = 0; m < M; ++m) ybuf[static_cast<std::size_t>(m)] = Y[(p * M + m) * L + j];
+                    ls[static_cast<std::size_t>(q * L + j)].reset(ybuf.data(), M, N, k_max);
+                }
+            }
+            for (int it = 0; it < k_max; ++it) {
+                // Drop problems that meet the residual rule or whose channels all stopped.
+                std::size_t keep = 0;
+                for (idx q : active) {
+                    const idx p = p0 + q;
+                    double res = 0.0;
+                    bool all_stopped = true;
+                    for (int j = 0; j < L; ++j) {
+                        const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
+                        res += c.residual_norm();
+                        all_stopped = all_stopped && c.stopped;
+                    }
+                    if (opt.tol >= 0.0 && res <= opt.tol) {
+                        out.stop[p] = static_cast<std::int32_t>(StopReason::tol);
+                    } else if (all_stopped) {
+                        out.stop[p] = static_cast<std::int32_t>(StopReason::dependent);
+                    } else {
+                        active[keep++] = q;
+                    }
+                }
+                active.resize(keep);
+                if (active.empty()) break;
+                const int n = static_cast<int>(active.size());
+                for (int j = 0; j < L; ++j) {
+                    // x = r / max|r| (zero stays zero)
+                    for (int col = 0; col < n; ++col) {
+                        const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
+                        double mx = 0.0;
+                        for (double v : c.r) mx = std::max(mx, std::abs(v));
+                        T* x = work.x(col);
+                        if (mx > 0.0) {
+                            for (idx m = 0; m < M; ++m)
+                                x[m] = static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx);
+                        } else {
+                            std::fill(x, x + M, T(0));
+                        }
+                    }
+                    lstm_step(w, work, n, j == 0);
+                    for (int col = 0; col < n; ++col) {
+                        ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
+                        if (c.stopped) continue;
+                        const T* zc = work.z.data() + static_cast<idx>(col) * N;
+                        int best = -1;
+                        T best_v = T(0);
+                        for (int a = 0; a < N; ++a) {
+                            if (opt.exclude_selected && c.chosen[static_cast<std::size_t>(a)]) continue;
+                            const T v = zc[a] + w.c_out[a];
+                            if (best < 0 || v > best_v) {
+                                best = a;
+                                best_v = v;
+                            }
+                        }
+                        if (best < 0 || c.chosen[static_cast<std::size_t>(best)] ||
+                            !c.append(best, At + static_cast<idx>(best) * M,
+                                      col_norms[best], M, k_max)) {
+                            c.stopped = true;
+                        }
+                    }
+                }
+                for (idx q : active) out.n_iter[p0 + q] += 1;
+            }
+            for (idx q = 0; q < n_prob; ++q) {
+                const idx p = p0 + q;
+                for (int j = 0; j < L; ++j) {
+                    const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
+                    c.coefficients(out.S + p * N * L + j, L, k_max);
+                    out.resid[p * L + j] = c.residual_norm();
+                    std::copy(c.atoms.begin(), c.atoms.end(),
+                              out.atoms + (p * L + j) * k_max);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace cscore::lstm
