@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
+from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .result import DecodeResult
 
 _blas.register()
@@ -16,9 +17,12 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
+    "LSTMCS",
     "DecodeResult",
     "__version__",
     "get_num_threads",
+    "list_pretrained",
     "num_threads",
+    "pretrained",
     "set_num_threads",
 ]

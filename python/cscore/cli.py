@@ -31,6 +31,8 @@ SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand."""
+    from .lstm_cs import cli_models  # noqa: F401  (registers `cscore models`)
+
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )
