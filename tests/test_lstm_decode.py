@@ -70,12 +70,12 @@ def sparse_Y(rng: np.random.Generator, A: np.ndarray, B: int, k: int = 4) -> np.
 @pytest.mark.parametrize("cell", ["paper", "lstm"])
 def test_native_logits_match_numpy(rng, cell):
     w = random_weights(rng, M, N, H, cell)
-    X = rng.uniform(-1, 1, size=(45, L, M))  # more than one chunk of 32
+    X = rng.uniform(-1, 1, size=(140, L, M))  # three chunks of 64, the last partial
     ref = lstm_logits(w, X)
     out64 = lstm_logits_native(w, X, dtype=np.float64)
     np.testing.assert_allclose(out64, ref, rtol=0, atol=1e-12)
     out32 = lstm_logits_native(w, X)
-    assert out32.dtype == np.float32 and out32.shape == (45, L, N)
+    assert out32.dtype == np.float32 and out32.shape == (140, L, N)
     # float32 GEMMs and float32 exp/tanh: a few ulps of the logit scale
     np.testing.assert_allclose(out32, ref, rtol=0, atol=2e-5 * np.abs(ref).max())
     assert np.array_equal(lstm_logits_native(w, X, n_threads=2), out32)
@@ -169,12 +169,12 @@ def test_default_n_nonzero_is_M_over_4(rng):
 
 def test_batch_equals_loop_and_threads(rng):
     model = make_model(rng, "lstm")
-    Y = sparse_Y(rng, model.A, 70)  # three chunks of 32, the last partial
+    Y = sparse_Y(rng, model.A, 150)  # three chunks of 64, the last partial
     S1 = model.decode(Y, n_nonzero=5, n_threads=1)
     S2 = model.decode(Y, n_nonzero=5, n_threads=2)
     S3 = model.decode(Y, n_nonzero=5, n_threads=3)
     assert np.array_equal(S1, S2) and np.array_equal(S1, S3)
-    for b in (0, 33, 69):
+    for b in (0, 70, 149):
         assert np.array_equal(model.decode(Y[b], n_nonzero=5), S1[b])
     tol = float(np.median(np.linalg.norm(Y, axis=1).sum(axis=1)) * 0.5)
     assert np.array_equal(

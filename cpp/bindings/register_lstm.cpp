@@ -78,7 +78,7 @@ template <class T>
 py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const carr<T>& c_out,
                  const std::string& cell, const carr<double>& At, const carr<double>& col_norms,
                  const carr<double>& Y, int k_max, double tol, bool exclude_selected,
-                 bool k_from_user, int n_threads) {
+                 bool k_from_user, int n_threads, int chunk) {
     if (Y.ndim() != 3) throw std::invalid_argument("Y must be (B, M, L)");
     const py::ssize_t B = Y.shape(0), M = Y.shape(1), L = Y.shape(2);
     const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(M));
@@ -87,6 +87,7 @@ py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const ca
     if (k_max < 1 || k_max > std::min<py::ssize_t>(M, w.N))
         throw std::invalid_argument("k_max must be in [1, min(M, N)]");
     if (n_threads < 1) throw std::invalid_argument("n_threads must be >= 1");
+    if (chunk < 1) throw std::invalid_argument("chunk must be >= 1");
 
     py::array_t<double> S({B, static_cast<py::ssize_t>(w.N), L});
     py::array_t<std::int64_t> atoms({B, L, static_cast<py::ssize_t>(k_max)});
@@ -99,6 +100,7 @@ py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const ca
     opt.exclude_selected = exclude_selected;
     opt.k_from_user = k_from_user;
     opt.n_threads = n_threads;
+    opt.chunk = chunk;
     lstm::DecodeOutput out;
     out.S = S.mutable_data();
     out.atoms = atoms.mutable_data();
@@ -126,6 +128,7 @@ void def_typed(py::module_& m, const char* suffix) {
           py::arg("b"), py::arg("U"), py::arg("c_out"), py::arg("cell"), py::arg("At"),
           py::arg("col_norms"), py::arg("Y"), py::arg("k_max"), py::arg("tol"),
           py::arg("exclude_selected"), py::arg("k_from_user"), py::arg("n_threads"),
+          py::arg("chunk") = static_cast<int>(lstm::kChunk),
           "LSTM-CS Algorithm 2 on a batch Y (B, M, L); returns (S, atoms, resid, n_iter, "
           "stop).");
 }

@@ -33,9 +33,9 @@ using idx = std::ptrdiff_t;
 
 enum class Cell : int { paper = 0, lstm = 1 };
 
-// Problems per LSTM batch.  Fixed (never derived from the thread count) so that
-// every problem sees the same GEMM shapes whatever the number of threads.
-constexpr idx kChunk = 32;
+// Default problems per LSTM batch.  Fixed (never derived from the thread count)
+// so that every problem sees the same GEMM shapes whatever the number of threads.
+constexpr int kChunk = 64;
 
 // Relative size below which a new atom's component orthogonal to the support
 // counts as zero (the atom is linearly dependent on the support).
@@ -60,12 +60,17 @@ struct Weights {
 // sigmoid and tanh follow; double: the C library (used for cross-checks).
 namespace detail {
 
+// Branch-free (so that loops over it vectorize): clamp, round t = x / ln2 to the
+// nearest integer n with the 1.5 * 2^23 trick, r = x - n ln2 (ln2 split in two
+// parts), exp(r) by its Taylor polynomial, times 2^n built in the exponent bits.
 inline float exp_approx(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    const float t = x * 1.44269504088896341f;
-    const int n = static_cast<int>(t + (t >= 0.0f ? 0.5f : -0.5f));
-    const float nf = static_cast<float>(n);
+    x = std::min(std::max(x, -87.0f), 88.0f);
+    const float magic = 12582912.0f;  // 1.5 * 2^23
+    const float shifted = x * 1.44269504088896341f + magic;
+    const float nf = shifted - magic;
+    std::int32_t n_bits;
+    std::memcpy(&n_bits, &shifted, sizeof(n_bits));
+    const std::int32_t n = n_bits - 0x4B400000;  // the integer in the low mantissa bits
     const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
     float p = 1.0f / 720.0f;
     p = p * r + 1.0f / 120.0f;
@@ -74,7 +79,7 @@ inline float exp_approx(float x) {
     p = p * r + 0.5f;
     p = p * r + 1.0f;
     p = p * r + 1.0f;
-    const std::int32_t bits = static_cast<std::int32_t>((n + 127) << 23);
+    const std::int32_t bits = (n + 127) * (1 << 23);
     float scale;
     std::memcpy(&scale, &bits, sizeof(scale));
     return p * scale;
@@ -82,18 +87,114 @@ inline float exp_approx(float x) {
 
 inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
 
-inline float tanh_(float x) {
-    const float ax = x < 0.0f ? -x : x;
-    const float e = exp_approx(-2.0f * ax);
-    const float big = (1.0f - e) / (1.0f + e);
-    const float x2 = ax * ax;
-    const float small = ax * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f)));
-    const float y = ax < 0.03125f ? small : big;
-    return x < 0.0f ? -y : y;
-}
+// tanh x = 2 sigmoid(2x) - 1 (absolute error about 1e-7).
+inline float tanh_(float x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
 
 inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 inline double tanh_(double x) { return std::tanh(x); }
+
+#if defined(__GNUC__)
+// The same functions on 4 floats at a time (GCC/Clang vector extensions): a
+// scalar loop over exp_approx is not vectorized by GCC under its default
+// -ftrapping-math (the clamp's comparisons), so the SIMD is spelled out.
+#define CSCORE_LSTM_SIMD 1
+typedef float vf4 __attribute__((vector_size(16)));
+typedef std::int32_t vi4 __attribute__((vector_size(16)));
+
+inline vf4 load4(const float* p) {
+    vf4 v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline void store4(float* p, vf4 v) { std::memcpy(p, &v, sizeof(v)); }
+inline vf4 bcast4(float s) { return vf4{s, s, s, s}; }
+
+inline vf4 exp_approx(vf4 x) {
+    const vf4 lo = bcast4(-87.0f), hi = bcast4(88.0f), magic = bcast4(12582912.0f);
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const vf4 shifted = x * 1.44269504088896341f + magic;
+    const vf4 nf = shifted - magic;
+    vi4 n;
+    std::memcpy(&n, &shifted, sizeof(n));
+    n -= 0x4B400000;
+    const vf4 r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    vf4 p = bcast4(1.0f / 720.0f);
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const vi4 bits = (n + 127) * (1 << 23);
+    vf4 scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
+inline vf4 sigmoid(vf4 x) { return 1.0f / (1.0f + exp_approx(-x)); }
+inline vf4 tanh_(vf4 x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
+#endif
+
+// One cell update for h in [h0, H): gates g (G*H, pre-activation without bias),
+// bias b, cell state c (in/out), output v.
+template <class T>
+inline void activate_scalar(Cell cell, int h0, int H, const T* g, const T* b, T* c, T* v,
+                            bool first) {
+    if (cell == Cell::paper) {
+        for (int h = h0; h < H; ++h) {
+            const T i = sigmoid(g[h] + b[h]);
+            const T gg = tanh_(g[H + h] + b[H + h]);
+            const T o = sigmoid(g[2 * H + h] + b[2 * H + h]);
+            const T cn = first ? i * gg : c[h] + i * gg;
+            c[h] = cn;
+            v[h] = o * tanh_(cn);
+        }
+    } else {
+        for (int h = h0; h < H; ++h) {
+            const T i = sigmoid(g[h] + b[h]);
+            const T f = sigmoid(g[H + h] + b[H + h]);
+            const T gg = tanh_(g[2 * H + h] + b[2 * H + h]);
+            const T o = sigmoid(g[3 * H + h] + b[3 * H + h]);
+            const T cn = first ? i * gg : f * c[h] + i * gg;
+            c[h] = cn;
+            v[h] = o * tanh_(cn);
+        }
+    }
+}
+
+template <class T>
+inline void activate(Cell cell, int H, const T* g, const T* b, T* c, T* v, bool first) {
+    activate_scalar(cell, 0, H, g, b, c, v, first);
+}
+
+#ifdef CSCORE_LSTM_SIMD
+template <>
+inline void activate<float>(Cell cell, int H, const float* g, const float* b, float* c,
+                            float* v, bool first) {
+    const int H4 = H - H % 4;
+    const vf4 zero = bcast4(0.0f);
+    for (int h = 0; h < H4; h += 4) {
+        vf4 cn;
+        if (cell == Cell::paper) {
+            const vf4 i = sigmoid(load4(g + h) + load4(b + h));
+            const vf4 gg = tanh_(load4(g + H + h) + load4(b + H + h));
+            cn = (first ? zero : load4(c + h)) + i * gg;
+            const vf4 o = sigmoid(load4(g + 2 * H + h) + load4(b + 2 * H + h));
+            store4(v + h, o * tanh_(cn));
+        } else {
+            const vf4 i = sigmoid(load4(g + h) + load4(b + h));
+            const vf4 f = sigmoid(load4(g + H + h) + load4(b + H + h));
+            const vf4 gg = tanh_(load4(g + 2 * H + h) + load4(b + 2 * H + h));
+            cn = (first ? zero : f * load4(c + h)) + i * gg;
+            const vf4 o = sigmoid(load4(g + 3 * H + h) + load4(b + 3 * H + h));
+            store4(v + h, o * tanh_(cn));
+        }
+        store4(c + h, cn);
+    }
+    activate_scalar(cell, H4, H, g, b, c, v, first);
+}
+#endif
 
 }  // namespace detail
 
@@ -101,20 +202,49 @@ inline double tanh_(double x) { return std::tanh(x); }
 template <class T>
 struct LstmWork {
     int ld = 0;          // M + H, leading dimension of xv
-    std::vector<T> xv;   // (M+H) x kChunk: input x on top, state v below
-    std::vector<T> c;    // H x kChunk cell state
-    std::vector<T> g;    // G*H x kChunk gate pre-activations
-    std::vector<T> z;    // N x kChunk logits (without c_out)
+    std::vector<T> xv;   // (M+H) x chunk: input x on top, state v below
+    std::vector<T> c;    // H x chunk cell state
+    std::vector<T> g;    // G*H x chunk gate pre-activations
+    std::vector<T> z;    // N x chunk logits (without c_out)
 
-    explicit LstmWork(const Weights<T>& w)
+    LstmWork(const Weights<T>& w, int chunk)
         : ld(w.M + w.H),
-          xv(static_cast<std::size_t>(ld) * kChunk),
-          c(static_cast<std::size_t>(w.H) * kChunk),
-          g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) * kChunk),
-          z(static_cast<std::size_t>(w.N) * kChunk) {}
+          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(chunk)),
+          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(chunk)),
+          g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) *
+            static_cast<std::size_t>(chunk)),
+          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(chunk)) {}
 
     T* x(idx col) { return xv.data() + col * ld; }
 };
+
+// y = op(A) x for one column.  A GEMM packs its operand A on every call, which
+// for a single column costs more than the product itself, so a lone problem
+// goes through the BLAS gemv (when registered) instead.
+template <class T>
+struct gemv_ptr {
+    using fn = void(const char*, const int*, const int*, const T*, const T*, const int*,
+                    const T*, const int*, const T*, T*, const int*);
+    static fn* get() {
+        static fn* f = reinterpret_cast<fn*>(
+            blas::lookup(sizeof(T) == sizeof(float) ? "sgemv" : "dgemv"));
+        return f;
+    }
+};
+
+// C (m x n) = op(A) B with op(A) = A^T, A column-major (k x m, leading dim lda).
+template <class T>
+void matmul_t(int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C, int ldc) {
+    auto* gv = gemv_ptr<T>::get();
+    if (n == 1 && gv != nullptr) {
+        const char t = 'T';
+        const int one = 1;
+        const T alpha = T(1), beta = T(0);
+        gv(&t, &k, &m, &alpha, A, &lda, B, &one, &beta, C, &one);
+        return;
+    }
+    blas::gemm<T>(true, false, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
+}
 
 // One LSTM step for columns 0..n-1 of work.xv (inputs set by the caller).
 // first: zero incoming state (channel 0), so R v is skipped.  On return the new
@@ -123,50 +253,27 @@ template <class T>
 void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
     const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld;
     // gates = [W | R] [x; v]  (only W x at channel 0)
-    blas::gemm<T>(true, false, GH, n, first ? M : ld, T(1), w.WR, ld, work.xv.data(), ld, T(0),
-                  work.g.data(), GH);
+    matmul_t<T>(GH, n, first ? M : ld, w.WR, ld, work.xv.data(), ld, work.g.data(), GH);
     for (idx col = 0; col < n; ++col) {
-        const T* gc = work.g.data() + col * GH;
-        T* cc = work.c.data() + col * H;
-        T* vc = work.xv.data() + col * ld + M;
-        const T* bi = w.b;
-        if (w.cell == Cell::paper) {
-            for (int h = 0; h < H; ++h) {
-                const T i = detail::sigmoid(gc[h] + bi[h]);
-                const T gg = detail::tanh_(gc[H + h] + bi[H + h]);
-                const T o = detail::sigmoid(gc[2 * H + h] + bi[2 * H + h]);
-                const T cn = first ? i * gg : cc[h] + i * gg;
-                cc[h] = cn;
-                vc[h] = o * detail::tanh_(cn);
-            }
-        } else {
-            for (int h = 0; h < H; ++h) {
-                const T i = detail::sigmoid(gc[h] + bi[h]);
-                const T f = detail::sigmoid(gc[H + h] + bi[H + h]);
-                const T gg = detail::tanh_(gc[2 * H + h] + bi[2 * H + h]);
-                const T o = detail::sigmoid(gc[3 * H + h] + bi[3 * H + h]);
-                const T cn = first ? i * gg : f * cc[h] + i * gg;
-                cc[h] = cn;
-                vc[h] = o * detail::tanh_(cn);
-            }
-        }
+        detail::activate<T>(w.cell, H, work.g.data() + col * GH, w.b, work.c.data() + col * H,
+                            work.xv.data() + col * ld + M, first);
     }
     // logits = U v
-    blas::gemm<T>(true, false, w.N, n, H, T(1), w.U, H, work.xv.data() + M, ld, T(0),
-                  work.z.data(), w.N);
+    matmul_t<T>(w.N, n, H, w.U, H, work.xv.data() + M, ld, work.z.data(), w.N);
 }
 
 // Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
 // state carried from channel to channel (zero at channel 0).
 template <class T>
-void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_threads) {
-    const idx n_chunks = (B + kChunk - 1) / kChunk;
+void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_threads,
+                 int chunk = kChunk) {
+    const idx n_chunks = (B + chunk - 1) / chunk;
     const int M = w.M, N = w.N;
     parallel_for(n_chunks, n_threads, [&](idx c0, idx c1, int) {
-        LstmWork<T> work(w);
+        LstmWork<T> work(w, chunk);
         for (idx ch = c0; ch < c1; ++ch) {
-            const idx p0 = ch * kChunk;
-            const int n = static_cast<int>(std::min(kChunk, B - p0));
+            const idx p0 = ch * chunk;
+            const int n = static_cast<int>(std::min<idx>(chunk, B - p0));
             for (int j = 0; j < L; ++j) {
                 for (idx col = 0; col < n; ++col) {
                     const T* src = X + ((p0 + col) * L + j) * M;
@@ -192,6 +299,7 @@ struct DecodeOptions {
     bool exclude_selected = true;   // argmax over atoms not in the support
     bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
     int n_threads = 1;
+    int chunk = kChunk;             // problems per LSTM batch (results may depend on it)
 };
 
 // Outputs, row-major, for B problems.
@@ -291,16 +399,17 @@ template <class T>
 void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
             idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
     const int M = w.M, N = w.N, k_max = opt.k_max;
-    const idx n_chunks = (B + kChunk - 1) / kChunk;
+    const idx chunk = opt.chunk;
+    const idx n_chunks = (B + chunk - 1) / chunk;
     parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
-        LstmWork<T> work(w);
-        std::vector<ChannelLS> ls(static_cast<std::size_t>(kChunk * L));
+        LstmWork<T> work(w, opt.chunk);
+        std::vector<ChannelLS> ls(static_cast<std::size_t>(chunk * L));
         std::vector<double> ybuf(static_cast<std::size_t>(M));
         std::vector<idx> active;
-        active.reserve(kChunk);
+        active.reserve(static_cast<std::size_t>(chunk));
         for (idx ch = c0; ch < c1; ++ch) {
-            const idx p0 = ch * kChunk;
-            const idx n_prob = std::min(kChunk, B - p0);
+            const idx p0 = ch * chunk;
+            const idx n_prob = std::min(chunk, B - p0);
             active.clear();
             for (idx q = 0; q < n_prob; ++q) {
                 const idx p = p0 + q;

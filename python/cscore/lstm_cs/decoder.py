@@ -31,6 +31,10 @@ def _blas_limiter() -> Any:
 
 _CONTROLLER: Any = None
 
+#: Keep the BLAS single-threaded during a decode (see benchmarks/bench_lstm_speed.py
+#: for the measurement behind this default).
+LIMIT_BLAS_THREADS = True
+
 
 def _single_threaded_blas() -> Any:
     """Context manager keeping the BLAS single-threaded inside the decoder's workers.
@@ -40,6 +44,10 @@ def _single_threaded_blas() -> Any:
     several cscore workers, oversubscribes the cores).
     """
     global _CONTROLLER
+    if not LIMIT_BLAS_THREADS:
+        from contextlib import nullcontext
+
+        return nullcontext()
     if _CONTROLLER is None:
         _CONTROLLER = _blas_limiter() or False
     if _CONTROLLER is False:
@@ -243,6 +251,7 @@ class LSTMCS:
         n_threads: int | None = None,
         return_result: bool = False,
         _lstm_dtype: type = np.float32,
+        _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
         """Recover sparse ``S`` from ``Y = A S`` with Algorithm 2 (LSTM-CS).
 
@@ -285,7 +294,7 @@ class LSTMCS:
         atom is linearly dependent on its support (or already in it) stops
         there; a problem whose channels all stopped reports ``"dependent"``.
 
-        The LSTM runs in float32 (batched GEMMs over chunks of 32 problems);
+        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems);
         the least squares in float64.
         """
         Y = as_float_array("Y", Y, ndim=(2, 3))
@@ -329,6 +338,7 @@ class LSTMCS:
                 bool(exclude_selected),
                 k_from_user,
                 threads,
+                _chunk,
             )
         S = S.astype(out_dtype, copy=False)
         if not return_result:
