@@ -118,8 +118,10 @@ def main(argv: list[str] | None = None) -> None:
     Y = problems(rng, model.A, args.batch, L, k)
     B = Y.shape[0]
     print(f"# LSTM-CS decode speed: {H} cells, M={M}, N={N}, L={L}, k={k}, batch {B}")
-    print(f"# {platform.processor() or platform.machine()}, {cscore.get_num_threads()} CPUs, "
-          f"best of {args.repeats} (wall), CPU time of the best run in brackets")
+    print(
+        f"# {platform.processor() or platform.machine()}, {cscore.get_num_threads()} CPUs, "
+        f"best of {args.repeats} (wall), CPU time of the best run in brackets"
+    )
 
     res = model.decode(Y, n_nonzero=k, return_result=True, n_threads=1)
     flops = lstm_flops(model, res.n_iter)

@@ -136,91 +136,100 @@ inline vf4 sigmoid(vf4 x) { return 1.0f / (1.0f + exp_approx(-x)); }
 inline vf4 tanh_(vf4 x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
 #endif
 
-// One cell update for h in [h0, H): gates g (G*H, pre-activation without bias),
-// bias b, cell state c (in/out), output v.
+// The cell update for one cell h across problems b in [b0, n), all arrays
+// problem-fastest: gi/gf/gg/go are the pre-activation rows (without bias) of the
+// gates i, f, g, o (gf unused by the paper cell), bi.. the biases, c the cell
+// state row (in/out), v the output row.
 template <class T>
-inline void activate_scalar(Cell cell, int h0, int H, const T* g, const T* b, T* c, T* v,
+struct GateRows {
+    const T* i;
+    const T* f;
+    const T* g;
+    const T* o;
+    T bi, bf, bg, bo;
+};
+
+template <class T>
+inline void activate_scalar(Cell cell, int b0, int n, const GateRows<T>& r, T* c, T* v,
                             bool first) {
-    if (cell == Cell::paper) {
-        for (int h = h0; h < H; ++h) {
-            const T i = sigmoid(g[h] + b[h]);
-            const T gg = tanh_(g[H + h] + b[H + h]);
-            const T o = sigmoid(g[2 * H + h] + b[2 * H + h]);
-            const T cn = first ? i * gg : c[h] + i * gg;
-            c[h] = cn;
-            v[h] = o * tanh_(cn);
+    for (int b = b0; b < n; ++b) {
+        const T i = sigmoid(r.i[b] + r.bi);
+        const T gg = tanh_(r.g[b] + r.bg);
+        const T o = sigmoid(r.o[b] + r.bo);
+        T cn;
+        if (cell == Cell::paper) {
+            cn = first ? i * gg : c[b] + i * gg;
+        } else {
+            const T f = sigmoid(r.f[b] + r.bf);
+            cn = first ? i * gg : f * c[b] + i * gg;
         }
-    } else {
-        for (int h = h0; h < H; ++h) {
-            const T i = sigmoid(g[h] + b[h]);
-            const T f = sigmoid(g[H + h] + b[H + h]);
-            const T gg = tanh_(g[2 * H + h] + b[2 * H + h]);
-            const T o = sigmoid(g[3 * H + h] + b[3 * H + h]);
-            const T cn = first ? i * gg : f * c[h] + i * gg;
-            c[h] = cn;
-            v[h] = o * tanh_(cn);
-        }
+        c[b] = cn;
+        v[b] = o * tanh_(cn);
     }
 }
 
 template <class T>
-inline void activate(Cell cell, int H, const T* g, const T* b, T* c, T* v, bool first) {
-    activate_scalar(cell, 0, H, g, b, c, v, first);
+inline void activate(Cell cell, int n, const GateRows<T>& r, T* c, T* v, bool first) {
+    activate_scalar(cell, 0, n, r, c, v, first);
 }
 
 #ifdef CSCORE_LSTM_SIMD
 template <>
-inline void activate<float>(Cell cell, int H, const float* g, const float* b, float* c,
-                            float* v, bool first) {
-    const int H4 = H - H % 4;
+inline void activate<float>(Cell cell, int n, const GateRows<float>& r, float* c, float* v,
+                            bool first) {
+    const int n4 = n - n % 4;
     const vf4 zero = bcast4(0.0f);
-    for (int h = 0; h < H4; h += 4) {
+    for (int b = 0; b < n4; b += 4) {
+        const vf4 i = sigmoid(load4(r.i + b) + r.bi);
+        const vf4 gg = tanh_(load4(r.g + b) + r.bg);
+        const vf4 o = sigmoid(load4(r.o + b) + r.bo);
         vf4 cn;
         if (cell == Cell::paper) {
-            const vf4 i = sigmoid(load4(g + h) + load4(b + h));
-            const vf4 gg = tanh_(load4(g + H + h) + load4(b + H + h));
-            cn = (first ? zero : load4(c + h)) + i * gg;
-            const vf4 o = sigmoid(load4(g + 2 * H + h) + load4(b + 2 * H + h));
-            store4(v + h, o * tanh_(cn));
+            cn = (first ? zero : load4(c + b)) + i * gg;
         } else {
-            const vf4 i = sigmoid(load4(g + h) + load4(b + h));
-            const vf4 f = sigmoid(load4(g + H + h) + load4(b + H + h));
-            const vf4 gg = tanh_(load4(g + 2 * H + h) + load4(b + 2 * H + h));
-            cn = (first ? zero : f * load4(c + h)) + i * gg;
-            const vf4 o = sigmoid(load4(g + 3 * H + h) + load4(b + 3 * H + h));
-            store4(v + h, o * tanh_(cn));
+            const vf4 f = sigmoid(load4(r.f + b) + r.bf);
+            cn = (first ? zero : f * load4(c + b)) + i * gg;
         }
-        store4(c + h, cn);
+        store4(c + b, cn);
+        store4(v + b, o * tanh_(cn));
     }
-    activate_scalar(cell, H4, H, g, b, c, v, first);
+    activate_scalar(cell, n4, n, r, c, v, first);
 }
 #endif
 
 }  // namespace detail
 
-// Work buffers for one chunk of problems (column-major, one column a problem).
+// Work buffers for one chunk of problems.  Everything is stored problem-fastest
+// (column-major with the problem as the row index, leading dimension `chunk`),
+// so that the GEMMs read the weights in their stored (row-major) layout as the
+// B operand -- OpenBLAS then packs the small operand per call, not the weights
+// twice -- and the activations vectorize over problems.
 template <class T>
 struct LstmWork {
-    int ld = 0;          // M + H, leading dimension of xv
-    std::vector<T> xv;   // (M+H) x chunk: input x on top, state v below
-    std::vector<T> c;    // H x chunk cell state
-    std::vector<T> g;    // G*H x chunk gate pre-activations
-    std::vector<T> z;    // N x chunk logits (without c_out)
+    int chunk = 0;
+    int ld = 0;          // M + H
+    std::vector<T> xv;   // chunk x (M+H): input x (columns 0..M-1), state v (M..)
+    std::vector<T> c;    // chunk x H cell state
+    std::vector<T> g;    // chunk x G*H gate pre-activations
+    std::vector<T> z;    // chunk x N logits (without c_out)
 
-    LstmWork(const Weights<T>& w, int chunk)
-        : ld(w.M + w.H),
-          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(chunk)),
-          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(chunk)),
+    LstmWork(const Weights<T>& w, int chunk_)
+        : chunk(chunk_),
+          ld(w.M + w.H),
+          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(chunk_)),
+          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(chunk_)),
           g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) *
-            static_cast<std::size_t>(chunk)),
-          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(chunk)) {}
+            static_cast<std::size_t>(chunk_)),
+          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(chunk_)) {}
 
-    T* x(idx col) { return xv.data() + col * ld; }
+    // input entry m of problem b
+    T& x(idx b, idx m) { return xv[static_cast<std::size_t>(b + m * chunk)]; }
+    // logit a of problem b (without c_out)
+    T logit(idx b, idx a) const { return z[static_cast<std::size_t>(b + a * chunk)]; }
 };
 
-// y = op(A) x for one column.  A GEMM packs its operand A on every call, which
-// for a single column costs more than the product itself, so a lone problem
-// goes through the BLAS gemv (when registered) instead.
+// BLAS gemv (a GEMM packs its operands on every call, which for one or two
+// problems costs more than the product itself).
 template <class T>
 struct gemv_ptr {
     using fn = void(const char*, const int*, const int*, const T*, const T*, const int*,
@@ -232,34 +241,44 @@ struct gemv_ptr {
     }
 };
 
-// C (m x n) = op(A) B with op(A) = A^T, A column-major (k x m, leading dim lda).
+// C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
+// dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
+// a row-major (m, ldw) weight array, using its first k columns).
 template <class T>
-void matmul_t(int m, int n, int k, const T* A, int lda, const T* B, int ldb, T* C, int ldc) {
+void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
     auto* gv = gemv_ptr<T>::get();
-    if (n == 1 && gv != nullptr) {
+    if (n <= 2 && gv != nullptr) {
         const char t = 'T';
-        const int one = 1;
         const T alpha = T(1), beta = T(0);
-        gv(&t, &k, &m, &alpha, A, &lda, B, &one, &beta, C, &one);
+        for (int b = 0; b < n; ++b) gv(&t, &k, &m, &alpha, Wt, &ldw, X + b, &chunk, &beta, C + b, &chunk);
         return;
     }
-    blas::gemm<T>(true, false, m, n, k, T(1), A, lda, B, ldb, T(0), C, ldc);
+    blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, T(0), C, chunk);
 }
 
-// One LSTM step for columns 0..n-1 of work.xv (inputs set by the caller).
+// One LSTM step for problems 0..n-1 of `work` (inputs set by the caller).
 // first: zero incoming state (channel 0), so R v is skipped.  On return the new
-// state v is in rows M.. of xv and the logits (without c_out) in work.z.
+// state v is in columns M.. of xv and the logits (without c_out) in work.z.
 template <class T>
 void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
-    const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld;
-    // gates = [W | R] [x; v]  (only W x at channel 0)
-    matmul_t<T>(GH, n, first ? M : ld, w.WR, ld, work.xv.data(), ld, work.g.data(), GH);
-    for (idx col = 0; col < n; ++col) {
-        detail::activate<T>(w.cell, H, work.g.data() + col * GH, w.b, work.c.data() + col * H,
-                            work.xv.data() + col * ld + M, first);
+    const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld, ch = work.chunk;
+    // gates = [x v] [W | R]^T  (only x W^T at channel 0)
+    times_weights<T>(n, GH, first ? M : ld, work.xv.data(), ch, w.WR, ld, work.g.data());
+    const T* g = work.g.data();
+    const bool paper = w.cell == Cell::paper;
+    // gate order: paper i, g, o; lstm i, f, g, o
+    const int gi = 0, gf = paper ? 0 : 1, gg = paper ? 1 : 2, go = paper ? 2 : 3;
+    for (int h = 0; h < H; ++h) {
+        auto row = [&](int gate) { return g + static_cast<idx>(gate * H + h) * ch; };
+        auto bias = [&](int gate) { return w.b[gate * H + h]; };
+        const detail::GateRows<T> r{row(gi),   row(gf),   row(gg),   row(go),
+                                    bias(gi), bias(gf), bias(gg), bias(go)};
+        detail::activate<T>(w.cell, n, r, work.c.data() + static_cast<idx>(h) * ch,
+                            work.xv.data() + static_cast<idx>(M + h) * ch, first);
     }
-    // logits = U v
-    matmul_t<T>(w.N, n, H, w.U, H, work.xv.data() + M, ld, work.z.data(), w.N);
+    // logits = v U^T
+    times_weights<T>(n, w.N, H, work.xv.data() + static_cast<idx>(M) * ch, ch, w.U, H,
+                     work.z.data());
 }
 
 // Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
@@ -275,15 +294,14 @@ void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_th
             const idx p0 = ch * chunk;
             const int n = static_cast<int>(std::min<idx>(chunk, B - p0));
             for (int j = 0; j < L; ++j) {
-                for (idx col = 0; col < n; ++col) {
-                    const T* src = X + ((p0 + col) * L + j) * M;
-                    std::copy(src, src + M, work.x(col));
+                for (idx b = 0; b < n; ++b) {
+                    const T* src = X + ((p0 + b) * L + j) * M;
+                    for (idx m = 0; m < M; ++m) work.x(b, m) = src[m];
                 }
                 lstm_step(w, work, n, j == 0);
-                for (idx col = 0; col < n; ++col) {
-                    T* dst = out + ((p0 + col) * L + j) * N;
-                    const T* zc = work.z.data() + col * N;
-                    for (int a = 0; a < N; ++a) dst[a] = zc[a] + w.c_out[a];
+                for (idx b = 0; b < n; ++b) {
+                    T* dst = out + ((p0 + b) * L + j) * N;
+                    for (idx a = 0; a < N; ++a) dst[a] = work.logit(b, a) + w.c_out[a];
                 }
             }
         }
@@ -451,24 +469,18 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                         const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         double mx = 0.0;
                         for (double v : c.r) mx = std::max(mx, std::abs(v));
-                        T* x = work.x(col);
-                        if (mx > 0.0) {
-                            for (idx m = 0; m < M; ++m)
-                                x[m] = static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx);
-                        } else {
-                            std::fill(x, x + M, T(0));
-                        }
+                        for (idx m = 0; m < M; ++m)
+                            work.x(col, m) = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
                     }
                     lstm_step(w, work, n, j == 0);
                     for (int col = 0; col < n; ++col) {
                         ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         if (c.stopped) continue;
-                        const T* zc = work.z.data() + static_cast<idx>(col) * N;
                         int best = -1;
                         T best_v = T(0);
                         for (int a = 0; a < N; ++a) {
                             if (opt.exclude_selected && c.chosen[static_cast<std::size_t>(a)]) continue;
-                            const T v = zc[a] + w.c_out[a];
+                            const T v = work.logit(col, a) + w.c_out[a];
                             if (best < 0 || v > best_v) {
                                 best = a;
                                 best_v = v;
