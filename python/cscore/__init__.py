@@ -17,8 +17,8 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
-    "DecodeResult",
     "LSTMCS",
+    "DecodeResult",
     "__version__",
     "get_num_threads",
     "list_pretrained",
