@@ -81,6 +81,16 @@ def test_native_logits_match_numpy(rng, cell):
     assert np.array_equal(lstm_logits_native(w, X, n_threads=2), out32)
 
 
+@pytest.mark.parametrize("B", [1, 2, 3])
+def test_native_logits_small_batches(rng, B):
+    # one or two problems take the gemv path, three the gemm path
+    w = random_weights(rng, M, N, H, "lstm")
+    X = rng.uniform(-1, 1, size=(B, L, M))
+    ref = lstm_logits(w, X)
+    np.testing.assert_allclose(lstm_logits_native(w, X, dtype=np.float64), ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lstm_logits_native(w, X), ref, rtol=0, atol=2e-5 * np.abs(ref).max())
+
+
 def test_native_logits_state_is_carried(rng):
     w = random_weights(rng, M, N, H)
     X = rng.uniform(-1, 1, size=(4, L, M))
