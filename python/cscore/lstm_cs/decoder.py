@@ -6,6 +6,8 @@ arguments, prepares the weights once per model and wraps the result.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,41 +22,49 @@ from .model import LSTMCSWeights, ModelFileError, ProblemSpec, load_model_file, 
 __all__ = ["LSTMCS", "lstm_logits_native"]
 
 
-def _blas_limiter() -> Any:
-    """Return a threadpoolctl controller, or None when threadpoolctl is missing."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - optional
-        return None
-    return ThreadpoolController()
-
-
-_CONTROLLER: Any = None
-
 #: Keep the BLAS single-threaded during a decode (see benchmarks/bench_lstm_speed.py
 #: for the measurement behind this default).
 LIMIT_BLAS_THREADS = True
 
+_BLAS_LIBS: list[Any] | None = None
 
-def _single_threaded_blas() -> Any:
-    """Context manager keeping the BLAS single-threaded inside the decoder's workers.
+
+def _blas_libs() -> list[Any]:
+    """threadpoolctl's controllers of the loaded BLAS libraries (found once)."""
+    global _BLAS_LIBS
+    if _BLAS_LIBS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - a declared dependency
+            _BLAS_LIBS = []
+        else:
+            ctl = ThreadpoolController()
+            _BLAS_LIBS = [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
+    return _BLAS_LIBS
+
+
+@contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Keep the BLAS single-threaded while the decoder's workers call it.
 
     cscore's own threads split the batch into chunks; each chunk's GEMMs are small
-    (a few MFLOP), where a multi-threaded BLAS only adds synchronization (and, with
-    several cscore workers, oversubscribes the cores).
+    (tens of MFLOP), where a multi-threaded BLAS mostly adds synchronization (and,
+    with several cscore workers, oversubscribes the cores).  The setting is
+    process-wide while a decode runs and restored afterwards.  (threadpoolctl's
+    ``limit`` does the same but costs ~0.2 ms per call, so its library
+    controllers are used directly.)
     """
-    global _CONTROLLER
-    if not LIMIT_BLAS_THREADS:
-        from contextlib import nullcontext
-
-        return nullcontext()
-    if _CONTROLLER is None:
-        _CONTROLLER = _blas_limiter() or False
-    if _CONTROLLER is False:
-        from contextlib import nullcontext
-
-        return nullcontext()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    libs = _blas_libs() if LIMIT_BLAS_THREADS else []
+    saved = [(lib, lib.get_num_threads()) for lib in libs]
+    try:
+        for lib, n in saved:
+            if n != 1:
+                lib.set_num_threads(1)
+        yield
+    finally:
+        for lib, n in saved:
+            if n != 1:
+                lib.set_num_threads(n)
 
 
 class _Prepared:
