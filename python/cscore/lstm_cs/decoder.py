@@ -129,6 +129,11 @@ class LSTMCS:
     info : dict, optional
         Free-form provenance (training settings, data set).
 
+    Notes
+    -----
+    The weights are kept (and saved) as float32, the precision of the model
+    file and of the decoder's LSTM.
+
     Examples
     --------
     >>> import numpy as np, cscore
@@ -304,8 +309,12 @@ class LSTMCS:
         atom is linearly dependent on its support (or already in it) stops
         there; a problem whose channels all stopped reports ``"dependent"``.
 
-        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems);
-        the least squares in float64.
+        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems;
+        one or two problems use gemv); the least squares in float64, on a thin
+        QR of the support grown by one column per atom.  ``n_threads`` workers
+        take whole chunks, and the BLAS is kept single-threaded for the duration
+        of the call (a multi-threaded BLAS on these small products is several
+        times slower; see ``benchmarks/results/lstm_speed.md``).
         """
         Y = as_float_array("Y", Y, ndim=(2, 3))
         out_dtype = Y.dtype
