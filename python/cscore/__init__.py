@@ -11,6 +11,7 @@ from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
+from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .result import DecodeResult
 from .sbl import tmsbl, tsbl
@@ -20,13 +21,16 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
+    "LSTMCS",
     "DecodeResult",
     "__version__",
     "bcs",
     "get_num_threads",
+    "list_pretrained",
     "mtbcs",
     "num_threads",
     "omp",
+    "pretrained",
     "set_num_threads",
     "somp",
     "tmsbl",

@@ -32,7 +32,10 @@ SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
 def _register_subcommands() -> None:
     """Import the modules that add entries to :data:`SUBCOMMANDS`."""
     from .bench import cli as _bench_cli  # noqa: F401  (bench, demo)
-    from .lstm_cs import cli_train  # noqa: F401  (train)
+    from .lstm_cs import (
+        cli_models,  # noqa: F401  (models)
+        cli_train,  # noqa: F401  (train)
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

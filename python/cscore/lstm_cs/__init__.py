@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .decoder import LSTMCS, lstm_logits_native
 from .model import (
     CELL_GATES,
     LSTMCSWeights,
@@ -10,12 +11,17 @@ from .model import (
     load_model_file,
     save_model_file,
 )
+from .pretrained import list_pretrained, pretrained
 
 __all__ = [
     "CELL_GATES",
+    "LSTMCS",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
+    "list_pretrained",
     "load_model_file",
+    "lstm_logits_native",
+    "pretrained",
     "save_model_file",
 ]

@@ -1,0 +1,595 @@
+// LSTM-CS inference (Palangi, Ward and Deng 2016, Algorithm 2) on plain buffers.
+//
+// The LSTM runs in precision T (float in production, double for cross-checks),
+// batched over a chunk of problems: each LSTM step is one GEMM for the gates,
+// [W | R] [x; v], and one for the logits, U v (column-major chunks, one column
+// per problem).  The least squares on each channel's support stays float64 and
+// is updated incrementally (classical Gram-Schmidt with re-orthogonalization,
+// i.e. a thin QR of the support columns grown by one column per atom).
+//
+// Weight layout (row-major, as the numpy arrays of cscore.lstm_cs.model):
+//   WR    (G*H, M+H)  = [W | R], gates stacked i,g,o ("paper") or i,f,g,o ("lstm")
+//   b     (G*H)
+//   U     (N, H)
+//   c_out (N)
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <vector>
+
+#include "cscore/blas.hpp"
+#include "cscore/parallel.hpp"
+#include "cscore/result.hpp"
+
+namespace cscore::lstm {
+
+using idx = std::ptrdiff_t;
+
+enum class Cell : int { paper = 0, lstm = 1 };
+
+// Default problems per LSTM batch.  Fixed (never derived from the thread count)
+// so that every problem sees the same GEMM shapes whatever the number of threads.
+constexpr int kChunk = 64;
+
+// Relative size below which a new atom's component orthogonal to the support
+// counts as zero (the atom is linearly dependent on the support).
+constexpr double kDependentTol = 1e-10;
+
+template <class T>
+struct Weights {
+    Cell cell = Cell::paper;
+    int H = 0;  // cells
+    int M = 0;  // input size
+    int N = 0;  // outputs (atoms)
+    const T* WR = nullptr;
+    const T* b = nullptr;
+    const T* U = nullptr;
+    const T* c_out = nullptr;
+    int gates() const { return cell == Cell::paper ? 3 : 4; }
+};
+
+// ---------------------------------------------------------------------------
+// Elementwise nonlinearities.  float: a vectorizable exp (range reduction to
+// [-ln2/2, ln2/2] and a degree-6 Taylor polynomial, about 1 ulp), from which
+// sigmoid and tanh follow; double: the C library (used for cross-checks).
+namespace detail {
+
+// Branch-free (so that loops over it vectorize): clamp, round t = x / ln2 to the
+// nearest integer n with the 1.5 * 2^23 trick, r = x - n ln2 (ln2 split in two
+// parts), exp(r) by its Taylor polynomial, times 2^n built in the exponent bits.
+inline float exp_approx(float x) {
+    x = std::min(std::max(x, -87.0f), 88.0f);
+    const float magic = 12582912.0f;  // 1.5 * 2^23
+    const float shifted = x * 1.44269504088896341f + magic;
+    const float nf = shifted - magic;
+    std::int32_t n_bits;
+    std::memcpy(&n_bits, &shifted, sizeof(n_bits));
+    const std::int32_t n = n_bits - 0x4B400000;  // the integer in the low mantissa bits
+    const float r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    float p = 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const std::int32_t bits = (n + 127) * (1 << 23);
+    float scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
+inline float sigmoid(float x) { return 1.0f / (1.0f + exp_approx(-x)); }
+
+// tanh x = 2 sigmoid(2x) - 1 (absolute error about 1e-7).
+inline float tanh_(float x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
+
+inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline double tanh_(double x) { return std::tanh(x); }
+
+#if defined(__GNUC__)
+// The same functions on 4 floats at a time (GCC/Clang vector extensions): a
+// scalar loop over exp_approx is not vectorized by GCC under its default
+// -ftrapping-math (the clamp's comparisons), so the SIMD is spelled out.
+#define CSCORE_LSTM_SIMD 1
+typedef float vf4 __attribute__((vector_size(16)));
+typedef std::int32_t vi4 __attribute__((vector_size(16)));
+
+inline vf4 load4(const float* p) {
+    vf4 v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+inline void store4(float* p, vf4 v) { std::memcpy(p, &v, sizeof(v)); }
+inline vf4 bcast4(float s) { return vf4{s, s, s, s}; }
+
+inline vf4 exp_approx(vf4 x) {
+    const vf4 lo = bcast4(-87.0f), hi = bcast4(88.0f), magic = bcast4(12582912.0f);
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const vf4 shifted = x * 1.44269504088896341f + magic;
+    const vf4 nf = shifted - magic;
+    vi4 n;
+    std::memcpy(&n, &shifted, sizeof(n));
+    n -= 0x4B400000;
+    const vf4 r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    vf4 p = bcast4(1.0f / 720.0f);
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const vi4 bits = (n + 127) * (1 << 23);
+    vf4 scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+
+inline vf4 sigmoid(vf4 x) { return 1.0f / (1.0f + exp_approx(-x)); }
+inline vf4 tanh_(vf4 x) { return 2.0f / (1.0f + exp_approx(-2.0f * x)) - 1.0f; }
+#endif
+
+// The cell update for one cell h across problems b in [b0, n), all arrays
+// problem-fastest: gi/gf/gg/go are the pre-activation rows (without bias) of the
+// gates i, f, g, o (gf unused by the paper cell), bi.. the biases, c the cell
+// state row (in/out), v the output row.
+template <class T>
+struct GateRows {
+    const T* i;
+    const T* f;
+    const T* g;
+    const T* o;
+    T bi, bf, bg, bo;
+};
+
+template <class T>
+inline void activate_scalar(Cell cell, int b0, int n, const GateRows<T>& r, T* c, T* v,
+                            bool first) {
+    for (int b = b0; b < n; ++b) {
+        const T i = sigmoid(r.i[b] + r.bi);
+        const T gg = tanh_(r.g[b] + r.bg);
+        const T o = sigmoid(r.o[b] + r.bo);
+        T cn;
+        if (cell == Cell::paper) {
+            cn = first ? i * gg : c[b] + i * gg;
+        } else {
+            const T f = sigmoid(r.f[b] + r.bf);
+            cn = first ? i * gg : f * c[b] + i * gg;
+        }
+        c[b] = cn;
+        v[b] = o * tanh_(cn);
+    }
+}
+
+template <class T>
+inline void activate(Cell cell, int n, const GateRows<T>& r, T* c, T* v, bool first) {
+    activate_scalar(cell, 0, n, r, c, v, first);
+}
+
+#ifdef CSCORE_LSTM_SIMD
+inline void activate_sse(Cell cell, int n, const GateRows<float>& r, float* c, float* v,
+                         bool first) {
+    const int n4 = n - n % 4;
+    const vf4 zero = bcast4(0.0f);
+    for (int b = 0; b < n4; b += 4) {
+        const vf4 i = sigmoid(load4(r.i + b) + r.bi);
+        const vf4 gg = tanh_(load4(r.g + b) + r.bg);
+        const vf4 o = sigmoid(load4(r.o + b) + r.bo);
+        vf4 cn;
+        if (cell == Cell::paper) {
+            cn = (first ? zero : load4(c + b)) + i * gg;
+        } else {
+            const vf4 f = sigmoid(load4(r.f + b) + r.bf);
+            cn = (first ? zero : f * load4(c + b)) + i * gg;
+        }
+        store4(c + b, cn);
+        store4(v + b, o * tanh_(cn));
+    }
+    activate_scalar(cell, n4, n, r, c, v, first);
+}
+#endif
+
+#if defined(CSCORE_LSTM_SIMD) && defined(__x86_64__) && !defined(__AVX2__)
+// The same with 8 floats at a time for CPUs with AVX2, chosen at run time (the
+// default build targets baseline x86-64).  Same operations in the same order as
+// the scalar and 4-wide code (no FMA contraction), hence the same results.
+#define CSCORE_LSTM_AVX2 1
+#define CSCORE_AVX2_FN __attribute__((target("avx2")))
+typedef float vf8 __attribute__((vector_size(32)));
+typedef std::int32_t vi8 __attribute__((vector_size(32)));
+
+CSCORE_AVX2_FN inline vf8 load8(const float* p) {
+    vf8 v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+}
+CSCORE_AVX2_FN inline void store8(float* p, vf8 v) { std::memcpy(p, &v, sizeof(v)); }
+CSCORE_AVX2_FN inline vf8 bcast8(float s) { return vf8{s, s, s, s, s, s, s, s}; }
+
+CSCORE_AVX2_FN inline vf8 exp_approx8(vf8 x) {
+    const vf8 lo = bcast8(-87.0f), hi = bcast8(88.0f), magic = bcast8(12582912.0f);
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const vf8 shifted = x * 1.44269504088896341f + magic;
+    const vf8 nf = shifted - magic;
+    vi8 n;
+    std::memcpy(&n, &shifted, sizeof(n));
+    n -= 0x4B400000;
+    const vf8 r = (x - nf * 0.693359375f) + nf * 2.12194440e-4f;
+    vf8 p = bcast8(1.0f / 720.0f);
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const vi8 bits = (n + 127) * (1 << 23);
+    vf8 scale;
+    std::memcpy(&scale, &bits, sizeof(scale));
+    return p * scale;
+}
+CSCORE_AVX2_FN inline vf8 sigmoid8(vf8 x) { return 1.0f / (1.0f + exp_approx8(-x)); }
+CSCORE_AVX2_FN inline vf8 tanh8(vf8 x) { return 2.0f / (1.0f + exp_approx8(-2.0f * x)) - 1.0f; }
+
+CSCORE_AVX2_FN inline void activate_avx2(Cell cell, int n, const GateRows<float>& r, float* c,
+                                         float* v, bool first) {
+    const int n8 = n - n % 8;
+    const vf8 zero = bcast8(0.0f);
+    for (int b = 0; b < n8; b += 8) {
+        const vf8 i = sigmoid8(load8(r.i + b) + r.bi);
+        const vf8 gg = tanh8(load8(r.g + b) + r.bg);
+        const vf8 o = sigmoid8(load8(r.o + b) + r.bo);
+        vf8 cn;
+        if (cell == Cell::paper) {
+            cn = (first ? zero : load8(c + b)) + i * gg;
+        } else {
+            const vf8 f = sigmoid8(load8(r.f + b) + r.bf);
+            cn = (first ? zero : f * load8(c + b)) + i * gg;
+        }
+        store8(c + b, cn);
+        store8(v + b, o * tanh8(cn));
+    }
+    const GateRows<float> rest{r.i + n8, r.f + n8, r.g + n8, r.o + n8, r.bi, r.bf, r.bg, r.bo};
+    activate_sse(cell, n - n8, rest, c + n8, v + n8, first);
+}
+
+inline bool cpu_has_avx2() {
+    static const bool yes = __builtin_cpu_supports("avx2") != 0;
+    return yes;
+}
+#endif
+
+#ifdef CSCORE_LSTM_SIMD
+template <>
+inline void activate<float>(Cell cell, int n, const GateRows<float>& r, float* c, float* v,
+                            bool first) {
+#ifdef CSCORE_LSTM_AVX2
+    if (cpu_has_avx2()) {
+        activate_avx2(cell, n, r, c, v, first);
+        return;
+    }
+#endif
+    activate_sse(cell, n, r, c, v, first);
+}
+#endif
+
+}  // namespace detail
+
+// Work buffers for one chunk of problems.  Everything is stored problem-fastest
+// (column-major with the problem as the row index, leading dimension `chunk`),
+// so that the GEMMs read the weights in their stored (row-major) layout as the
+// B operand -- OpenBLAS then packs the small operand per call, not the weights
+// twice -- and the activations vectorize over problems.
+template <class T>
+struct LstmWork {
+    int chunk = 0;
+    int ld = 0;          // M + H
+    std::vector<T> xv;   // chunk x (M+H): input x (columns 0..M-1), state v (M..)
+    std::vector<T> c;    // chunk x H cell state
+    std::vector<T> g;    // chunk x G*H gate pre-activations
+    std::vector<T> z;    // chunk x N logits (without c_out)
+
+    LstmWork(const Weights<T>& w, int chunk_)
+        : chunk(chunk_),
+          ld(w.M + w.H),
+          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(chunk_)),
+          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(chunk_)),
+          g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) *
+            static_cast<std::size_t>(chunk_)),
+          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(chunk_)) {}
+
+    // input entry m of problem b
+    T& x(idx b, idx m) { return xv[static_cast<std::size_t>(b + m * chunk)]; }
+    // logit a of problem b (without c_out)
+    T logit(idx b, idx a) const { return z[static_cast<std::size_t>(b + a * chunk)]; }
+};
+
+// BLAS gemv (a GEMM packs its operands on every call, which for one or two
+// problems costs more than the product itself).
+template <class T>
+struct gemv_ptr {
+    using fn = void(const char*, const int*, const int*, const T*, const T*, const int*,
+                    const T*, const int*, const T*, T*, const int*);
+    static fn* get() {
+        static fn* f = reinterpret_cast<fn*>(
+            blas::lookup(sizeof(T) == sizeof(float) ? "sgemv" : "dgemv"));
+        return f;
+    }
+};
+
+// C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
+// dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
+// a row-major (m, ldw) weight array, using its first k columns).
+template <class T>
+void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
+    auto* gv = gemv_ptr<T>::get();
+    if (n <= 2 && gv != nullptr) {
+        const char t = 'T';
+        const T alpha = T(1), beta = T(0);
+        for (int b = 0; b < n; ++b) gv(&t, &k, &m, &alpha, Wt, &ldw, X + b, &chunk, &beta, C + b, &chunk);
+        return;
+    }
+    blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, T(0), C, chunk);
+}
+
+// One LSTM step for problems 0..n-1 of `work` (inputs set by the caller).
+// first: zero incoming state (channel 0), so R v is skipped.  On return the new
+// state v is in columns M.. of xv and the logits (without c_out) in work.z.
+template <class T>
+void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+    const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld, ch = work.chunk;
+    // gates = [x v] [W | R]^T  (only x W^T at channel 0)
+    times_weights<T>(n, GH, first ? M : ld, work.xv.data(), ch, w.WR, ld, work.g.data());
+    const T* g = work.g.data();
+    const bool paper = w.cell == Cell::paper;
+    // gate order: paper i, g, o; lstm i, f, g, o
+    const int gi = 0, gf = paper ? 0 : 1, gg = paper ? 1 : 2, go = paper ? 2 : 3;
+    for (int h = 0; h < H; ++h) {
+        auto row = [&](int gate) { return g + static_cast<idx>(gate * H + h) * ch; };
+        auto bias = [&](int gate) { return w.b[gate * H + h]; };
+        const detail::GateRows<T> r{row(gi),   row(gf),   row(gg),   row(go),
+                                    bias(gi), bias(gf), bias(gg), bias(go)};
+        detail::activate<T>(w.cell, n, r, work.c.data() + static_cast<idx>(h) * ch,
+                            work.xv.data() + static_cast<idx>(M + h) * ch, first);
+    }
+    // logits = v U^T
+    times_weights<T>(n, w.N, H, work.xv.data() + static_cast<idx>(M) * ch, ch, w.U, H,
+                     work.z.data());
+}
+
+// Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
+// state carried from channel to channel (zero at channel 0).
+template <class T>
+void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_threads,
+                 int chunk = kChunk) {
+    const idx n_chunks = (B + chunk - 1) / chunk;
+    const int M = w.M, N = w.N;
+    parallel_for(n_chunks, n_threads, [&](idx c0, idx c1, int) {
+        LstmWork<T> work(w, chunk);
+        for (idx ch = c0; ch < c1; ++ch) {
+            const idx p0 = ch * chunk;
+            const int n = static_cast<int>(std::min<idx>(chunk, B - p0));
+            for (int j = 0; j < L; ++j) {
+                for (idx b = 0; b < n; ++b) {
+                    const T* src = X + ((p0 + b) * L + j) * M;
+                    for (idx m = 0; m < M; ++m) work.x(b, m) = src[m];
+                }
+                lstm_step(w, work, n, j == 0);
+                for (idx b = 0; b < n; ++b) {
+                    T* dst = out + ((p0 + b) * L + j) * N;
+                    for (idx a = 0; a < N; ++a) dst[a] = work.logit(b, a) + w.c_out[a];
+                }
+            }
+        }
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Decoding.
+
+struct DecodeOptions {
+    int k_max = 1;                  // greedy iterations at most (atoms per channel)
+    double tol = -1.0;              // < 0: no residual rule
+    bool exclude_selected = true;   // argmax over atoms not in the support
+    bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
+    int n_threads = 1;
+    int chunk = kChunk;             // problems per LSTM batch (results may depend on it)
+};
+
+// Outputs, row-major, for B problems.
+struct DecodeOutput {
+    double* S = nullptr;          // (B, N, L)
+    std::int64_t* atoms = nullptr;  // (B, L, k_max), -1 padded, in selection order
+    double* resid = nullptr;      // (B, L) final residual l2 norms
+    std::int64_t* n_iter = nullptr; // (B)
+    std::int32_t* stop = nullptr;   // (B) StopReason
+};
+
+// Incremental least squares for one channel: thin QR of the support columns.
+struct ChannelLS {
+    int k = 0;
+    bool stopped = false;
+    std::vector<double> r;      // residual (M)
+    std::vector<double> Q;      // M x k_max, orthonormal columns
+    std::vector<double> Rt;     // k_max x k_max upper triangle, column-major
+    std::vector<double> z;      // Q^T y
+    std::vector<std::int64_t> atoms;
+    std::vector<unsigned char> chosen;  // N flags
+
+    void reset(const double* y, idx M, int N, int k_max) {
+        k = 0;
+        stopped = false;
+        r.assign(y, y + M);
+        Q.assign(static_cast<std::size_t>(M) * static_cast<std::size_t>(k_max), 0.0);
+        Rt.assign(static_cast<std::size_t>(k_max) * static_cast<std::size_t>(k_max), 0.0);
+        z.assign(static_cast<std::size_t>(k_max), 0.0);
+        atoms.assign(static_cast<std::size_t>(k_max), -1);
+        chosen.assign(static_cast<std::size_t>(N), 0);
+    }
+
+    // Appends atom `a` (column a_col of A, norm a_norm); false if dependent.
+    bool append(std::int64_t a, const double* a_col, double a_norm, idx M, int k_max) {
+        double* q = Q.data() + static_cast<idx>(k) * M;
+        double* rc = Rt.data() + static_cast<idx>(k) * k_max;
+        std::copy(a_col, a_col + M, q);
+        for (int pass = 0; pass < 2; ++pass) {
+            for (int i = 0; i < k; ++i) {
+                const double* qi = Q.data() + static_cast<idx>(i) * M;
+                double h = 0.0;
+                for (idx m = 0; m < M; ++m) h += qi[m] * q[m];
+                rc[i] += h;
+                for (idx m = 0; m < M; ++m) q[m] -= h * qi[m];
+            }
+        }
+        double rho = 0.0;
+        for (idx m = 0; m < M; ++m) rho += q[m] * q[m];
+        rho = std::sqrt(rho);
+        if (!(rho > kDependentTol * a_norm)) {
+            std::fill(q, q + M, 0.0);
+            std::fill(rc, rc + k, 0.0);
+            return false;
+        }
+        const double inv = 1.0 / rho;
+        double zk = 0.0;
+        for (idx m = 0; m < M; ++m) {
+            q[m] *= inv;
+            zk += q[m] * r[static_cast<std::size_t>(m)];
+        }
+        for (idx m = 0; m < M; ++m) r[static_cast<std::size_t>(m)] -= zk * q[m];
+        rc[k] = rho;
+        z[static_cast<std::size_t>(k)] = zk;
+        atoms[static_cast<std::size_t>(k)] = a;
+        chosen[static_cast<std::size_t>(a)] = 1;
+        ++k;
+        return true;
+    }
+
+    // Coefficients on the support (R c = z), written into S column (stride L).
+    void coefficients(double* s_col, idx stride, int k_max) const {
+        std::vector<double> c(static_cast<std::size_t>(k));
+        for (int i = k - 1; i >= 0; --i) {
+            double acc = z[static_cast<std::size_t>(i)];
+            for (int t = i + 1; t < k; ++t)
+                acc -= Rt[static_cast<std::size_t>(static_cast<idx>(t) * k_max + i)] *
+                       c[static_cast<std::size_t>(t)];
+            c[static_cast<std::size_t>(i)] =
+                acc / Rt[static_cast<std::size_t>(static_cast<idx>(i) * k_max + i)];
+        }
+        for (int i = 0; i < k; ++i)
+            s_col[atoms[static_cast<std::size_t>(i)] * stride] = c[static_cast<std::size_t>(i)];
+    }
+
+    double residual_norm() const {
+        double s = 0.0;
+        for (double v : r) s += v * v;
+        return std::sqrt(s);
+    }
+};
+
+// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
+// column by column: At (N, M) row-major (= A column-major), col_norms (N).
+// `out.S` must be zero-initialized by the caller.
+template <class T>
+void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
+            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
+    const int M = w.M, N = w.N, k_max = opt.k_max;
+    const idx chunk = opt.chunk;
+    const idx n_chunks = (B + chunk - 1) / chunk;
+    parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
+        LstmWork<T> work(w, opt.chunk);
+        std::vector<ChannelLS> ls(static_cast<std::size_t>(chunk * L));
+        std::vector<double> ybuf(static_cast<std::size_t>(M));
+        std::vector<idx> active;
+        active.reserve(static_cast<std::size_t>(chunk));
+        for (idx ch = c0; ch < c1; ++ch) {
+            const idx p0 = ch * chunk;
+            const idx n_prob = std::min(chunk, B - p0);
+            active.clear();
+            for (idx q = 0; q < n_prob; ++q) {
+                const idx p = p0 + q;
+                active.push_back(q);
+                out.n_iter[p] = 0;
+                out.stop[p] = static_cast<std::int32_t>(
+                    opt.k_from_user ? StopReason::n_nonzero : StopReason::max_iter);
+                for (int j = 0; j < L; ++j) {
+                    for (idx m = 0; m < M; ++m) ybuf[static_cast<std::size_t>(m)] = Y[(p * M + m) * L + j];
+                    ls[static_cast<std::size_t>(q * L + j)].reset(ybuf.data(), M, N, k_max);
+                }
+            }
+            for (int it = 0; it < k_max; ++it) {
+                // Drop problems that meet the residual rule or whose channels all stopped.
+                std::size_t keep = 0;
+                for (idx q : active) {
+                    const idx p = p0 + q;
+                    double res = 0.0;
+                    bool all_stopped = true;
+                    for (int j = 0; j < L; ++j) {
+                        const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
+                        res += c.residual_norm();
+                        all_stopped = all_stopped && c.stopped;
+                    }
+                    if (opt.tol >= 0.0 && res <= opt.tol) {
+                        out.stop[p] = static_cast<std::int32_t>(StopReason::tol);
+                    } else if (all_stopped) {
+                        out.stop[p] = static_cast<std::int32_t>(StopReason::dependent);
+                    } else {
+                        active[keep++] = q;
+                    }
+                }
+                active.resize(keep);
+                if (active.empty()) break;
+                const int n = static_cast<int>(active.size());
+                for (int j = 0; j < L; ++j) {
+                    // x = r / max|r| (zero stays zero)
+                    for (int col = 0; col < n; ++col) {
+                        const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
+                        double mx = 0.0;
+                        for (double v : c.r) mx = std::max(mx, std::abs(v));
+                        for (idx m = 0; m < M; ++m)
+                            work.x(col, m) = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
+                    }
+                    lstm_step(w, work, n, j == 0);
+                    for (int col = 0; col < n; ++col) {
+                        ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
+                        if (c.stopped) continue;
+                        int best = -1;
+                        T best_v = T(0);
+                        for (int a = 0; a < N; ++a) {
+                            if (opt.exclude_selected && c.chosen[static_cast<std::size_t>(a)]) continue;
+                            const T v = work.logit(col, a) + w.c_out[a];
+                            if (best < 0 || v > best_v) {
+                                best = a;
+                                best_v = v;
+                            }
+                        }
+                        if (best < 0 || c.chosen[static_cast<std::size_t>(best)] ||
+                            !c.append(best, At + static_cast<idx>(best) * M,
+                                      col_norms[best], M, k_max)) {
+                            c.stopped = true;
+                        }
+                    }
+                }
+                for (idx q : active) out.n_iter[p0 + q] += 1;
+            }
+            for (idx q = 0; q < n_prob; ++q) {
+                const idx p = p0 + q;
+                for (int j = 0; j < L; ++j) {
+                    const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
+                    c.coefficients(out.S + p * N * L + j, L, k_max);
+                    out.resid[p * L + j] = c.residual_norm();
+                    std::copy(c.atoms.begin(), c.atoms.end(),
+                              out.atoms + (p * L + j) * k_max);
+                }
+            }
+        }
+    });
+}
+
+}  // namespace cscore::lstm

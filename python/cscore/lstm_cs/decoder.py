@@ -1,0 +1,385 @@
+"""The public LSTM-CS model: load a trained model and decode with Algorithm 2.
+
+The decoder is compiled (``cpp/include/cscore/lstm.hpp``); this module checks
+arguments, prepares the weights once per model and wraps the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import _core
+from .._config import resolve_threads
+from .._validation import as_float_array, check_nonnegative_float, check_positive_int
+from ..result import STOP_REASONS, DecodeResult
+from .model import LSTMCSWeights, ModelFileError, ProblemSpec, load_model_file, save_model_file
+
+__all__ = ["LSTMCS", "lstm_logits_native"]
+
+
+#: Keep the BLAS single-threaded during a decode (see benchmarks/bench_lstm_speed.py
+#: for the measurement behind this default).
+LIMIT_BLAS_THREADS = True
+
+_BLAS_LIBS: list[Any] | None = None
+
+
+def _blas_libs() -> list[Any]:
+    """threadpoolctl's controllers of the loaded BLAS libraries (found once)."""
+    global _BLAS_LIBS
+    if _BLAS_LIBS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - a declared dependency
+            _BLAS_LIBS = []
+        else:
+            ctl = ThreadpoolController()
+            _BLAS_LIBS = [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
+    return _BLAS_LIBS
+
+
+@contextmanager
+def _single_threaded_blas() -> Iterator[None]:
+    """Keep the BLAS single-threaded while the decoder's workers call it.
+
+    cscore's own threads split the batch into chunks; each chunk's GEMMs are small
+    (tens of MFLOP), where a multi-threaded BLAS mostly adds synchronization (and,
+    with several cscore workers, oversubscribes the cores).  The setting is
+    process-wide while a decode runs and restored afterwards.  (threadpoolctl's
+    ``limit`` does the same but costs ~0.2 ms per call, so its library
+    controllers are used directly.)
+    """
+    libs = _blas_libs() if LIMIT_BLAS_THREADS else []
+    saved = [(lib, lib.get_num_threads()) for lib in libs]
+    try:
+        for lib, n in saved:
+            if n != 1:
+                lib.set_num_threads(1)
+        yield
+    finally:
+        for lib, n in saved:
+            if n != 1:
+                lib.set_num_threads(n)
+
+
+class _Prepared:
+    """Weights laid out for the compiled kernels, in one precision."""
+
+    def __init__(self, weights: LSTMCSWeights, dtype: type) -> None:
+        w = weights.astype(dtype)
+        self.WR = np.ascontiguousarray(np.hstack([w.W, w.R]))
+        self.b = w.b
+        self.U = w.U
+        self.c_out = w.c_out
+        self.cell = weights.cell
+        self.suffix = "f32" if dtype == np.float32 else "f64"
+
+    def args(self) -> tuple[Any, ...]:
+        return (self.WR, self.b, self.U, self.c_out, self.cell)
+
+
+def lstm_logits_native(
+    weights: LSTMCSWeights, X: np.ndarray, *, dtype: type = np.float32, n_threads: int = 1
+) -> np.ndarray:
+    """Run the compiled LSTM forward over channels.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+    X : ndarray, shape (B, L, M)
+        Inputs (max-abs normalized residuals), one sequence over channels per row.
+    dtype : {numpy.float32, numpy.float64}, default float32
+        Precision of the LSTM arithmetic (float32 is what the decoder uses).
+    n_threads : int, default 1
+
+    Returns
+    -------
+    ndarray, shape (B, L, N), of ``dtype``
+        The logits ``U v + c_out`` after each channel.
+    """
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    X = as_float_array("X", X, ndim=3, dtype=dtype)
+    M = X.shape[2]
+    N = weights.U.shape[0]
+    weights.validate(M, N)
+    prep = _Prepared(weights, dtype)
+    fn = getattr(_core, f"_lstm_logits_{prep.suffix}")
+    with _single_threaded_blas():
+        return fn(*prep.args(), X, resolve_threads(n_threads))
+
+
+class LSTMCS:
+    """A trained LSTM-CS decoder (Palangi, Ward and Deng, 2016) and its sensing matrix.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+        LSTM weights in the layout of :mod:`cscore.lstm_cs.model`.
+    A : ndarray, shape (M, N)
+        The sensing matrix the model was trained for.
+    spec : ProblemSpec
+        Sizes and signal model (``spec.M, spec.N`` must match ``A``).
+    info : dict, optional
+        Free-form provenance (training settings, data set).
+
+    Notes
+    -----
+    The weights are kept (and saved) as float32, the precision of the model
+    file and of the decoder's LSTM.
+
+    Examples
+    --------
+    >>> import numpy as np, cscore
+    >>> from cscore.lstm_cs import LSTMCSWeights, ProblemSpec
+    >>> rng = np.random.default_rng(0)
+    >>> M, N, L, H = 8, 16, 2, 4
+    >>> w = LSTMCSWeights(W=rng.normal(size=(3 * H, M)), R=rng.normal(size=(3 * H, H)),
+    ...                   b=np.zeros(3 * H), U=rng.normal(size=(N, H)), c_out=np.zeros(N))
+    >>> model = cscore.LSTMCS(w, rng.normal(size=(M, N)), ProblemSpec(M=M, N=N, L=L))
+    >>> model.decode(rng.normal(size=(M, L)), n_nonzero=2).shape
+    (16, 2)
+    """
+
+    def __init__(
+        self,
+        weights: LSTMCSWeights,
+        A: np.ndarray,
+        spec: ProblemSpec,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(weights, LSTMCSWeights):
+            raise TypeError(f"weights must be LSTMCSWeights, got {type(weights).__name__}")
+        if not isinstance(spec, ProblemSpec):
+            raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
+        A = as_float_array("A", A, ndim=2, dtype=np.float64)
+        if A.shape != (spec.M, spec.N):
+            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})")
+        norms = np.linalg.norm(A, axis=0)
+        if np.any(norms == 0):
+            raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
+        weights.validate(spec.M, spec.N)
+        self._weights = weights.astype(np.float32)
+        self._A = A
+        self._A.setflags(write=False)
+        self._At = np.ascontiguousarray(A.T)
+        self._norms = norms
+        self._spec = spec
+        self._info = dict(info or {})
+        self._prepared: dict[str, _Prepared] = {}
+
+    # -- properties ---------------------------------------------------------
+    @property
+    def A(self) -> np.ndarray:
+        """The sensing matrix, (M, N) float64 (read-only)."""
+        return self._A
+
+    @property
+    def spec(self) -> ProblemSpec:
+        """What the model was trained for."""
+        return self._spec
+
+    @property
+    def weights(self) -> LSTMCSWeights:
+        """The LSTM weights (float32)."""
+        return self._weights
+
+    @property
+    def info(self) -> dict[str, Any]:
+        """Free-form provenance recorded with the model."""
+        return self._info
+
+    @property
+    def M(self) -> int:
+        """Measurements per channel."""
+        return self._spec.M
+
+    @property
+    def N(self) -> int:
+        """Atoms (signal length per channel)."""
+        return self._spec.N
+
+    @property
+    def L(self) -> int:
+        """Channels per problem."""
+        return self._spec.L
+
+    @property
+    def n_cells(self) -> int:
+        """LSTM cells H."""
+        return self._weights.n_cells
+
+    @property
+    def cell(self) -> str:
+        """Cell type: "paper" (no forget gate) or "lstm"."""
+        return self._weights.cell
+
+    def __repr__(self) -> str:
+        s = self._spec
+        return (
+            f"LSTMCS(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, cell={self.cell!r}, "
+            f"transform={s.transform!r}, dataset={s.dataset!r})"
+        )
+
+    # -- files ----------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path) -> LSTMCS:
+        """Load a model file written by :meth:`save` (no pickle involved).
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ModelFileError
+            Malformed, of another format or version, or inconsistent.
+        """
+        weights, A, spec, info = load_model_file(path)
+        try:
+            return cls(weights, A, spec, info)
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+
+    def save(self, path: str | Path) -> None:
+        """Write the model to ``path`` (an ``.npz`` file, see :mod:`cscore.lstm_cs.model`)."""
+        save_model_file(path, self._weights, self._A, self._spec, self._info)
+
+    # -- decoding -------------------------------------------------------------
+    def _prep(self, dtype: type) -> _Prepared:
+        key = np.dtype(dtype).name
+        if key not in self._prepared:
+            self._prepared[key] = _Prepared(self._weights, dtype)
+        return self._prepared[key]
+
+    def decode(
+        self,
+        Y: np.ndarray,
+        *,
+        n_nonzero: int | None = None,
+        tol: float | None = None,
+        exclude_selected: bool = True,
+        n_threads: int | None = None,
+        return_result: bool = False,
+        _lstm_dtype: type = np.float32,
+        _chunk: int = 64,
+    ) -> np.ndarray | DecodeResult:
+        """Recover sparse ``S`` from ``Y = A S`` with Algorithm 2 (LSTM-CS).
+
+        Each greedy iteration visits channels ``j = 0..L-1``: the channel's
+        residual divided by its largest absolute entry goes through one LSTM
+        step (state carried from channel ``j-1``, zero at channel 0); the
+        largest logit names the channel's next atom; the channel is re-fitted
+        by least squares on its support (an incrementally updated QR).
+
+        Parameters
+        ----------
+        Y : ndarray, shape (M, L) or (B, M, L)
+            Measurements of one problem or a batch.
+        n_nonzero : int, optional
+            Atoms per channel (greedy iterations), ``1 <= n_nonzero <= min(M, N)``.
+        tol : float, optional
+            Stop a problem once the sum over channels of residual l2 norms is
+            ``<= tol`` (checked before each greedy iteration).
+        exclude_selected : bool, default True
+            Take the argmax over atoms not yet in the channel's support.  With
+            False, re-selecting an atom stops that channel.
+        n_threads : int, optional
+            Threads over the batch (default: :func:`cscore.get_num_threads`).
+            Results do not depend on it.
+        return_result : bool, default False
+            Return a :class:`cscore.DecodeResult` instead of the array.
+
+        Returns
+        -------
+        ndarray, shape (N, L) or (B, N, L), or DecodeResult
+            float32 when ``Y`` is float32, float64 otherwise.  The result's
+            ``extra["atoms"]`` holds the atoms in selection order, shape
+            (..., L, k) padded with -1.
+
+        Notes
+        -----
+        With neither ``n_nonzero`` nor ``tol``, ``n_nonzero = max(1, M // 4)``,
+        the number of steps the paper trains the LSTM for (its ``T``).  With only
+        ``tol``, iterations are capped at ``min(M, N)``.  A channel whose next
+        atom is linearly dependent on its support (or already in it) stops
+        there; a problem whose channels all stopped reports ``"dependent"``.
+
+        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems;
+        one or two problems use gemv); the least squares in float64, on a thin
+        QR of the support grown by one column per atom.  ``n_threads`` workers
+        take whole chunks, and the BLAS is kept single-threaded for the duration
+        of the call (a multi-threaded BLAS on these small products is several
+        times slower; see ``benchmarks/results/lstm_speed.md``).
+        """
+        Y = as_float_array("Y", Y, ndim=(2, 3))
+        out_dtype = Y.dtype
+        single = Y.ndim == 2
+        Yb = Y[None] if single else Y
+        if Yb.shape[1] != self.M:
+            raise ValueError(
+                f"Y has {Yb.shape[1]} rows (measurements) per problem; this model "
+                f"expects M = {self.M}"
+            )
+        if Yb.shape[2] != self.L:
+            raise ValueError(
+                f"Y has {Yb.shape[2]} columns (channels) per problem; this model "
+                f"expects L = {self.L}"
+            )
+        cap = min(self.M, self.N)
+        k_from_user = True
+        if n_nonzero is not None:
+            k_max = check_positive_int(
+                "n_nonzero", n_nonzero, upper=cap, upper_desc="min(M, N) of the model"
+            )
+        elif tol is None:
+            k_max = max(1, self.M // 4)
+        else:
+            k_max = cap
+            k_from_user = False
+        tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        threads = resolve_threads(n_threads)
+        prep = self._prep(_lstm_dtype)
+        fn = getattr(_core, f"_lstm_decode_{prep.suffix}")
+        Y64 = np.ascontiguousarray(Yb, dtype=np.float64)
+        with _single_threaded_blas():
+            S, atoms, resid, n_iter, stop = fn(
+                *prep.args(),
+                self._At,
+                self._norms,
+                Y64,
+                k_max,
+                tol_v,
+                bool(exclude_selected),
+                k_from_user,
+                threads,
+                _chunk,
+            )
+        S = S.astype(out_dtype, copy=False)
+        if not return_result:
+            return S[0] if single else S
+        support = np.zeros(S.shape, dtype=bool)
+        b_idx, l_idx, _ = np.nonzero(atoms >= 0)
+        support[b_idx, atoms[atoms >= 0], l_idx] = True
+        reasons = np.array([STOP_REASONS[int(s)] for s in stop])
+        if single:
+            return DecodeResult(
+                x=S[0],
+                support=support[0],
+                residual_norm=resid[0].astype(out_dtype),
+                n_iter=n_iter[0],
+                stop_reason=reasons[0],
+                extra={"atoms": atoms[0]},
+            )
+        return DecodeResult(
+            x=S,
+            support=support,
+            residual_norm=resid.astype(out_dtype),
+            n_iter=n_iter,
+            stop_reason=reasons,
+            extra={"atoms": atoms},
+        )
