@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import cscore
+
 from conftest import make_problem
 
 REF = Path(__file__).resolve().parent / "reference" / "bcs_reference.npz"

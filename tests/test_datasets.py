@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from conftest import shared_data
 from cscore.datasets import (
     block_transform,
     blocks_to_images,
@@ -30,6 +29,8 @@ from cscore.datasets import (
     resize_images,
 )
 from cscore.metrics import nmse, nmse_per_item, support_f1, support_recovery
+
+from conftest import shared_data
 
 
 def _write_idx(path, arr, magic, compress):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cscore
+
+from conftest import make_problem
 
 # --------------------------------------------------------------------------------------
 # Plain-NumPy references (deliberately naive: a fresh lstsq per step).

@@ -7,11 +7,12 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import requires_torch
 from cscore.datasets import gaussian_matrix, keep_largest, measure
 from cscore.lstm_cs.model import ProblemSpec, load_model_file, save_model_file
 from cscore.lstm_cs.reference import lstm_logits, normalize_maxabs, reference_decode
 from cscore.lstm_cs.training_data import IGNORE, default_steps, training_sequences
+
+from conftest import requires_torch
 
 
 def _sparse(rng, P, N, L, k):
