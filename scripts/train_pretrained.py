@@ -58,7 +58,8 @@ def _save(name: str, out: Path, res, A, spec, info) -> None:
 
 
 def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epochs: int,
-                max_seconds: float | None) -> None:
+                max_seconds: float | None, init: Path | None = None, seed: int = 0,
+                lr: float = 1e-3) -> None:
     c = MNIST_CFG[name]
     M, N, L = c["M"], 144, 4
     images, labels = load_mnist(data / "images-idx3-ubyte.gz", data / "labels-idx1-ubyte.gz")
@@ -67,11 +68,19 @@ def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epoch
     va = mnist_tuples(labels, VAL_IDX)
     S_tr = mnist_mmv_problems(images, tr, None)  # dense blocks, k drawn per epoch
     S_va = mnist_mmv_problems(images, va, None)
-    cfg = TrainConfig(n_cells=512, cell="paper", optimizer="adam", lr=1e-3, batch_size=128,
-                      max_epochs=max_epochs, patience=3, clip=100.0, seed=0, n_threads=threads,
-                      max_seconds=max_seconds)
+    cfg = TrainConfig(n_cells=512, cell="paper", optimizer="adam", lr=lr, batch_size=128,
+                      max_epochs=max_epochs, patience=3, clip=100.0, seed=seed,
+                      n_threads=threads, max_seconds=max_seconds)
+    w0 = None
+    previous = None
+    if init is not None:
+        from cscore.lstm_cs.model import load_model_file
+
+        w0, A0, _, previous = load_model_file(init)
+        if not np.array_equal(A0, A):
+            raise SystemExit(f"{init} was trained for another sensing matrix")
     res = fit_lstm_cs(S_tr, S_va, A, n_steps=32, k_range=(5, 32), sigma=0.005,
-                      problems_per_epoch=1000, config=cfg)
+                      problems_per_epoch=1000, config=cfg, init=w0)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=12, transform="none", image_size=24,
                        dataset="mnist digits 0-3 (channel j = digit j)")
     info = {
@@ -87,6 +96,8 @@ def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epoch
         "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
         "script": "scripts/train_pretrained.py",
     }
+    if previous is not None:
+        info["continued_from"] = previous.get("training", {})
     _save(name, out, res, A, spec, info)
 
 
@@ -137,6 +148,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
     ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--init", type=Path, default=None, help="continue from this model file")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--max-epochs", type=int, default=30)
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="wall-clock budget per model (the shipped MNIST models: 1200)")
@@ -148,7 +162,7 @@ def main() -> None:
             train_demo(name, args.out, args.threads, args.max_epochs)
         else:
             train_mnist(name, args.data, args.out, args.threads, args.max_epochs,
-                        args.max_seconds)
+                        args.max_seconds, args.init, args.seed, args.lr)
         print(f"{name}: total {time.perf_counter() - t0:.0f} s")
 
 

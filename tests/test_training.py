@@ -175,3 +175,20 @@ def test_cli_train(tmp_path, capsys):
     w, _, spec, info = load_model_file(out)
     assert (spec.M, spec.N, spec.L, spec.transform) == (16, 64, 4, "dct")
     assert w.n_cells == 8 and info["command"] == "cscore train"
+
+
+@requires_torch
+def test_train_lstm_cs_returns_decoder(tmp_path):
+    pytest.importorskip("cscore.lstm_cs.decoder", reason="the compiled LSTMCS decoder")
+    import cscore
+
+    rng = np.random.default_rng(3)
+    A = gaussian_matrix(12, 16, seed=3)
+    S = _sparse(rng, 40, 16, 2, 2)
+    path = tmp_path / "t.npz"
+    model = cscore.train_lstm_cs(S[:30], S[30:], A, path=path, n_steps=2, n_cells=8,
+                                 max_epochs=1, progress=False, info={"who": "test"})
+    assert isinstance(model, cscore.LSTMCS)
+    w, _, spec, info = load_model_file(path)
+    assert (spec.M, spec.N, spec.L) == (12, 16, 2) and info["who"] == "test"
+    assert w.n_cells == 8

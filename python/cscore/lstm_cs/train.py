@@ -223,6 +223,7 @@ def fit_sequences(
     config: TrainConfig | None = None,
     *,
     resample: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None,
+    init: LSTMCSWeights | None = None,
 ) -> TrainResult:
     """Train an LSTM-CS model on prepared sequences.
 
@@ -238,6 +239,9 @@ def fit_sequences(
     resample : callable, optional
         ``resample(epoch) -> (X, T)`` gives fresh training sequences for epochs
         after the first (new noise, new pairings); None reuses ``X_train``.
+    init : LSTMCSWeights, optional
+        Start from these weights (fine-tuning / continuing a run); their cell
+        type and size must match the config.
 
     Returns
     -------
@@ -268,6 +272,16 @@ def fit_sequences(
     rng = np.random.default_rng(cfg.seed)
     dtype = torch.float32
     params = _init_params(torch, M, N, cfg.n_cells, G, gen, dtype, cfg.output_bias)
+    if init is not None:
+        if init.cell != cfg.cell or init.n_cells != cfg.n_cells:
+            raise ValueError(
+                f"init weights are cell={init.cell!r}, H={init.n_cells}; the config says "
+                f"cell={cfg.cell!r}, H={cfg.n_cells}"
+            )
+        init.validate(M, N)
+        with torch.no_grad():
+            for k, p in params.items():
+                p.copy_(torch.from_numpy(np.asarray(getattr(init, k), dtype=np.float32)))
     trainable = [p for p in params.values() if p.requires_grad]
     lr = cfg.step_size
     if cfg.optimizer == "adam":
@@ -393,6 +407,7 @@ def fit_lstm_cs(
     sigma: float = 0.005,
     problems_per_epoch: int | None = None,
     config: TrainConfig | None = None,
+    init: LSTMCSWeights | None = None,
     **config_kwargs: Any,
 ) -> TrainResult:
     """Make training sequences from sparse ground truths and train (no wrapping).
@@ -417,6 +432,8 @@ def fit_lstm_cs(
         Random subset of the training problems per epoch (default: all).
     config : TrainConfig, optional
         Or pass its fields as keyword arguments.
+    init : LSTMCSWeights, optional
+        Initial weights (continue a previous run).
 
     Returns
     -------
@@ -443,7 +460,7 @@ def fit_lstm_cs(
     X_tr, T_tr = make(0)
     res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
                         resample=make if (k_range is not None or sigma > 0
-                                          or problems_per_epoch) else None)
+                                          or problems_per_epoch) else None, init=init)
     res.extra.update({"n_steps": T, "k_range": list(k_range) if k_range else None,
                       "sigma": sigma, "problems_per_epoch": problems_per_epoch,
                       "n_train_problems": int(S_train.shape[0]),
