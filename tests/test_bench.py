@@ -118,3 +118,20 @@ def test_bench_cli_writes_json_and_png(tmp_path, capsys):
 def test_bench_cli_rejects_unknown_decoder(tmp_path, capsys):
     assert main(["bench", "sparsity", "--decoders", "foo", "--out", str(tmp_path)]) == 2
     assert "unknown decoder" in capsys.readouterr().err
+
+
+def test_demo_runs_on_embedded_data_and_lstm_beats_omp(tmp_path, capsys):
+    """The README's main job: the shipped demo model on PyWavelets' bundled image."""
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "demo.png"
+    assert main(["demo", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    nmse = {}
+    for line in out.splitlines():
+        parts = line.rsplit(None, 2)
+        if len(parts) == 3 and parts[0].startswith(("lstm-cs", "somp", "omp")):
+            nmse[parts[0].strip()] = float(parts[1])
+    assert set(nmse) == {"lstm-cs (tol)", "lstm-cs (k)", "somp (tol)", "omp (k)"}
+    assert nmse["lstm-cs (k)"] < nmse["omp (k)"]
+    assert nmse["lstm-cs (tol)"] < nmse["somp (tol)"]
+    assert png.read_bytes()[:4] == b"\x89PNG"

@@ -237,6 +237,7 @@ def _run_demo(args: argparse.Namespace) -> int:
     )
     print(f"{'decoder':<22}{'NMSE':>10}{'ms/problem':>13}")
     recon: dict[str, np.ndarray] = {"original": data.to_images(S)}
+    scores: dict[str, str] = {}
     for name, kw in (
         ("lstm-cs", {"tol": tol}),
         ("lstm-cs", {"k": args.k}),
@@ -249,13 +250,14 @@ def _run_demo(args: argparse.Namespace) -> int:
         err = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
         den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
         label = f"{name} ({'tol' if 'tol' in kw else 'k'})"
-        print(f"{label:<22}{np.mean(err[den > 0] / den[den > 0]):>10.4f}{dt * 1e3:>13.3f}")
+        nmse = float(np.mean(err[den > 0] / den[den > 0]))
+        print(f"{label:<22}{nmse:>10.4f}{dt * 1e3:>13.3f}")
         recon[label] = data.to_images(S_hat)
+        scores[label] = f"NMSE {nmse:.4f}"
     if args.plot:
         from .plots import plot_images
 
-        rows = {k: np.clip(v, 0, 1) for k, v in recon.items()}
-        print(f"figure: {plot_images(rows, args.plot)}")
+        print(f"figure: {plot_images(recon, args.plot, subtitles=scores)}")
     return 0
 
 

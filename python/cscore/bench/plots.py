@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,23 +74,48 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
 
 
 def plot_images(
-    rows: dict[str, np.ndarray], path: str | Path, *, titles: Sequence[str] | None = None
+    columns: dict[str, np.ndarray],
+    path: str | Path,
+    *,
+    subtitles: dict[str, str] | None = None,
+    crop: int | None = 64,
 ) -> Path:
-    """A grid of images: one row per label (original, each decoder), columns = images."""
+    """Images side by side: one column per label (original, each decoder).
+
+    Parameters
+    ----------
+    columns : dict
+        Label -> images (n, h, w) in [0, 1]; the first image of each is shown.
+    path : path
+        Output PNG.
+    subtitles : dict, optional
+        Label -> second title line (for example the NMSE).
+    crop : int or None
+        Add a second row with the central ``crop`` x ``crop`` pixels enlarged.
+    """
     plt = _pyplot()
-    labels = list(rows)
-    n = min(r.shape[0] for r in rows.values())
-    fig, axes = plt.subplots(len(labels), n, figsize=(1.9 * n, 2.0 * len(labels)), squeeze=False)
-    for i, label in enumerate(labels):
-        for j in range(n):
+    labels = list(columns)
+    rows = 2 if crop else 1
+    fig, axes = plt.subplots(
+        rows, len(labels), figsize=(2.6 * len(labels), 2.8 * rows), squeeze=False
+    )
+    for j, label in enumerate(labels):
+        img = np.clip(np.asarray(columns[label][0], dtype=np.float64), 0, 1)
+        views = [img]
+        if crop:
+            h, w = img.shape
+            c = min(crop, h, w)
+            r0, c0 = (h - c) // 2, (w - c) // 2
+            views.append(img[r0 : r0 + c, c0 : c0 + c])
+        for i, view in enumerate(views):
             ax = axes[i][j]
-            ax.imshow(rows[label][j], cmap="gray", vmin=0, vmax=1)
+            ax.imshow(view, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
-            if j == 0:
-                ax.set_ylabel(label, fontsize=9)
-            if i == 0 and titles is not None:
-                ax.set_title(titles[j], fontsize=8)
+        title = label if not subtitles or label not in subtitles else f"{label}\n{subtitles[label]}"
+        axes[0][j].set_title(title, fontsize=9)
+    if crop:
+        axes[1][0].set_ylabel(f"center {crop}x{crop}", fontsize=8)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)
