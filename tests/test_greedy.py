@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import make_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cscore
+from conftest import make_problem
 
 # --------------------------------------------------------------------------------------
 # Plain-NumPy references (deliberately naive: a fresh lstsq per step).
@@ -100,9 +100,7 @@ def test_somp_matches_reference(rng, scaled):
         S_ref, supp_ref = ref_somp(A, Ys[b], 9)
         assert list(res.extra["atoms"][b]) == supp_ref
         np.testing.assert_allclose(res.x[b], S_ref, rtol=1e-10, atol=1e-10 * np.abs(S_ref).max())
-        np.testing.assert_allclose(
-            res.residual_norm[b], residual_norms(A, Ys[b], S_ref), rtol=1e-9
-        )
+        np.testing.assert_allclose(res.residual_norm[b], residual_norms(A, Ys[b], S_ref), rtol=1e-9)
         assert res.support[b].shape == (70, 3)
         assert set(np.flatnonzero(res.support[b][:, 0])) == set(supp_ref)
 

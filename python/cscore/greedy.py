@@ -38,9 +38,7 @@ _DEPENDENT_MSG = (
 )
 
 
-def _resolve_stopping(
-    n_nonzero: Any, tol: Any, M: int, N: int
-) -> tuple[int, bool, float]:
+def _resolve_stopping(n_nonzero: Any, tol: Any, M: int, N: int) -> tuple[int, bool, float]:
     """Return (max_atoms, cap_is_n_nonzero, tol_or_minus_one) from the user's rule."""
     cap = min(M, N)
     tol_value = -1.0
@@ -90,7 +88,7 @@ def _run(
             X = np.empty((N, Y_arr.shape[1]), dtype=dtype)
             Yv, Xv = Y_arr.T[:, :, None], X.T[:, :, None]
     else:
-        X = np.empty(Y_arr.shape[:-2] + (N, Y_arr.shape[-1]), dtype=dtype)
+        X = np.empty((*Y_arr.shape[:-2], N, Y_arr.shape[-1]), dtype=dtype)
         if Y_arr.ndim == 2:
             Yv, Xv = Y_arr[None], X[None]
         else:

@@ -1,0 +1,63 @@
+"""Threaded greedy decodes are bit-identical to serial ones."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import cscore
+from conftest import make_problem
+
+
+def _fields(res: cscore.DecodeResult) -> list[np.ndarray]:
+    return [res.x, res.support, res.residual_norm, res.n_iter, res.stop_reason,
+            res.extra["atoms"]]  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_omp_threads_identical(rng, dtype):
+    A, _, Y = make_problem(rng, 24, 48, L=61, k=4, joint=False, sigma=0.01, dtype=dtype)
+    runs = [
+        cscore.omp(A, Y, n_nonzero=10, tol=0.05, n_threads=t, return_result=True)
+        for t in (1, 2, 3, 7)
+    ]
+    for other in runs[1:]:
+        for a, b in zip(_fields(runs[0]), _fields(other)):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_somp_threads_identical(rng, dtype):
+    A, _, _ = make_problem(rng, 24, 48, L=1, k=1, dtype=dtype)
+    Ys = rng.standard_normal((23, 24, 3)).astype(dtype)
+    runs = [cscore.somp(A, Ys, tol=3.0, n_threads=t, return_result=True) for t in (1, 2, 5)]
+    for other in runs[1:]:
+        for a, b in zip(_fields(runs[0]), _fields(other)):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_default_thread_setting_is_used(rng):
+    A, _, Y = make_problem(rng, 20, 40, L=9, k=3, joint=False, sigma=0.01)
+    ref = cscore.omp(A, Y, n_nonzero=5, n_threads=1)
+    for t in (1, 2, 4):
+        with cscore.num_threads(t):
+            np.testing.assert_array_equal(cscore.omp(A, Y, n_nonzero=5), ref)
+
+
+def test_concurrent_python_threads(rng):
+    # The GIL is released inside the kernel: concurrent calls from Python threads
+    # must not interfere with each other.
+    A, _, Y = make_problem(rng, 30, 60, L=40, k=4, joint=False, sigma=0.01)
+    Ys = np.stack([Y[:, i : i + 4] for i in range(0, 40, 4)])
+    serial_o = [cscore.omp(A, Y * s, n_nonzero=6, n_threads=1) for s in (1.0, 2.0, 3.0)]
+    serial_s = cscore.somp(A, Ys, n_nonzero=6, n_threads=1)
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        futs_o = [
+            ex.submit(cscore.omp, A, Y * s, n_nonzero=6, n_threads=2) for s in (1.0, 2.0, 3.0)
+        ]
+        fut_s = ex.submit(cscore.somp, A, Ys, n_nonzero=6, n_threads=2)
+        for f, ref in zip(futs_o, serial_o):
+            np.testing.assert_array_equal(f.result(), ref)
+        np.testing.assert_array_equal(fut_s.result(), serial_s)
