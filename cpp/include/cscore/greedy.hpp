@@ -34,7 +34,12 @@
 #include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#endif
 
 #include "cscore/blas.hpp"
 #include "cscore/linalg.hpp"
@@ -167,6 +172,77 @@ CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws
     return total;
 }
 
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+#define CSCORE_GREEDY_AVX2 1
+// Hand-vectorized double-precision kernels for the AVX2 path (compilers do not
+// keep these accumulators in registers on their own).
+namespace avx2 {
+
+// y[0..n) = X^T x for X row-major m x n (leading dimension ldx): 16 outputs at a
+// time accumulate in four registers while the rows stream by, in row order.
+__attribute__((target("avx2,fma"))) inline void gemv_t_rows(std::ptrdiff_t m, std::ptrdiff_t n,
+                                                           const double* X, std::ptrdiff_t ldx,
+                                                           const double* x, double* y) {
+    std::ptrdiff_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
+        const double* col = X + j;
+        for (std::ptrdiff_t r = 0; r < m; ++r) {
+            const __m256d xr = _mm256_broadcast_sd(x + r);
+            const double* row = col + r * ldx;
+            a0 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row), a0);
+            a1 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 4), a1);
+            a2 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 8), a2);
+            a3 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 12), a3);
+        }
+        _mm256_storeu_pd(y + j, a0);
+        _mm256_storeu_pd(y + j + 4, a1);
+        _mm256_storeu_pd(y + j + 8, a2);
+        _mm256_storeu_pd(y + j + 12, a3);
+    }
+    for (; j + 4 <= n; j += 4) {
+        __m256d a0 = _mm256_setzero_pd();
+        for (std::ptrdiff_t r = 0; r < m; ++r)
+            a0 = _mm256_fmadd_pd(_mm256_broadcast_sd(x + r), _mm256_loadu_pd(X + r * ldx + j), a0);
+        _mm256_storeu_pd(y + j, a0);
+    }
+    for (; j < n; ++j) {
+        double acc = 0.0;
+        for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[r], X[r * ldx + j], acc);
+        y[j] = acc;
+    }
+}
+
+// First index of the maximum of s[0..n) (finite entries): packed maxima, then a
+// scan for the first entry equal to the maximum.
+__attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const double* s,
+                                                                      std::ptrdiff_t n) {
+    double best = s[0];
+    std::ptrdiff_t i = 0;
+    if (n >= 8) {
+        __m256d m0 = _mm256_loadu_pd(s), m1 = _mm256_loadu_pd(s + 4);
+        for (i = 8; i + 8 <= n; i += 8) {
+            m0 = _mm256_max_pd(m0, _mm256_loadu_pd(s + i));
+            m1 = _mm256_max_pd(m1, _mm256_loadu_pd(s + i + 4));
+        }
+        alignas(32) double lanes[4];
+        _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
+        for (double v : lanes) best = v > best ? v : best;
+    }
+    for (; i < n; ++i) best = s[i] > best ? s[i] : best;
+    const __m256d b = _mm256_set1_pd(best);
+    for (i = 0; i + 4 <= n; i += 4) {
+        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + i), b, _CMP_EQ_OQ));
+        if (mask != 0) return i + __builtin_ctz(static_cast<unsigned>(mask));
+    }
+    for (; i < n; ++i)
+        if (s[i] == best) return i;
+    return 0;
+}
+
+}  // namespace avx2
+#endif
+
 // alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
 // same pass, score[j] = sum_c alpha[j, c]^2.
 template <class T>
@@ -217,10 +293,17 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         ws.energy[static_cast<std::size_t>(c)] = e;
         ytot2 += e;
     }
-    // alpha[:, c] = An^T y_c (An row-major M x N is An^T column-major N x M).
-    for (std::ptrdiff_t c = 0; c < L; ++c)
+    // alpha[:, c] = An^T y_c.
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (!kBlasGemv && std::is_same_v<T, double>) {
+            avx2::gemv_t_rows(M, N, D.An.data(), N, ws.y.data() + c * M, ws.alpha.data() + c * N);
+            continue;
+        }
+#endif
         linalg::gemv_n<T>(static_cast<int>(N), static_cast<int>(M), D.An.data(), static_cast<int>(N),
                           ws.y.data() + c * M, ws.alpha.data() + c * N);
+    }
 
     std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
     ws.chol.reset();
@@ -268,7 +351,13 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         }
         // Selection (the scores were refreshed together with alpha).
         if (n == 0) update_scores<T>(ws, nullptr, nullptr);
-        const std::ptrdiff_t k = linalg::argmax_first(ws.score.data(), N);
+        std::ptrdiff_t k;
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (!kBlasGemv && std::is_same_v<T, double>)
+            k = avx2::argmax_first(ws.score.data(), N);
+        else
+#endif
+            k = linalg::argmax_first(ws.score.data(), N);
         const T best = ws.score[static_cast<std::size_t>(k)];
         if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)]) {
             reason = StopReason::dependent;
@@ -344,8 +433,7 @@ void decode_range_generic(const Dictionary<T>& D, const View3<const T>& Y, std::
     for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, true>(D, Y, p, opt, ws, out);
 }
 
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define CSCORE_GREEDY_AVX2 1
+#ifdef CSCORE_GREEDY_AVX2
 template <class T>
 __attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& D,
                                                            const View3<const T>& Y,
