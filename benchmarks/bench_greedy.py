@@ -77,6 +77,14 @@ def agreement(a: list[frozenset[int]], b: list[frozenset[int]]) -> float:
     return float(np.mean([x == y for x, y in zip(a, b)]))
 
 
+def scaling(name: str, times: dict[int, float]) -> str:
+    """One line: throughput of each thread count relative to one thread."""
+    if 1 not in times:
+        return ""
+    parts = [f"{t} threads {times[1] / times[t]:.2f}x" for t in sorted(times) if t != 1]
+    return f"{name} throughput vs 1 thread: " + (", ".join(parts) or "n/a")
+
+
 def bench_omp(args: argparse.Namespace) -> list[str]:
     M, N, k, B = 72, 144, 20, args.n_omp
     A, Y3 = make_data(1, M, N, k, B, 1)
@@ -85,17 +93,17 @@ def bench_omp(args: argparse.Namespace) -> list[str]:
     lines += ["| decoder | threads | us / vector | vs SPAMS (same threads) | support = cscore |"]
     lines += ["|---|---|---|---|---|"]
     ref_supp = None
+    Yf, Af = np.asfortranarray(Y), np.asfortranarray(A)
+    own: dict[int, float] = {}
     for t in args.threads:
         tc, X = best_time(lambda t=t: cscore.omp(A, Y, n_nonzero=k, n_threads=t), args.repeats)
+        own[t] = tc
         supp = support_sets(X)
         ref_supp = ref_supp or supp
         row_sp = ""
         ratio = ""
         if spams is not None:
-            Yf, Af = np.asfortranarray(Y), np.asfortranarray(A)
-            ts, Xs = best_time(
-                lambda t=t: spams.omp(Yf, Af, L=k, numThreads=t), args.repeats
-            )
+            ts, Xs = best_time(lambda t=t: spams.omp(Yf, Af, L=k, numThreads=t), args.repeats)
             Xs = Xs.toarray()
             ratio = f"{ts / tc:.2f}x faster"
             row_sp = (
@@ -116,7 +124,7 @@ def bench_omp(args: argparse.Namespace) -> list[str]:
             f"(on {n_sub} vectors) | cscore {tk / n_sub / (tc1 / B):.0f}x faster | "
             f"{agreement(support_sets(Xk), ref_supp[:n_sub]):.1%} |"
         )
-    return lines
+    return [*lines, "", scaling("cscore.omp", own)]
 
 
 def bench_somp(args: argparse.Namespace) -> list[str]:
@@ -125,14 +133,16 @@ def bench_somp(args: argparse.Namespace) -> list[str]:
     lines = [f"## SOMP: {B} problems, L={L}, M={M}, N={N}, k={k}, n_nonzero={k}", ""]
     lines += ["| decoder | threads | us / problem | vs SPAMS (same threads) | support = cscore |"]
     lines += ["|---|---|---|---|---|"]
+    Yf = np.asfortranarray(Y.transpose(1, 0, 2).reshape(M, B * L))
+    Af = np.asfortranarray(A)
+    groups = np.arange(0, B * L, L, dtype=np.int32)
+    own: dict[int, float] = {}
     for t in args.threads:
         tc, S = best_time(lambda t=t: cscore.somp(A, Y, n_nonzero=k, n_threads=t), args.repeats)
+        own[t] = tc
         supp = [frozenset(np.flatnonzero(np.any(S[p] != 0, axis=1)).tolist()) for p in range(B)]
         ratio, row_sp = "", ""
         if spams is not None:
-            Yf = np.asfortranarray(Y.transpose(1, 0, 2).reshape(M, B * L))
-            Af = np.asfortranarray(A)
-            groups = np.arange(0, B * L, L, dtype=np.int32)
             ts, Ss = best_time(
                 lambda t=t: spams.somp(Yf, Af, groups, L=k, numThreads=t), args.repeats
             )
@@ -148,7 +158,7 @@ def bench_somp(args: argparse.Namespace) -> list[str]:
         lines.append(f"| cscore.somp | {t} | {tc / B * 1e6:.2f} | {ratio} | 100% |")
         if row_sp:
             lines.append(row_sp)
-    return lines
+    return [*lines, "", scaling("cscore.somp", own)]
 
 
 def main() -> None:
@@ -170,7 +180,7 @@ def main() -> None:
             f"thread pools while timing: {', '.join(blas)}; best of {args.repeats}",
             "",
         ]
-        lines += bench_omp(args) + [""] + bench_somp(args)
+        lines += [*bench_omp(args), "", *bench_somp(args)]
     print("\n".join(lines))
 
 
