@@ -252,3 +252,20 @@ def test_float32_tol_and_zero(rng):
     assert res.x.dtype == np.float32
     assert (res.residual_norm <= 1e-3).all()
     assert (cscore.omp(A, np.zeros(20, np.float32), n_nonzero=2) == 0).all()
+
+
+def test_dependent_stop_right_after_a_close_tol_check(rng):
+    # tol just below the 2-atom residual: the tol test at n = 2 needs the explicit
+    # residual, then the third (nearly dependent) atom fails its pivot.  The
+    # solution must still be the least-squares fit on the two atoms.
+    a0, a1, u = rng.standard_normal((3, 10))
+    A = np.stack([a0, a1, a0 + a1 + 1e-9 * u], axis=1)
+    y = rng.standard_normal(10)
+    with pytest.warns(RuntimeWarning):
+        two = cscore.omp(A, y, n_nonzero=3, return_result=True)
+    tol = float(two.residual_norm) * (1 - 1e-10)
+    with pytest.warns(RuntimeWarning):
+        res = cscore.omp(A, y, tol=tol, return_result=True)
+    assert res.stop_reason == "dependent" and int(res.n_iter) == 2
+    np.testing.assert_array_equal(res.x, two.x)
+    assert float(res.residual_norm) > tol

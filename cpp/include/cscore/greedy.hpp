@@ -124,6 +124,7 @@ struct Workspace {
     std::vector<T> Q;       // N x K, column-major
     std::vector<T> z;       // K x L
     std::vector<T> gamma;   // K x L
+    std::vector<T> w;       // K  new row of the Cholesky factor
     std::vector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
@@ -134,7 +135,7 @@ struct Workspace {
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), y(sz(l * m)), alpha(sz(l * n)), score(sz(n)), Q(sz(n * k)),
-          z(sz(k * l)), gamma(sz(k * l)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
+          z(sz(k * l)), gamma(sz(k * l)), w(sz(k)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
           atoms(sz(k)), selected(sz(n)), chol(k) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
@@ -364,12 +365,12 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
             stopped_dependent = true;
             break;
         }
-        // w = Q[k, :] straight into the factor's next row (see the header).
+        // w = Q[k, :] (= L^{-1} G_{I,k}, see the header).
         T* Q = ws.Q.data();
-        std::vector<T>& scratch = ws.gamma;  // reused as the w buffer (size >= K)
-        for (std::ptrdiff_t i = 0; i < n; ++i) scratch[static_cast<std::size_t>(i)] = Q[i * N + k];
+        T* w = ws.w.data();
+        for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = Q[i * N + k];
         const T gkk = D.G[static_cast<std::size_t>(k * N + k)];
-        if (!ws.chol.append_row(scratch.data(), gkk)) {
+        if (!ws.chol.append_row(w, gkk)) {
             reason = StopReason::dependent;
             stopped_dependent = true;
             break;
@@ -379,11 +380,11 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         const T inv = T(1) / lnn;
         T* qn = Q + n * N;
         if constexpr (kBlasGemv) {
-            linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, scratch.data(), inv, qn);
+            linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, w, inv, qn);
         } else {
             const T* gk = D.G.data() + k * N;
             for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
-            linalg::sub_gemv(N, n, Q, N, scratch.data(), qn);
+            linalg::sub_gemv(N, n, Q, N, w, qn);
             for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
         }
         T* zn = ws.z.data() + n * L;
