@@ -61,3 +61,34 @@ def test_concurrent_python_threads(rng):
         for f, ref in zip(futs_o, serial_o):
             np.testing.assert_array_equal(f.result(), ref)
         np.testing.assert_array_equal(fut_s.result(), serial_s)
+
+
+def test_portable_path_matches_avx2_path(rng, tmp_path):
+    # The kernel picks an AVX2 build of itself at run time; CSCORE_DISABLE_AVX2
+    # forces the portable one (BLAS gemv based).  Both must agree to rounding.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    A, _, Y = make_problem(rng, 30, 64, L=12, k=4, joint=False, sigma=0.01)
+    Ys = rng.standard_normal((5, 30, 3))
+    np.savez(tmp_path / "in.npz", A=A, Y=Y, Ys=Ys)
+    code = (
+        "import numpy as np, cscore, sys; d = np.load(sys.argv[1] + '/in.npz'); "
+        "np.savez(sys.argv[1] + '/out.npz', "
+        "x=cscore.omp(d['A'], d['Y'], n_nonzero=9), "
+        "s=cscore.somp(d['A'], d['Ys'], tol=1.5), "
+        "f=cscore.omp(d['A'].astype('f4'), d['Y'].astype('f4'), n_nonzero=4))"
+    )
+    env = dict(os.environ, CSCORE_DISABLE_AVX2="1")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(cscore.__file__).parents[1]), env.get("PYTHONPATH", "")]
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, check=True)
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_allclose(out["x"], cscore.omp(A, Y, n_nonzero=9), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["s"], cscore.somp(A, Ys, tol=1.5), rtol=1e-10, atol=1e-12)
+    f32 = cscore.omp(A.astype("f4"), Y.astype("f4"), n_nonzero=4)
+    np.testing.assert_array_equal(out["f"] != 0, f32 != 0)
+    np.testing.assert_allclose(out["f"], f32, rtol=1e-4, atol=1e-5)

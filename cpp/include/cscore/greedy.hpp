@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <stdexcept>
 #include <type_traits>
@@ -214,6 +215,42 @@ __attribute__((target("avx2,fma"))) inline void gemv_t_rows(std::ptrdiff_t m, st
     }
 }
 
+// y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): 16
+// outputs at a time stay in registers while the columns stream by, in order.
+__attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
+    std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
+    const double* w, double s, double* y) {
+    const __m256d vs = _mm256_set1_pd(s);
+    std::ptrdiff_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m256d a0 = _mm256_loadu_pd(g + j), a1 = _mm256_loadu_pd(g + j + 4);
+        __m256d a2 = _mm256_loadu_pd(g + j + 8), a3 = _mm256_loadu_pd(g + j + 12);
+        for (std::ptrdiff_t c = 0; c < ncols; ++c) {
+            const __m256d wc = _mm256_broadcast_sd(w + c);
+            const double* col = X + c * ldx + j;
+            a0 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col), a0);
+            a1 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 4), a1);
+            a2 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 8), a2);
+            a3 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 12), a3);
+        }
+        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
+        _mm256_storeu_pd(y + j + 4, _mm256_mul_pd(a1, vs));
+        _mm256_storeu_pd(y + j + 8, _mm256_mul_pd(a2, vs));
+        _mm256_storeu_pd(y + j + 12, _mm256_mul_pd(a3, vs));
+    }
+    for (; j + 4 <= n; j += 4) {
+        __m256d a0 = _mm256_loadu_pd(g + j);
+        for (std::ptrdiff_t c = 0; c < ncols; ++c)
+            a0 = _mm256_fnmadd_pd(_mm256_broadcast_sd(w + c), _mm256_loadu_pd(X + c * ldx + j), a0);
+        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
+    }
+    for (; j < n; ++j) {
+        double acc = g[j];
+        for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
+        y[j] = acc * s;
+    }
+}
+
 // First index of the maximum of s[0..n) (finite entries): packed maxima, then a
 // scan for the first entry equal to the maximum.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const double* s,
@@ -381,6 +418,10 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         T* qn = Q + n * N;
         if constexpr (kBlasGemv) {
             linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, w, inv, qn);
+#ifdef CSCORE_GREEDY_AVX2
+        } else if constexpr (std::is_same_v<T, double>) {
+            avx2::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, w, inv, qn);
+#endif
         } else {
             const T* gk = D.G.data() + k * N;
             for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
@@ -444,8 +485,15 @@ __attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& 
     for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, false>(D, Y, p, opt, ws, out);
 }
 
+// True when the CPU has AVX2 and FMA, unless the environment variable
+// CSCORE_DISABLE_AVX2 is set to a non-empty value other than "0" (read once; lets
+// the portable path be tested and compared on an AVX2 machine).
 inline bool cpu_has_avx2() {
-    static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    static const bool ok = [] {
+        const char* off = std::getenv("CSCORE_DISABLE_AVX2");
+        if (off != nullptr && off[0] != '\0' && !(off[0] == '0' && off[1] == '\0')) return false;
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }();
     return ok;
 }
 #endif
