@@ -92,3 +92,16 @@ def test_portable_path_matches_avx2_path(rng, tmp_path):
     f32 = cscore.omp(A.astype("f4"), Y.astype("f4"), n_nonzero=4)
     np.testing.assert_array_equal(out["f"] != 0, f32 != 0)
     np.testing.assert_allclose(out["f"], f32, rtol=1e-4, atol=1e-5)
+
+
+def test_gram_on_demand_identical(rng, monkeypatch):
+    # Large dictionaries do not store the Gram matrix; force that path here.
+    from cscore import greedy
+
+    A, _, Y = make_problem(rng, 30, 64, L=7, k=4, joint=False, sigma=0.01)
+    Ys = rng.standard_normal((3, 30, 5))
+    ref_o = cscore.omp(A, Y, tol=0.05, n_nonzero=12)
+    ref_s = cscore.somp(A, Ys, n_nonzero=9)
+    monkeypatch.setattr(greedy, "_GRAM_LIMIT", 0)
+    np.testing.assert_array_equal(cscore.omp(A, Y, tol=0.05, n_nonzero=12), ref_o)
+    np.testing.assert_array_equal(cscore.somp(A, Ys, n_nonzero=9), ref_s)

@@ -18,4 +18,5 @@ def _greedy_decode(
     cap_is_n_nonzero: bool,
     tol: float,
     n_threads: int,
+    gram_limit: int,
 ) -> None: ...

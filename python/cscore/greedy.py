@@ -12,7 +12,8 @@ vectorized for them (chosen at run time); setting the environment variable
 ``CSCORE_DISABLE_AVX2=1`` before the first call selects the portable build instead
 (results then differ from the AVX2 build by rounding only).
 
-Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).
+Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144); above
+2**25 entries its columns are computed on demand instead.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ from ._validation import (
 from .result import STOP_REASONS, DecodeResult
 
 __all__ = ["omp", "somp"]
+
+#: Largest Gram matrix (entries) stored per call: 2**25 entries = 256 MiB in float64,
+#: i.e. N <= 5792.  Beyond it each selected atom's Gram column is computed on demand
+#: (O(M N) per step instead of memory N**2); the results are identical either way.
+_GRAM_LIMIT = 1 << 25
 
 _DEPENDENT_MSG = (
     "{fn}: {count} of {total} problem(s) stopped early because no further atom could "
@@ -108,7 +114,7 @@ def _run(
     if P:
         _core._greedy_decode(
             A_arr, Yv, Xv, residual, n_iter, stop, warn, atoms,
-            max_atoms, cap_is_n_nonzero, tol_value, threads,
+            max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT,
         )  # fmt: skip
     n_warn = int(np.count_nonzero(warn))
     if n_warn:

@@ -47,6 +47,12 @@
 #include "cscore/parallel.hpp"
 #include "cscore/result.hpp"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define CSCORE_NOINLINE __attribute__((noinline))
+#else
+#define CSCORE_NOINLINE
+#endif
+
 namespace cscore::greedy {
 
 // A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
@@ -66,13 +72,17 @@ struct Dictionary {
     std::vector<T> inv_norm;  // 1 / ||a_j||
     std::vector<T> An;        // normalized A, row-major M x N
     std::vector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    bool has_gram = true;     // G stored (else its columns are computed on demand)
     std::vector<T> G;         // An^T An, N x N symmetric (column j contiguous)
 
-    // A is row-major M x N with row stride lda (elements).  Throws on a zero column.
-    Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda)
+    // A is row-major M x N with row stride lda (elements).  G is stored when it has
+    // at most gram_limit entries.  Throws on a zero column.
+    Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
+               std::ptrdiff_t gram_limit)
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
           An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
-          G(static_cast<std::size_t>(n * n)) {
+          has_gram(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1)),
+          G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* col = At.data() + j * M;
             for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = A[i * lda + j];
@@ -88,13 +98,28 @@ struct Dictionary {
         }
         for (std::ptrdiff_t i = 0; i < M; ++i)
             for (std::ptrdiff_t j = 0; j < N; ++j) An[i * N + j] = At[j * M + i];
+        if (!has_gram) return;
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             for (std::ptrdiff_t i = j; i < N; ++i) {
-                const T g = linalg::dot(At.data() + i * M, At.data() + j * M, M);
+                const T g = gram_entry(i, j);
                 G[j * N + i] = g;
                 G[i * N + j] = g;
             }
         }
+    }
+
+    // G[i, j] for i >= j, always by this one (never inlined, so never recompiled
+    // for another instruction set) function: stored and on-demand columns agree
+    // bit for bit.
+    CSCORE_NOINLINE T gram_entry(std::ptrdiff_t i, std::ptrdiff_t j) const {
+        return linalg::dot(At.data() + i * M, At.data() + j * M, M);
+    }
+
+    // Column k of G: a pointer into G, or computed into buf (N entries).
+    const T* gram_column(std::ptrdiff_t k, T* buf) const {
+        if (has_gram) return G.data() + k * N;
+        for (std::ptrdiff_t i = 0; i < N; ++i) buf[i] = i >= k ? gram_entry(i, k) : gram_entry(k, i);
+        return buf;
     }
 };
 
@@ -102,6 +127,7 @@ struct Options {
     std::ptrdiff_t max_atoms = 1;  // hard cap on the support size (<= min(M, N))
     bool cap_is_n_nonzero = true;  // report reaching the cap as "n_nonzero" (else "exhausted")
     double tol = -1.0;             // stop when the residual measure <= tol; < 0: unused
+    std::ptrdiff_t gram_limit = std::ptrdiff_t{1} << 25;  // store G up to this many entries
 };
 
 // Per-problem outputs (caller memory).
@@ -126,6 +152,7 @@ struct Workspace {
     std::vector<T> z;       // K x L
     std::vector<T> gamma;   // K x L
     std::vector<T> w;       // K  new row of the Cholesky factor
+    std::vector<T> gcol;    // N  a Gram column computed on demand
     std::vector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
@@ -136,7 +163,7 @@ struct Workspace {
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), y(sz(l * m)), alpha(sz(l * n)), score(sz(n)), Q(sz(n * k)),
-          z(sz(k * l)), gamma(sz(k * l)), w(sz(k)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
+          z(sz(k * l)), gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
           atoms(sz(k)), selected(sz(n)), chol(k) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
@@ -462,7 +489,8 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         T* Q = ws.Q.data();
         T* w = ws.w.data();
         for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = Q[i * N + k];
-        const T gkk = D.G[static_cast<std::size_t>(k * N + k)];
+        const T* gk = D.gram_column(k, ws.gcol.data());
+        const T gkk = gk[k];
         if (!ws.chol.append_row(w, gkk)) {
             reason = StopReason::dependent;
             stopped_dependent = true;
@@ -473,13 +501,12 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
         const T inv = T(1) / lnn;
         T* qn = Q + n * N;
         if constexpr (kBlasGemv) {
-            linalg::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, w, inv, qn);
+            linalg::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
 #ifdef CSCORE_GREEDY_AVX2
         } else if constexpr (std::is_same_v<T, double>) {
-            avx2::scaled_residual_gemv(N, n, D.G.data() + k * N, Q, N, w, inv, qn);
+            avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
 #endif
         } else {
-            const T* gk = D.G.data() + k * N;
             for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
             linalg::sub_gemv(N, n, Q, N, w, qn);
             for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
@@ -562,7 +589,7 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             const Outputs<T>& out, int n_threads) {
     if (opt.max_atoms < 1 || opt.max_atoms > std::min(M, N))
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
-    const Dictionary<T> D(A, M, N, lda);
+    const Dictionary<T> D(A, M, N, lda, opt.gram_limit);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
     const bool avx2 = cpu_has_avx2();
