@@ -269,3 +269,21 @@ def test_dependent_stop_right_after_a_close_tol_check(rng):
     assert res.stop_reason == "dependent" and int(res.n_iter) == 2
     np.testing.assert_array_equal(res.x, two.x)
     assert float(res.residual_norm) > tol
+
+
+@pytest.mark.parametrize(
+    "dtype,power", [(np.float64, 600), (np.float64, -600), (np.float32, 70), (np.float32, -70)]
+)
+def test_extreme_signal_scales(rng, dtype, power):
+    # Squares of such entries overflow/underflow; results must simply scale.
+    A, _, Y = make_problem(rng, 20, 40, L=3, k=3, joint=False, sigma=0.01, dtype=dtype)
+    s = dtype(2.0**power)
+    ref = cscore.omp(A, Y, n_nonzero=4, return_result=True)
+    big = cscore.omp(A, Y * s, n_nonzero=4, return_result=True)
+    np.testing.assert_array_equal(big.x, ref.x * s)
+    np.testing.assert_array_equal(big.residual_norm, ref.residual_norm * s)
+    tol = 0.5 * float(ref.residual_norm.max()) + 1e-3
+    ref_t = cscore.somp(A, np.stack([Y, Y]), tol=tol, return_result=True)
+    big_t = cscore.somp(A, np.stack([Y, Y]) * s, tol=tol * float(s), return_result=True)
+    np.testing.assert_array_equal(big_t.n_iter, ref_t.n_iter)
+    np.testing.assert_array_equal(big_t.x, ref_t.x * s)

@@ -388,13 +388,33 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
     const std::ptrdiff_t M = D.M, N = D.N, L = ws.L, K = ws.K;
     constexpr T eps = std::numeric_limits<T>::epsilon();
     const bool use_tol = opt.tol >= 0.0;
-    const T tol = static_cast<T>(opt.tol);
 
-    // Measurements, channel-major, and their energies.
-    T ytot2 = T(0);
+    // Measurements, channel-major.  Energies are sums of squares, so a problem
+    // whose entries are huge or tiny (beyond about 1e+-149 in double, 1e+-14 in
+    // float) is first scaled by a power of two (exact); the solution and residuals
+    // are scaled back at the end.
+    T ymax = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
         T* yc = ws.y.data() + c * M;
-        for (std::ptrdiff_t i = 0; i < M; ++i) yc[i] = Y(p, i, c);
+        for (std::ptrdiff_t i = 0; i < M; ++i) {
+            yc[i] = Y(p, i, c);
+            ymax = std::max(ymax, std::abs(yc[i]));
+        }
+    }
+    T scale = T(1);
+    constexpr int kExpHi = std::numeric_limits<T>::max_exponent / 2 - 16;
+    constexpr int kExpLo = std::numeric_limits<T>::min_exponent / 2 + 16;
+    if (ymax > std::ldexp(T(1), kExpHi) || (ymax > T(0) && ymax < std::ldexp(T(1), kExpLo))) {
+        int e = 0;
+        (void)std::frexp(ymax, &e);
+        scale = std::ldexp(T(1), -e);
+        for (std::ptrdiff_t i = 0; i < L * M; ++i) ws.y[static_cast<std::size_t>(i)] *= scale;
+    }
+    const T tol = static_cast<T>(opt.tol * static_cast<double>(scale));
+
+    T ytot2 = T(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        const T* yc = ws.y.data() + c * M;
         const T e = linalg::dot(yc, yc, M);
         ws.yy[static_cast<std::size_t>(c)] = e;
         ws.energy[static_cast<std::size_t>(c)] = e;
@@ -526,7 +546,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
     if (!have_explicit) explicit_residual(D, ws, n);
     T res_total = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
-        out.residual[p * L + c] = ws.res[static_cast<std::size_t>(c)];
+        out.residual[p * L + c] = ws.res[static_cast<std::size_t>(c)] / scale;
         res_total += ws.res[static_cast<std::size_t>(c)];
     }
     for (std::ptrdiff_t j = 0; j < N; ++j)
@@ -534,7 +554,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
     for (std::ptrdiff_t i = 0; i < n; ++i) {
         const std::ptrdiff_t j = ws.atoms[static_cast<std::size_t>(i)];
         for (std::ptrdiff_t c = 0; c < L; ++c)
-            out.X(p, j, c) = ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)];
+            out.X(p, j, c) = ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)] / scale;
     }
     for (std::ptrdiff_t i = 0; i < K; ++i)
         out.atoms[p * K + i] = i < n ? ws.atoms[static_cast<std::size_t>(i)] : -1;
