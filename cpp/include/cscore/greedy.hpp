@@ -29,6 +29,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -616,16 +617,28 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
 #else
     const bool avx2 = false;
 #endif
-    parallel_for(P, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int /*worker*/) {
+    // Problems are handed out in fixed chunks from a shared counter, so a thread
+    // that gets less CPU (a busy machine) simply takes fewer chunks.  Each problem
+    // is still computed by the same code, so results do not depend on the split.
+    constexpr std::ptrdiff_t kChunk = 32;
+    const std::ptrdiff_t n_chunks = (P + kChunk - 1) / kChunk;
+    const std::ptrdiff_t workers = std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(n_threads, n_chunks));
+    std::atomic<std::ptrdiff_t> next{0};
+    parallel_for(workers, static_cast<int>(workers), [&](std::ptrdiff_t, std::ptrdiff_t, int) {
         Workspace<T> ws(M, N, L, K);
+        for (;;) {
+            const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
+            if (c >= n_chunks) break;
+            const std::ptrdiff_t begin = c * kChunk, end = std::min(P, begin + kChunk);
 #ifdef CSCORE_GREEDY_AVX2
-        if (avx2) {
-            decode_range_avx2<T>(D, Y, begin, end, opt, ws, out);
-            return;
-        }
+            if (avx2) {
+                decode_range_avx2<T>(D, Y, begin, end, opt, ws, out);
+                continue;
+            }
 #endif
-        (void)avx2;
-        decode_range_generic<T>(D, Y, begin, end, opt, ws, out);
+            (void)avx2;
+            decode_range_generic<T>(D, Y, begin, end, opt, ws, out);
+        }
     });
 }
 
