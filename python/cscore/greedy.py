@@ -12,8 +12,10 @@ vectorized for them (chosen at run time); setting the environment variable
 ``CSCORE_DISABLE_AVX2=1`` before the first call selects the portable build instead
 (results then differ from the AVX2 build by rounding only).
 
-Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144); above
-2**25 entries its columns are computed on demand instead.
+Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
+formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
+and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
+computed on demand.  Results are bit-identical either way.
 """
 
 from __future__ import annotations

@@ -76,13 +76,14 @@ struct Dictionary {
     bool has_gram = true;     // G stored (else its columns are computed on demand)
     std::vector<T> G;         // An^T An, N x N symmetric (column j contiguous)
 
-    // A is row-major M x N with row stride lda (elements).  G is stored when it has
-    // at most gram_limit entries.  Throws on a zero column.
+    // A is row-major M x N with row stride lda (elements).  G is stored when
+    // store_gram is set and it has at most gram_limit entries.  Throws on a zero
+    // column.
     Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
-               std::ptrdiff_t gram_limit)
+               std::ptrdiff_t gram_limit, bool store_gram = true)
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
           An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
-          has_gram(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1)),
+          has_gram(store_gram && n <= gram_limit / std::max<std::ptrdiff_t>(n, 1)),
           G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* col = At.data() + j * M;
@@ -610,7 +611,11 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             const Outputs<T>& out, int n_threads) {
     if (opt.max_atoms < 1 || opt.max_atoms > std::min(M, N))
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
-    const Dictionary<T> D(A, M, N, lda, opt.gram_limit);
+    // Forming G costs about N^2 M / 2; computing the selected atoms' columns on
+    // demand costs N M per atom.  Store G only when the batch selects enough atoms
+    // (P * max_atoms >= N / 2) to repay it; both give bit-identical results.
+    const bool store_gram = 2 * P * opt.max_atoms >= N;
+    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, store_gram);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
     const bool avx2 = cpu_has_avx2();
