@@ -99,7 +99,7 @@ def test_gram_on_demand_identical(rng, monkeypatch):
     from cscore import greedy
 
     A, _, Y = make_problem(rng, 30, 64, L=7, k=4, joint=False, sigma=0.01)
-    Ys = rng.standard_normal((3, 30, 5))
+    Ys = rng.standard_normal((6, 30, 5))  # 6 * 9 atoms >= 64 / 2: G is stored
     ref_o = cscore.omp(A, Y, tol=0.05, n_nonzero=12)
     ref_s = cscore.somp(A, Ys, n_nonzero=9)
     monkeypatch.setattr(greedy, "_GRAM_LIMIT", 0)
