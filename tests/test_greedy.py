@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cscore
+from conftest import make_problem
 
 from conftest import make_problem
 
@@ -94,17 +95,15 @@ def test_somp_matches_reference(rng, scaled):
     A, _, _ = make_problem(rng, 30, 70, L=1, k=1)
     if scaled:
         A = A * np.logspace(-2, 4, A.shape[1])
-    Ys = np.stack([make_problem(rng, 30, 70, L=3, k=5, sigma=0.05)[2] for _ in range(4)])
+    Ys = np.stack([make_problem(rng, 30, 70, L=5, k=5, sigma=0.05)[2] for _ in range(4)])
     Ys = np.stack([A @ np.linalg.lstsq(A, Yb, rcond=None)[0] + 0.01 * Yb for Yb in Ys])
     res = cscore.somp(A, Ys, n_nonzero=9, return_result=True)
     for b in range(Ys.shape[0]):
         S_ref, supp_ref = ref_somp(A, Ys[b], 9)
         assert list(res.extra["atoms"][b]) == supp_ref
         np.testing.assert_allclose(res.x[b], S_ref, rtol=1e-10, atol=1e-10 * np.abs(S_ref).max())
-        np.testing.assert_allclose(
-            res.residual_norm[b], residual_norms(A, Ys[b], S_ref), rtol=1e-9
-        )
-        assert res.support[b].shape == (70, 3)
+        np.testing.assert_allclose(res.residual_norm[b], residual_norms(A, Ys[b], S_ref), rtol=1e-9)
+        assert res.support[b].shape == (70, 5)
         assert set(np.flatnonzero(res.support[b][:, 0])) == set(supp_ref)
 
 

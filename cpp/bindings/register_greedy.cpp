@@ -36,7 +36,8 @@ std::ptrdiff_t elem_stride(const py::array& a, py::ssize_t axis) {
 template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
          py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
-         std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads) {
+         std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
+         std::ptrdiff_t gram_limit) {
     require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
     require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
     require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<T>(residual),
@@ -80,6 +81,7 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     opt.max_atoms = max_atoms;
     opt.cap_is_n_nonzero = cap_is_n_nonzero;
     opt.tol = tol;
+    opt.gram_limit = gram_limit;
     const T* a = static_cast<const T*>(A.data());
     {
         // Pure C++ from here on: raw pointers into arrays the caller keeps alive,
@@ -91,13 +93,14 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
 
 void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::array residual,
                    py::array n_iter, py::array stop, py::array warn, py::array atoms,
-                   std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads) {
+                   std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
+                   std::ptrdiff_t gram_limit) {
     if (has_dtype<double>(A)) {
         run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, cap_is_n_nonzero,
-                    tol, n_threads);
+                    tol, n_threads, gram_limit);
     } else if (has_dtype<float>(A)) {
         run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, cap_is_n_nonzero,
-                   tol, n_threads);
+                   tol, n_threads, gram_limit);
     } else {
         throw std::invalid_argument("_greedy_decode: A must be float32 or float64");
     }
@@ -109,7 +112,7 @@ void register_greedy(py::module_& m) {
     m.def("_greedy_decode", &greedy_decode, py::arg("A"), py::arg("Y"), py::arg("X"),
           py::arg("residual"), py::arg("n_iter"), py::arg("stop"), py::arg("warn"),
           py::arg("atoms"), py::arg("max_atoms"), py::arg("cap_is_n_nonzero"), py::arg("tol"),
-          py::arg("n_threads"),
+          py::arg("n_threads"), py::arg("gram_limit"),
           "Greedy (S)OMP decode of P problems Y (P, M, L) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp).");
 }

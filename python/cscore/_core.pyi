@@ -18,6 +18,7 @@ def _greedy_decode(
     cap_is_n_nonzero: bool,
     tol: float,
     n_threads: int,
+    gram_limit: int,
 ) -> None: ...
 def _bcs(
     A: Any, At: Any, Y: Any, sigma2: Any, tol: float, max_iter: int, n_threads: int

@@ -7,7 +7,15 @@ every problem of a batch, each problem needs one small product ``A^T Y``, and th
 least-squares fit on the growing support is updated through a progressive
 Cholesky factorization (O(N n) work to add the n-th atom, no per-step solve).
 Batches are split across threads with the GIL released; results never depend on
-the thread count.
+the thread count.  On x86-64 CPUs with AVX2/FMA the kernel runs a build of itself
+vectorized for them (chosen at run time); setting the environment variable
+``CSCORE_DISABLE_AVX2=1`` before the first call selects the portable build instead
+(results then differ from the AVX2 build by rounding only).
+
+Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
+formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
+and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
+computed on demand.  Results are bit-identical either way.
 """
 
 from __future__ import annotations
@@ -30,6 +38,11 @@ from .result import STOP_REASONS, DecodeResult
 
 __all__ = ["omp", "somp"]
 
+#: Largest Gram matrix (entries) stored per call: 2**25 entries = 256 MiB in float64,
+#: i.e. N <= 5792.  Beyond it each selected atom's Gram column is computed on demand
+#: (O(M N) per step instead of memory N**2); the results are identical either way.
+_GRAM_LIMIT = 1 << 25
+
 _DEPENDENT_MSG = (
     "{fn}: {count} of {total} problem(s) stopped early because no further atom could "
     "reduce the residual (the best atom was linearly dependent on the chosen ones, or "
@@ -38,9 +51,7 @@ _DEPENDENT_MSG = (
 )
 
 
-def _resolve_stopping(
-    n_nonzero: Any, tol: Any, M: int, N: int
-) -> tuple[int, bool, float]:
+def _resolve_stopping(n_nonzero: Any, tol: Any, M: int, N: int) -> tuple[int, bool, float]:
     """Return (max_atoms, cap_is_n_nonzero, tol_or_minus_one) from the user's rule."""
     cap = min(M, N)
     tol_value = -1.0
@@ -90,7 +101,7 @@ def _run(
             X = np.empty((N, Y_arr.shape[1]), dtype=dtype)
             Yv, Xv = Y_arr.T[:, :, None], X.T[:, :, None]
     else:
-        X = np.empty(Y_arr.shape[:-2] + (N, Y_arr.shape[-1]), dtype=dtype)
+        X = np.empty((*Y_arr.shape[:-2], N, Y_arr.shape[-1]), dtype=dtype)
         if Y_arr.ndim == 2:
             Yv, Xv = Y_arr[None], X[None]
         else:
@@ -105,7 +116,7 @@ def _run(
     if P:
         _core._greedy_decode(
             A_arr, Yv, Xv, residual, n_iter, stop, warn, atoms,
-            max_atoms, cap_is_n_nonzero, tol_value, threads,
+            max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT,
         )  # fmt: skip
     n_warn = int(np.count_nonzero(warn))
     if n_warn:

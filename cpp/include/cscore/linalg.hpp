@@ -135,44 +135,25 @@ inline void scaled_residual_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T
     f(&tr, &m, &k, &minus_s, X, &ld, w, &inc, &one, y, &inc);
 }
 
-// Index of the first maximal entry of s[0..n) (n >= 1, entries finite), in one
-// pass with four independent (value, index) lanes so that no long dependency
-// chain serializes the loop.  Lane l sees indices l, l + 4, ...; each lane keeps
-// its first maximum (strict >) and the lanes are merged preferring the lower
-// index on ties, so the result equals a plain left-to-right scan.
+// Index of the first maximal entry of s[0..n) (n >= 1, entries finite): the
+// maximum from eight independent running maxima (a form compilers turn into
+// packed max instructions; max is exact, so the order does not matter), then the
+// first index holding it.  Equals a plain left-to-right scan.
 template <class T>
 CSCORE_FORCE_INLINE std::ptrdiff_t argmax_first(const T* s, std::ptrdiff_t n) {
-    if (n < 4) {
-        std::ptrdiff_t k = 0;
-        for (std::ptrdiff_t i = 1; i < n; ++i)
-            if (s[i] > s[k]) k = i;
-        return k;
+    T best = s[0];
+    std::ptrdiff_t i = 0;
+    if (n >= 8) {
+        T m[8];
+        for (int l = 0; l < 8; ++l) m[l] = s[l];
+        for (i = 8; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; ++l) m[l] = s[i + l] > m[l] ? s[i + l] : m[l];
+        for (int l = 0; l < 8; ++l) best = m[l] > best ? m[l] : best;
     }
-    T m[4] = {s[0], s[1], s[2], s[3]};
-    std::ptrdiff_t idx[4] = {0, 1, 2, 3};
-    std::ptrdiff_t i = 4;
-    for (; i + 4 <= n; i += 4) {
-        for (int l = 0; l < 4; ++l) {
-            const bool gt = s[i + l] > m[l];
-            m[l] = gt ? s[i + l] : m[l];
-            idx[l] = gt ? i + l : idx[l];
-        }
-    }
-    for (; i < n; ++i) {
-        const int l = static_cast<int>(i & 3);
-        if (s[i] > m[l]) {
-            m[l] = s[i];
-            idx[l] = i;
-        }
-    }
-    std::ptrdiff_t k = idx[0];
-    T best = m[0];
-    for (int l = 1; l < 4; ++l)
-        if (m[l] > best || (m[l] == best && idx[l] < k)) {
-            best = m[l];
-            k = idx[l];
-        }
-    return k;
+    for (; i < n; ++i) best = s[i] > best ? s[i] : best;
+    for (i = 0; i < n; ++i)
+        if (s[i] == best) return i;
+    return 0;
 }
 
 // Solves L x = b in place (b <- x); L lower triangular, row-major, leading dim ld.
