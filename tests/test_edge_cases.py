@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import cscore
+
 from conftest import make_problem
 
 

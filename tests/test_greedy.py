@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cscore
-from conftest import make_problem
 
 from conftest import make_problem
 
