@@ -10,7 +10,7 @@ import numpy as np
 
 from .model import LSTMCSWeights
 
-__all__ = ["lstm_logits", "reference_decode"]
+__all__ = ["lstm_logits", "lstm_step", "normalize_maxabs", "reference_decode"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -32,22 +32,28 @@ def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:
     """
     B, L, _ = X.shape
     H = weights.n_cells
-    W, R, b = weights.W.astype(np.float64), weights.R.astype(np.float64), weights.b
-    U, c_out = weights.U.astype(np.float64), weights.c_out.astype(np.float64)
     v = np.zeros((B, H))
     c = np.zeros((B, H))
-    out = np.empty((B, L, U.shape[0]))
+    out = np.empty((B, L, weights.U.shape[0]))
     for j in range(L):
-        gates = X[:, j, :] @ W.T + v @ R.T + b
-        if weights.cell == "paper":
-            i, g, o = np.split(gates, 3, axis=1)
-            c = c + _sigmoid(i) * np.tanh(g)
-        else:
-            i, f, g, o = np.split(gates, 4, axis=1)
-            c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-        v = _sigmoid(o) * np.tanh(c)
-        out[:, j, :] = v @ U.T + c_out
+        v, c, out[:, j, :] = lstm_step(weights, X[:, j, :], v, c)
     return out
+
+
+def lstm_step(
+    weights: LSTMCSWeights, x: np.ndarray, v: np.ndarray, c: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One LSTM step in float64: inputs x (B, M), state (v, c) (B, H) -> (v, c, logits)."""
+    W, R = weights.W.astype(np.float64), weights.R.astype(np.float64)
+    gates = x @ W.T + v @ R.T + weights.b
+    if weights.cell == "paper":
+        i, g, o = np.split(gates, 3, axis=1)
+        c = c + _sigmoid(i) * np.tanh(g)
+    else:
+        i, f, g, o = np.split(gates, 4, axis=1)
+        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
+    v = _sigmoid(o) * np.tanh(c)
+    return v, c, v @ weights.U.astype(np.float64).T + weights.c_out
 
 
 def normalize_maxabs(r: np.ndarray) -> np.ndarray:
@@ -96,8 +102,6 @@ def reference_decode(
     active = np.ones(B, dtype=bool)
     n_iter = np.zeros(B, dtype=np.int64)
     H = weights.n_cells
-    W, Rw, b = weights.W.astype(np.float64), weights.R.astype(np.float64), weights.b
-    U, c_out = weights.U.astype(np.float64), weights.c_out.astype(np.float64)
     for _ in range(k_max):
         if tol is not None:
             res = np.linalg.norm(Rres, axis=1).sum(axis=1)
@@ -108,16 +112,7 @@ def reference_decode(
         v = np.zeros((idx.size, H))
         c = np.zeros((idx.size, H))
         for j in range(L):
-            x = normalize_maxabs(Rres[idx, :, j])
-            gates = x @ W.T + v @ Rw.T + b
-            if weights.cell == "paper":
-                gi, gg, go = np.split(gates, 3, axis=1)
-                c = c + _sigmoid(gi) * np.tanh(gg)
-            else:
-                gi, gf, gg, go = np.split(gates, 4, axis=1)
-                c = _sigmoid(gf) * c + _sigmoid(gi) * np.tanh(gg)
-            v = _sigmoid(go) * np.tanh(c)
-            z = v @ U.T + c_out
+            v, c, z = lstm_step(weights, normalize_maxabs(Rres[idx, :, j]), v, c)
             for row, p in enumerate(idx):
                 supp = supports[p][j]
                 if exclude_selected and supp:
