@@ -304,6 +304,9 @@ def fit_sequences(
 
         bar = tqdm(total=total_updates, desc="LSTM-CS training", unit="batch")
     val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
+    initial_val_loss = val_loss
+    if init is not None:  # continuing: the starting point counts as epoch 0
+        best = (val_loss, 0, {k: p.detach().clone() for k, p in params.items()})
     try:
         for epoch in range(cfg.max_epochs):
             if epoch and resample is not None:
@@ -377,7 +380,7 @@ def fit_sequences(
         U=p["U"].numpy().copy(), c_out=p["c_out"].numpy().copy(), cell=cfg.cell,
     )
     return TrainResult(weights=weights, history=history, best_epoch=best[1], seconds=seconds,
-                       config=cfg)
+                       config=cfg, extra={"initial_val_loss": initial_val_loss})
 
 
 def _sequences_for_epoch(
