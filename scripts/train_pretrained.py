@@ -1,9 +1,17 @@
 #!/usr/bin/env python
 """Reproduce the pretrained LSTM-CS models shipped in python/cscore/models/.
 
-    PYTHONPATH=python python scripts/train_pretrained.py mnist-m72 [--data DIR]
-    PYTHONPATH=python python scripts/train_pretrained.py mnist-m36
-    PYTHONPATH=python python scripts/train_pretrained.py demo-dct-m32
+The shipped files came from (torch CPU, 1 thread, 2026-11-22)::
+
+    PYTHONPATH=python python scripts/train_pretrained.py mnist-m72 --threads 1 --max-seconds 1200
+    PYTHONPATH=python python scripts/train_pretrained.py mnist-m36 --threads 1 --max-seconds 1200
+    PYTHONPATH=python python scripts/train_pretrained.py mnist-m36 --threads 1 --seed 1 \
+        --lr 5e-4 --max-seconds 900 --init python/cscore/models/mnist-m36.npz
+    PYTHONPATH=python python scripts/train_pretrained.py demo-dct-m32 --threads 1
+
+(``--out DIR`` writes elsewhere, default python/cscore/models.)  The MNIST runs
+stopped at the wall-clock budget (``--max-seconds``), so an exact re-run depends
+on the machine's speed; without the budget they are deterministic.
 
 MNIST models (the LSTM-CS paper's protocol, see cscore.datasets.mnist): the
 8000 digits of ../shared/data/mnist (images-idx3-ubyte.gz, labels-idx1-ubyte.gz)

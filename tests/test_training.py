@@ -78,7 +78,7 @@ def test_import_error_message(monkeypatch):
         train.import_torch()
 
 
-def _tiny_fit(seed=0, cell="paper", epochs=3):
+def _tiny_fit(seed=0, cell="paper", epochs=3, **kw):
     from cscore.lstm_cs.train import fit_lstm_cs
 
     rng = np.random.default_rng(7)
@@ -90,9 +90,9 @@ def _tiny_fit(seed=0, cell="paper", epochs=3):
         base = rng.choice(N - 1, 2, replace=False)
         S[p, base, 0] = rng.choice([-1, 1], 2) * rng.uniform(1, 2, 2)
         S[p, base + 1, 1] = rng.choice([-1, 1], 2) * rng.uniform(1, 2, 2)
-    res = fit_lstm_cs(S[:100], S[100:], A, n_steps=2, sigma=0.01, n_cells=12, cell=cell,
-                      max_epochs=epochs, batch_size=8, lr=1e-2, seed=seed, patience=10,
-                      progress=False, n_threads=1)
+    settings = {"n_cells": 12, "cell": cell, "max_epochs": epochs, "batch_size": 8, "lr": 1e-2,
+                "seed": seed, "patience": 10, "progress": False, "n_threads": 1, **kw}
+    res = fit_lstm_cs(S[:100], S[100:], A, n_steps=2, sigma=0.01, **settings)
     return res, A, N
 
 
@@ -119,6 +119,15 @@ def test_training_is_deterministic():
         np.testing.assert_array_equal(getattr(res.weights, name), getattr(res2.weights, name))
     res3, _, _ = _tiny_fit(seed=1, epochs=1)
     assert not np.array_equal(res.weights.W, res3.weights.W)
+
+
+@requires_torch
+def test_nesterov_paper_recipe_trains():
+    res, _, _ = _tiny_fit(epochs=3, optimizer="nesterov", lr=3e-3)
+    h = res.history
+    assert all(np.isfinite([e["train_loss"] for e in h]))
+    assert h[-1]["train_loss"] < h[0]["train_loss"]
+    assert res.config.optimizer == "nesterov"
 
 
 @requires_torch

@@ -34,6 +34,8 @@ __all__ = [
     "resize_images",
 ]
 
+_BILINEAR = getattr(Image, "Resampling", Image).BILINEAR
+
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".gif", ".pgm", ".ppm")
 
 
@@ -59,7 +61,7 @@ def resize_images(images: np.ndarray, size: int) -> np.ndarray:
     for i, im in enumerate(images):
         pil = Image.fromarray(np.asarray(im, dtype=np.float32) * np.float32(scale), mode="F")
         if im.shape != (size, size):
-            pil = pil.resize((size, size), Image.BILINEAR)
+            pil = pil.resize((size, size), _BILINEAR)
         out[i] = np.asarray(pil, dtype=np.float64)
     return out
 
@@ -140,7 +142,7 @@ def load_image_folder(
     out = np.empty((len(files), size, size))
     for i, p in enumerate(files):
         with Image.open(p) as im:
-            g = im.convert("L").resize((size, size), Image.BILINEAR)
+            g = im.convert("L").resize((size, size), _BILINEAR)
             out[i] = np.asarray(g, dtype=np.float64) / 255.0
     return out, [p.name for p in files]
 

@@ -65,6 +65,7 @@ def _mnist(args: argparse.Namespace):
         raise SystemExit(f"no {stem}(.gz) in {d}")
 
     images, labels = load_mnist(find("images-idx3-ubyte"), find("labels-idx1-ubyte"))
+    assert labels is not None
     n = args.n_train or int(0.75 * images.shape[0])
     n_val = max(1, n // 10)
     digits = tuple(range(args.L))

@@ -136,7 +136,7 @@ class TrainResult:
     """What :func:`fit_sequences` returns."""
 
     weights: LSTMCSWeights
-    history: list[dict[str, float]]
+    history: list[dict[str, Any]]
     best_epoch: int
     seconds: float
     config: TrainConfig
@@ -293,7 +293,7 @@ def fit_sequences(
 
     n_batches = math.ceil(X_train.shape[0] / cfg.batch_size)
     total_updates = n_batches * cfg.max_epochs
-    history: list[dict[str, float]] = []
+    history: list[dict[str, Any]] = []
     best = (math.inf, 0, {k: p.detach().clone() for k, p in params.items()})
     bad = 0
     update = 0
@@ -304,6 +304,9 @@ def fit_sequences(
 
         bar = tqdm(total=total_updates, desc="LSTM-CS training", unit="batch")
     val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
+    initial_val_loss = val_loss
+    if init is not None:  # continuing: the starting point counts as epoch 0
+        best = (val_loss, 0, {k: p.detach().clone() for k, p in params.items()})
     try:
         for epoch in range(cfg.max_epochs):
             if epoch and resample is not None:
@@ -377,7 +380,7 @@ def fit_sequences(
         U=p["U"].numpy().copy(), c_out=p["c_out"].numpy().copy(), cell=cfg.cell,
     )
     return TrainResult(weights=weights, history=history, best_epoch=best[1], seconds=seconds,
-                       config=cfg)
+                       config=cfg, extra={"initial_val_loss": initial_val_loss})
 
 
 def _sequences_for_epoch(
@@ -391,7 +394,7 @@ def _sequences_for_epoch(
     if n_problems is not None and n_problems < S.shape[0]:
         S = S[np.sort(rng.choice(S.shape[0], n_problems, replace=False))]
     if k_range is not None:
-        ks = rng.integers(k_range[0], k_range[1] + 1, size=S.shape[0])
+        ks = np.asarray(rng.integers(k_range[0], k_range[1] + 1, size=S.shape[0]))
         St = keep_largest(S.transpose(0, 2, 1), np.repeat(ks[:, None], S.shape[2], axis=1))
         S = St.transpose(0, 2, 1)
     return training_sequences(A, S, n_steps=n_steps, sigma=sigma, seed=int(rng.integers(2**31)))
