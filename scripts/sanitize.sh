@@ -14,6 +14,8 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 echo "sanitize: running pytest with $libasan and $libubsan preloaded" >&2
 LD_PRELOAD="$libasan:$libubsan" PYTHONPATH=python "$PY" -m pytest -x -q -m "not slow and not torch" "$@" || status=$?
-# Put back the optimized build for development.
-scripts/dev-build.sh >/dev/null
+# Put back the optimized build for development (CSCORE_SANITIZE_RESTORE=0 skips it).
+if [[ "${CSCORE_SANITIZE_RESTORE:-1}" != 0 ]]; then
+  scripts/dev-build.sh >/dev/null
+fi
 exit $status
