@@ -51,9 +51,16 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
     """Success-rate maps (rho = k/M against delta = M/N), one panel per decoder."""
     plt = _pyplot()
     names = list(pt["success"])
-    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.4), squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(names),
+        figsize=(3.4 * len(names) + 1.2, 3.4),
+        squeeze=False,
+        sharey=True,
+        layout="constrained",
+    )
     extent = (min(pt["deltas"]), max(pt["deltas"]), min(pt["rhos"]), max(pt["rhos"]))
-    for ax, name in zip(axes[0], names):
+    for i, (ax, name) in enumerate(zip(axes[0], names)):
         im = ax.imshow(
             np.asarray(pt["success"][name]),
             origin="lower",
@@ -65,7 +72,9 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
         )
         ax.set_title(name)
         ax.set_xlabel("delta = M / N")
-        ax.set_ylabel("rho = k / M")
+        if i == 0:
+            ax.set_ylabel("rho = k / M")
+    fig.suptitle(f"success rate (NMSE < 1e-2), N = {pt['N']}, L = {pt['L']}, noiseless")
     fig.colorbar(im, ax=axes[0].tolist(), label="success rate")
     path = Path(path)
     fig.savefig(path, dpi=120)
