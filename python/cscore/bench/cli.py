@@ -118,8 +118,8 @@ def _run_bench(args: argparse.Namespace) -> int:
     if args.experiment == "phase":
         pt = ex.phase_transition(
             args.N,
-            np.linspace(0.1, 0.9, 9),
-            np.linspace(0.05, 0.5, 10),
+            np.linspace(0.1, 0.9, 9).tolist(),
+            np.linspace(0.05, 0.5, 10).tolist(),
             [d for d in decoders if d != "lstm-cs"],
             L=args.L,
             n_trials=args.problems,
@@ -135,26 +135,22 @@ def _run_bench(args: argparse.Namespace) -> int:
         print(f"results: {out / 'phase.json'}")
         return 0
 
-    A = None
-    if args.data in ("mnist", "demo"):
-        if model is None:
-            print(f"--data {args.data} needs --model (its sensing matrix is used)", file=sys.stderr)
-            return 2
-        A = model.A
+    if args.data in ("mnist", "demo") and model is None:
+        print(f"--data {args.data} needs --model (its sensing matrix is used)", file=sys.stderr)
+        return 2
     if args.data == "mnist" and not args.data_dir:
         print("--data mnist needs --data-dir", file=sys.stderr)
         return 2
     if args.data == "synthetic" and model is not None:
-        A_model = model.A
-        args.M, args.N = A_model.shape
+        args.M, args.N = model.A.shape
 
     def make(k: int, sigma: float) -> ex.ProblemSet:
         if args.data == "mnist":
             return ex.mnist_problems(
-                args.data_dir, A, k, sigma=sigma, seed=args.seed, n_tuples=args.problems
+                args.data_dir, model.A, k, sigma=sigma, seed=args.seed, n_tuples=args.problems
             )
         if args.data == "demo":
-            return ex.demo_problems(A, k, sigma=sigma, seed=args.seed)
+            return ex.demo_problems(model.A, k, sigma=sigma, seed=args.seed)
         ps = ex.synthetic_problems(
             args.M,
             args.N,

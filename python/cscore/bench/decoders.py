@@ -35,7 +35,9 @@ def _omp(A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | None, **_:
     import cscore
 
     B, _, L = Y.shape
-    X = cscore.omp(A, _channels_as_columns(Y), n_nonzero=k, tol=None if tol is None else tol / L)
+    X = np.asarray(
+        cscore.omp(A, _channels_as_columns(Y), n_nonzero=k, tol=None if tol is None else tol / L)
+    )
     return _columns_as_channels(X, B, L)
 
 
@@ -44,7 +46,7 @@ def _somp(
 ) -> np.ndarray:
     import cscore
 
-    return cscore.somp(A, Y, n_nonzero=k, tol=tol)
+    return np.asarray(cscore.somp(A, Y, n_nonzero=k, tol=tol))
 
 
 def _lstm(
@@ -61,7 +63,7 @@ def _bcs(A: np.ndarray, Y: np.ndarray, **_: Any) -> np.ndarray:
     import cscore
 
     B, _, L = Y.shape
-    return _columns_as_channels(cscore.bcs(A, _channels_as_columns(Y)), B, L)
+    return _columns_as_channels(np.asarray(cscore.bcs(A, _channels_as_columns(Y))), B, L)
 
 
 def _batch_call(name: str) -> Decoder:

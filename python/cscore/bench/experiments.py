@@ -112,6 +112,8 @@ def mnist_problems(
     if not imgs or not labs:
         raise FileNotFoundError(f"no MNIST IDX files (*images-idx3-ubyte*) in {data_dir}")
     images, labels = load_mnist(imgs[0], labs[0])
+    if labels is None:  # pragma: no cover - a labels file was given
+        raise FileNotFoundError(f"no MNIST labels file in {data_dir}")
     pool = np.arange(first_index, labels.shape[0])
     if pool.size == 0:
         raise ValueError(f"first_index={first_index} leaves no image of {labels.shape[0]}")
@@ -276,14 +278,14 @@ def sweep(
     for name in decoders:
         if name not in DECODERS:
             raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")
-    for rule in stop:
-        if rule not in ("tol", "k"):
-            raise ValueError(f"stop rules are 'tol' and 'k', got {rule!r}")
+    for stop_rule in stop:
+        if stop_rule not in ("tol", "k"):
+            raise ValueError(f"stop rules are 'tol' and 'k', got {stop_rule!r}")
     result = SweepResult(param=param, values=list(values), info={"stop": list(stop)})
     runs: list[tuple[str, str, str | None]] = []
     for name in decoders:
         if DECODERS[name][1]:
-            runs += [(f"{name} ({rule})", name, rule) for rule in stop]
+            runs += [(f"{name} ({r})", name, r) for r in stop]
         else:
             runs.append((name, name, None))
     for label, _, _ in runs:
