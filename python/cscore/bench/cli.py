@@ -100,7 +100,7 @@ def _run_bench(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model = load_model(args.model) if args.model else None
+    model: Any = load_model(args.model) if args.model else None
     if args.decoders:
         decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
     else:
