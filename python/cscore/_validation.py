@@ -9,7 +9,10 @@ Conversion policy
 * float64 and float32 arrays are used as they are (float32 stays float32 only
   when *all* float inputs of a call are float32; otherwise everything is
   promoted to float64).
-* Integer and boolean arrays are converted to float64.
+* Integer arrays are converted to float64.
+* Boolean arrays (``Y > 0`` by mistake) and masked arrays (whose mask would be
+  silently dropped) are refused with a ``TypeError``: convert or fill them
+  explicitly.
 * Complex, object, string and other dtypes are refused with a ``TypeError``.
 * Non-contiguous arrays (slices, transposes) are copied to C order.
 """
@@ -33,8 +36,13 @@ __all__ = [
 
 
 def _dtype_kind_ok(name: str, arr: np.ndarray) -> None:
-    if arr.dtype.kind in "fiub":
+    if arr.dtype.kind in "fiu":
         return
+    if arr.dtype.kind == "b":
+        raise TypeError(
+            f"{name} is a boolean array; boolean arrays are not measurements; "
+            f"convert explicitly (e.g. {name}.astype(float))"
+        )
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
     raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
@@ -82,6 +90,11 @@ def as_float_array(
     """
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array; its mask would be ignored. Fill it explicitly "
+            f"(e.g. {name}.filled(0.0)) or pass {name}.data"
+        )
     arr = np.asarray(x)
     _dtype_kind_ok(name, arr)
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)

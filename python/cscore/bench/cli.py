@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cli import SUBCOMMANDS
 from .decoders import DECODERS
+from .experiments import _nmse
 
 __all__ = ["load_model"]
 
@@ -247,10 +248,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         S_hat = run_decoder(name, model.A, Y, model=model, **kw)
         dt = (time.perf_counter() - t0) / S.shape[0]
-        err = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
-        den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
         label = f"{name} ({'tol' if 'tol' in kw else 'k'})"
-        nmse = float(np.mean(err[den > 0] / den[den > 0]))
+        nmse = _nmse(np.asarray(S_hat, dtype=np.float64), S)
         print(f"{label:<22}{nmse:>10.4f}{dt * 1e3:>13.3f}")
         recon[label] = data.to_images(S_hat)
         scores[label] = f"NMSE {nmse:.4f}"

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..metrics import nmse_per_item
 from .decoders import DECODERS, run_decoder
 
 __all__ = [
@@ -233,10 +234,9 @@ class SweepResult:
 
 
 def _nmse(S_hat: np.ndarray, S: np.ndarray) -> float:
-    num = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
-    den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
-    ok = den > 0
-    return float(np.mean(num[ok] / den[ok]))
+    """Mean per-problem NMSE over the problems whose ground truth is not zero."""
+    err = nmse_per_item(S_hat, S, zero="nan")
+    return float(np.nanmean(err)) if np.isfinite(err).any() else float("nan")
 
 
 def sweep(

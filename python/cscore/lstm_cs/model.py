@@ -40,6 +40,7 @@ uint8 array holding UTF-8 JSON with ``format``, ``version``, ``cell``,
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,10 +219,17 @@ def load_model_file(
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
+    if path.is_dir():
+        raise ModelFileError(f"{path} is a directory, not a model file")
+    if not zipfile.is_zipfile(path):
+        raise ModelFileError(
+            f"{path} is not a model file: not an .npz (zip) archive"
+            + (" (the file is empty)" if path.stat().st_size == 0 else "")
+        )
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from exc
     missing = {"meta", "A", "W", "R", "b", "U", "c_out"} - set(arrays)
     if missing:
@@ -242,8 +250,14 @@ def load_model_file(
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{path}: bad problem spec: {exc}") from exc
     A = arrays["A"]
-    if A.shape != (spec.M, spec.N) or A.dtype.kind != "f" or not np.isfinite(A).all():
+    if A.shape != (spec.M, spec.N):
         raise ModelFileError(f"{path}: A has shape {A.shape}, expected ({spec.M}, {spec.N})")
+    if A.dtype.kind != "f":
+        raise ModelFileError(f"{path}: A has dtype {A.dtype}; a model file stores a float A")
+    if not np.isfinite(A).all():
+        raise ModelFileError(f"{path}: A contains NaN or infinity")
+    if not (np.linalg.norm(A, axis=0) > 0).all():
+        raise ModelFileError(f"{path}: A has an all-zero column")
     weights = LSTMCSWeights(
         W=arrays["W"],
         R=arrays["R"],
