@@ -392,3 +392,79 @@ def test_model_file_bad_meta(tmp_path):
     np.savez(path, **arrays)
     with pytest.raises(ModelFileError):
         LSTMCS.load(path)
+
+
+# -- command line ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "msg"),
+    [
+        (["bench", "sparsity", "--k", "0"], "--k must be between 1 and N = 144"),
+        (["bench", "sparsity", "--k", "200"], "(atoms per problem), got 200"),
+        (["bench", "sparsity", "--k", "a,b"], "--k must be integers"),
+        (["bench", "noise", "--sigma", "-1"], "--sigma must be finite and >= 0"),
+        (["bench", "sparsity", "--problems", "0"], "--problems must be >= 1"),
+        (["bench", "sparsity", "--M", "200"], "--M (200) must not exceed --N (144)"),
+        (["bench", "sparsity", "--stop", "never"], "--stop"),
+        (["bench", "sparsity", "--data", "demo", "--model", "mnist-m72"],
+         "--data demo has N = 64 atoms per problem but model mnist-m72 has N = 144"),
+        (["bench", "sparsity", "--model", "/nonexistent/m.npz"], "no model file"),
+        (["bench", "sparsity", "--model", "no-such-model"], "unknown pretrained model"),
+        (["demo", "--plot", "/nonexistent/dir/x.png"], "folder /nonexistent/dir does not exist"),
+        (["demo", "--k", "0"], "--k must be between 1 and 64"),
+        (["demo", "--sigma", "-1"], "--sigma must be finite"),
+        (["demo", "--model", "mnist-m72"], "N = 64"),
+        (["train", "--out", "/nonexistent/dir/m.npz", "--data", "demo"], "does not exist"),
+        (["train", "--out", "m.npz", "-L", "0"], "-L must be >= 1"),
+        (["train", "--out", "m.npz", "--k-min", "9", "--k-max", "3"], "--k-min (9)"),
+        (["train", "--out", "m.npz", "--data", "mnist"], "--data mnist needs --mnist-dir"),
+    ],
+)
+def test_cli_bad_arguments_exit_2_without_traceback(argv, msg, capsys, tmp_path, monkeypatch):
+    from cscore.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+    if argv[0] == "bench":
+        argv = [*argv, "--out", str(tmp_path / "out"), "--no-plot", "--no-progress"]
+    assert cli_main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and msg in err, err
+    assert "Traceback" not in err
+    assert not (tmp_path / "out").exists()  # refused before doing anything
+
+
+def test_cli_train_without_torch(capsys, tmp_path, monkeypatch):
+    import sys
+
+    from cscore.cli import main as cli_main
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
+    assert cli_main(["train", "--out", str(tmp_path / "m.npz"), "--data", "demo"]) == 2
+    err = capsys.readouterr().err
+    assert "cscore: error:" in err and "PyTorch" in err and "Traceback" not in err
+    assert not (tmp_path / "m.npz").exists()
+
+
+def test_cli_genuine_bugs_keep_their_traceback(monkeypatch):
+    from cscore import cli
+
+    def boom(_args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setitem(cli.SUBCOMMANDS, "version", ("v", lambda p: None, boom))
+    with pytest.raises(RuntimeError, match="a bug"):
+        cli.main(["version"])
+
+
+def test_synthetic_problems_checks_k():
+    from cscore.bench import synthetic_problems
+
+    with pytest.raises(ValueError, match=r"k must be <= 10 \(the number of atoms N\)"):
+        synthetic_problems(5, 10, 2, 11)
+    with pytest.raises(ValueError, match="k must be >= 1"):
+        synthetic_problems(5, 10, 2, 0)
+    with pytest.raises(ValueError, match="n_problems"):
+        synthetic_problems(5, 10, 2, 2, n_problems=0)
+    ps = synthetic_problems(5, 10, 2, 10, n_problems=1)
+    assert ps.S.shape == (1, 10, 2)

@@ -124,7 +124,25 @@ def mnist_problems(
 def demo_problems(
     A: np.ndarray, k: int | None, *, sigma: float = 0.005, seed: int = 0
 ) -> ProblemSet:
-    """Test problems of the embedded demo set (PyWavelets' images, 8x8 DCT blocks)."""
+    """Test problems of the embedded demo set (PyWavelets' images, 8x8 DCT blocks).
+
+    Parameters
+    ----------
+    A : ndarray (M, 64)
+        Sensing matrix (64 atoms: one per DCT coefficient of an 8x8 block).
+    k : int or None
+        DCT coefficients kept per block (None: all).
+    sigma : float, default 0.005
+        Noise standard deviation.
+    seed : int, default 0
+        Seed of the noise.
+
+    Returns
+    -------
+    ProblemSet
+        The demo's held-out problems measured with ``A``; ``tol`` is the
+        paper's threshold for ``sigma``.
+    """
     from ..datasets import load_demo
 
     A = np.asarray(A, dtype=np.float64)
@@ -166,7 +184,27 @@ def synthetic_problems(
     correlation : float
         AR(1) coefficient of each nonzero row across channels (T-SBL's model).
     seed : int
+
+    Returns
+    -------
+    ProblemSet
+        ``A`` (M, N), ``S`` (n_problems, N, L), ``Y`` (n_problems, M, L).
+
+    Raises
+    ------
+    ValueError
+        A size is < 1, ``k > N``, ``sigma < 0`` or ``|correlation| > 1``.
     """
+    from .._validation import check_nonnegative_float, check_positive_int
+
+    M = check_positive_int("M", M)
+    N = check_positive_int("N", N)
+    L = check_positive_int("L", L)
+    k = check_positive_int("k", k, upper=N, upper_desc="the number of atoms N")
+    n_problems = check_positive_int("n_problems", n_problems)
+    sigma = check_nonnegative_float("sigma", sigma)
+    if not -1.0 <= correlation <= 1.0:
+        raise ValueError(f"correlation must be in [-1, 1], got {correlation!r}")
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, N))
     A /= np.linalg.norm(A, axis=0)
@@ -325,6 +363,30 @@ def phase_transition(
     ``rho = k / M``, run ``n_trials`` problems and record the fraction with
     NMSE below ``threshold``.  Greedy decoders stop at ``k`` atoms.
 
+    Parameters
+    ----------
+    N : int
+        Atoms (signal length).
+    deltas : sequence of float
+        Undersampling ratios ``M / N`` in (0, 1].
+    rhos : sequence of float
+        Sparsity ratios ``k / M`` in (0, 1].
+    decoders : sequence of str
+        Names from :data:`cscore.bench.DECODERS` (not "lstm-cs": no model
+        exists for every M).
+    L : int, default 4
+        Channels per problem.
+    n_trials : int, default 20
+        Problems per grid point.
+    joint : bool, default True
+        Same support in every channel.
+    threshold : float, default 1e-2
+        A problem counts as recovered when its NMSE is below this.
+    seed : int, default 0
+        Base seed (each grid point derives its own).
+    progress : bool, default True
+        Show a progress bar.
+
     Returns
     -------
     dict
@@ -343,8 +405,7 @@ def phase_transition(
             )
             for name in decoders:
                 S_hat = run_decoder(name, ps.A, ps.Y, k=k)
-                err = np.linalg.norm((S_hat - ps.S).reshape(n_trials, -1), axis=1)
-                err /= np.linalg.norm(ps.S.reshape(n_trials, -1), axis=1)
+                err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 success[name][ri, di] = float(np.mean(err < threshold))
             bar.update()
     bar.close()
