@@ -62,6 +62,11 @@ def get_num_threads() -> int:
 
     The default is the number of CPUs this process may run on, or the value of the
     ``CSCORE_NUM_THREADS`` environment variable when it is set.
+
+    Returns
+    -------
+    int
+        The default thread count, in ``[1, MAX_THREADS]``.
     """
     return _num_threads
 
@@ -91,6 +96,11 @@ def set_num_threads(n: int) -> None:
 @contextmanager
 def num_threads(n: int) -> Iterator[None]:
     """Context manager that sets the default thread count temporarily.
+
+    Parameters
+    ----------
+    n : int
+        The thread count inside the ``with`` block (see :func:`set_num_threads`).
 
     Examples
     --------

@@ -49,7 +49,18 @@ def _dtype_kind_ok(name: str, arr: np.ndarray) -> None:
 
 
 def common_float_dtype(*arrays: Any) -> np.dtype:
-    """Return float32 when every array is float32, float64 otherwise."""
+    """Return float32 when every array is float32, float64 otherwise.
+
+    Parameters
+    ----------
+    *arrays : array_like or None
+        The float inputs of one call (None entries are ignored).
+
+    Returns
+    -------
+    numpy.dtype
+        ``float32`` or ``float64``.
+    """
     dtypes = [np.asarray(a).dtype for a in arrays if a is not None]
     if dtypes and all(dt == np.float32 for dt in dtypes):
         return np.dtype(np.float32)
@@ -116,7 +127,15 @@ def as_float_array(
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise ``ValueError`` if ``arr`` holds NaN or infinity."""
+    """Raise ``ValueError`` if ``arr`` holds NaN or infinity.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the message.
+    arr : ndarray
+        The array to check (its first bad index is reported).
+    """
     if arr.size and not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
@@ -125,7 +144,22 @@ def check_finite(name: str, arr: np.ndarray) -> None:
 
 
 def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> np.ndarray:
-    """Check a sensing matrix: 2-D, non-empty, finite, no all-zero column."""
+    """Check a sensing matrix: 2-D, non-empty, finite, no all-zero column.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    A : array_like
+        The matrix.
+    dtype : dtype, optional
+        Target float dtype (see :func:`as_float_array`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``A`` as a C-contiguous float array.
+    """
     out = as_float_array(name, A, ndim=2, dtype=dtype)
     norms = np.linalg.norm(out, axis=0)
     zero = np.flatnonzero(norms == 0)
@@ -140,7 +174,24 @@ def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> 
 def check_positive_int(
     name: str, value: Any, *, upper: int | None = None, upper_desc: str | None = None
 ) -> int:
-    """Return ``value`` as int after checking ``1 <= value <= upper``."""
+    """Return ``value`` as int after checking ``1 <= value <= upper``.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : int
+        A Python or numpy integer (bools are refused).
+    upper : int, optional
+        Largest allowed value.
+    upper_desc : str, optional
+        What ``upper`` is, quoted in the message (e.g. "min(M, N)").
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
@@ -153,7 +204,20 @@ def check_positive_int(
 
 
 def check_nonnegative_float(name: str, value: Any) -> float:
-    """Return ``value`` as float after checking it is finite and >= 0."""
+    """Return ``value`` as float after checking it is finite and >= 0.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : float
+        A real number (bools are refused).
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     out = float(value)
@@ -163,7 +227,20 @@ def check_nonnegative_float(name: str, value: Any) -> float:
 
 
 def check_positive_float(name: str, value: Any) -> float:
-    """Return ``value`` as float after checking it is finite and > 0."""
+    """Return ``value`` as float after checking it is finite and > 0.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : float
+        A real number (bools are refused).
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+    """
     out = check_nonnegative_float(name, value)
     if out == 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")

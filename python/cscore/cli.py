@@ -40,7 +40,13 @@ def _register_subcommands() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand."""
+    """Return the argument parser with every subcommand.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``cscore`` parser; each subcommand's namespace carries ``_run``.
+    """
     _register_subcommands()
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."

@@ -20,7 +20,25 @@ DEMO_MODEL = "demo-dct-m32"
 
 
 def load_model(name_or_path: str) -> Any:
-    """A model from a file path, or a pretrained model by name."""
+    """A model from a file path, or a pretrained model by name.
+
+    Parameters
+    ----------
+    name_or_path : str
+        A path ending in ``.npz`` or an existing file, else a name from
+        :func:`cscore.list_pretrained`.
+
+    Returns
+    -------
+    LSTMCS
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at the path.
+    ValueError
+        Unknown pretrained name, or a malformed file (``ModelFileError``).
+    """
     import cscore
 
     path = Path(name_or_path)

@@ -20,7 +20,13 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``cscore train``."""
+    """Options of ``cscore train``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser, extended in place.
+    """
     p.add_argument("--out", type=Path, required=True, help="model file to write (.npz)")
     p.add_argument("--data", choices=("mnist", "folder", "demo"), default="mnist",
                    help="training signals (default mnist)")
@@ -138,7 +144,25 @@ def _check_args(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``cscore train``."""
+    """Run ``cscore train``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options (see :func:`add_arguments`).
+
+    Returns
+    -------
+    int
+        0 on success.
+
+    Raises
+    ------
+    ImportError
+        PyTorch is not installed (checked first).
+    ValueError, FileNotFoundError
+        Unusable options or data (``cscore`` reports them with exit status 2).
+    """
     from .train import import_torch
 
     import_torch()  # a clear ImportError before any work when PyTorch is missing

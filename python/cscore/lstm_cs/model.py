@@ -143,7 +143,13 @@ class LSTMCSWeights:
         return len(CELL_GATES[self.cell])
 
     def validate(self, M: int, N: int) -> None:
-        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`."""
+        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`.
+
+        Parameters
+        ----------
+        M, N : int
+            Measurements and atoms of the problems the weights must fit.
+        """
         if self.cell not in CELL_GATES:
             raise ModelFileError(f"unknown cell type {self.cell!r}; known: {list(CELL_GATES)}")
         G, H = self.n_gates, self.n_cells
@@ -167,7 +173,17 @@ class LSTMCSWeights:
                 raise ModelFileError(f"weight {name} contains NaN or infinity")
 
     def astype(self, dtype: Any) -> LSTMCSWeights:
-        """Return a copy with every array cast to ``dtype`` (C-contiguous)."""
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        LSTMCSWeights
+        """
         conv = {
             k: np.ascontiguousarray(getattr(self, k), dtype=dtype)
             for k in ("W", "R", "b", "U", "c_out")
@@ -182,7 +198,28 @@ def save_model_file(
     spec: ProblemSpec,
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a model file (see the module docstring for the format)."""
+    """Write a model file (see the module docstring for the format).
+
+    Parameters
+    ----------
+    path : path
+        File to write (``.npz``; overwritten).
+    weights : LSTMCSWeights
+        The weights (stored as float32).
+    A : ndarray (M, N)
+        The sensing matrix the model was trained with (stored as float64).
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict, optional
+        JSON-serializable provenance.
+
+    Raises
+    ------
+    ValueError
+        ``A`` does not match ``spec``.
+    ModelFileError
+        The weights do not match ``spec``.
+    """
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.shape != (spec.M, spec.N):
         raise ValueError(f"A has shape {A.shape}, spec says ({spec.M}, {spec.N})")
@@ -207,6 +244,22 @@ def load_model_file(
     path: str | Path,
 ) -> tuple[LSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
     """Read and check a model file; return ``(weights, A, spec, info)``.
+
+    Parameters
+    ----------
+    path : path
+        A file written by :func:`save_model_file`.
+
+    Returns
+    -------
+    weights : LSTMCSWeights
+        float32 weights.
+    A : ndarray (M, N) float64
+        The sensing matrix.
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict
+        Free-form provenance.
 
     Raises
     ------
