@@ -468,3 +468,53 @@ def test_synthetic_problems_checks_k():
         synthetic_problems(5, 10, 2, 2, n_problems=0)
     ps = synthetic_problems(5, 10, 2, 10, n_problems=1)
     assert ps.S.shape == (1, 10, 2)
+
+
+# -- documentation --------------------------------------------------------------------
+
+_DOC_MODULES = [
+    "cscore",
+    "cscore.metrics",
+    "cscore.datasets",
+    "cscore.bench",
+    "cscore.bench.plots",
+    "cscore.lstm_cs",
+    "cscore.lstm_cs.model",
+    "cscore.lstm_cs.reference",
+    "cscore.lstm_cs.train",
+]
+
+
+def _public_functions():
+    import importlib
+    import inspect
+
+    seen = set()
+    for modname in _DOC_MODULES:
+        mod = importlib.import_module(modname)
+        for name in getattr(mod, "__all__", []):
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and obj not in seen:
+                seen.add(obj)
+                yield f"{modname}.{name}", obj
+
+
+def test_public_functions_document_parameters_and_returns():
+    import inspect
+
+    missing = []
+    for qual, fn in _public_functions():
+        doc = inspect.getdoc(fn) or ""
+        sig = inspect.signature(fn)
+        if sig.parameters and "Parameters\n----------" not in doc:
+            missing.append(f"{qual}: Parameters")
+        returns = sig.return_annotation not in (None, "None", inspect.Signature.empty)
+        if returns and "Returns\n-------" not in doc and "Yields" not in doc:
+            missing.append(f"{qual}: Returns")
+    assert not missing, missing
+
+
+def test_reference_exports_normalize_maxabs():
+    from cscore.lstm_cs import reference
+
+    assert "normalize_maxabs" in reference.__all__

@@ -102,6 +102,11 @@ def num_threads(n: int) -> Iterator[None]:
     n : int
         The thread count inside the ``with`` block (see :func:`set_num_threads`).
 
+    Yields
+    ------
+    None
+        The previous default is restored on exit, even after an exception.
+
     Examples
     --------
     >>> import cscore

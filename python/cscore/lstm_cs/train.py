@@ -512,8 +512,10 @@ def train_lstm_cs(
 ) -> Any:
     """Train an LSTM-CS model and return it as a :class:`cscore.LSTMCS` decoder.
 
-    Parameters are those of :func:`fit_lstm_cs`, plus
-
+    Parameters
+    ----------
+    S_train, S_val, A, n_steps, k_range, sigma, problems_per_epoch, config, **config_kwargs
+        As in :func:`fit_lstm_cs`.
     spec : ProblemSpec, optional
         What the model is for (default: sizes only, from ``A`` and ``S_train``).
     path : str or Path, optional
