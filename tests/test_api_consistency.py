@@ -518,3 +518,15 @@ def test_reference_exports_normalize_maxabs():
     from cscore.lstm_cs import reference
 
     assert "normalize_maxabs" in reference.__all__
+
+
+def test_image_problem_sets_check_k():
+    from cscore.bench import demo_problems, mnist_problems
+
+    A = cscore.pretrained("demo-dct-m32").A
+    with pytest.raises(ValueError, match=r"k must be <= 64"):
+        demo_problems(A, 65)
+    with pytest.raises(ValueError, match=r"k must be <= 144"):
+        mnist_problems("/nonexistent", np.ones((72, 144)), 145)
+    with pytest.raises(ValueError, match=r"\(M, 144\)"):
+        mnist_problems("/nonexistent", A, 5)

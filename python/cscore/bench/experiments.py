@@ -66,6 +66,15 @@ def _tol(M: int, L: int, sigma: float) -> float:
     return expected_noise_tol(M, L, sigma) if sigma > 0 else 1e-9
 
 
+def _check_k(k: Any, N: int, what: str) -> Any:
+    """``k`` checked to lie in ``[1, N]`` (None passes: dense signals)."""
+    from .._validation import check_positive_int
+
+    if k is None:
+        return None
+    return check_positive_int("k", k, upper=N, upper_desc=what)
+
+
 def _finish(A: np.ndarray, S: np.ndarray, sigma: float, seed: int, k: int | None) -> ProblemSet:
     from ..datasets import measure
 
@@ -112,6 +121,10 @@ def mnist_problems(
     """
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples
 
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[1] != 144:
+        raise ValueError(f"A must be (M, 144) for 12x12 MNIST blocks; got shape {A.shape}")
+    k = _check_k(k, 144, "pixels of a 12x12 block")
     data_dir = Path(data_dir)
     imgs = sorted(data_dir.glob("*images-idx3-ubyte*"))
     labs = sorted(data_dir.glob("*labels-idx1-ubyte*"))
@@ -151,6 +164,7 @@ def demo_problems(
     from ..datasets import load_demo
 
     A = np.asarray(A, dtype=np.float64)
+    k = _check_k(k, 64, "coefficients of an 8x8 block")
     data = load_demo(k, M=A.shape[0], A=A, sigma=sigma, seed=seed)
     return ProblemSet(
         A=A,
