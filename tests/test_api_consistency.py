@@ -294,6 +294,7 @@ def test_nmse_zero_truth_and_shapes():
         nmse(np.ones((2, 2, 2, 2)), np.ones((2, 2, 2, 2)))
     S2 = np.eye(4)
     assert support_f1(S2, S2) == 1.0
+    assert support_f1(S2 > 0, S2 > 0) == 1.0  # boolean support masks are fine here
 
 
 # -- datasets.measure -----------------------------------------------------------------

@@ -25,11 +25,12 @@ import numpy as np
 __all__ = ["nmse", "nmse_per_item", "support_f1", "support_recovery"]
 
 
-def _pair(S_hat: Any, S: Any) -> tuple[np.ndarray, np.ndarray]:
+def _pair(S_hat: Any, S: Any, *, allow_bool: bool = False) -> tuple[np.ndarray, np.ndarray]:
     S_hat = np.asarray(S_hat)
     S = np.asarray(S)
+    kinds = "fiub" if allow_bool else "fiu"
     for name, arr in (("S_hat", S_hat), ("S", S)):
-        if arr.dtype.kind not in "fiu":
+        if arr.dtype.kind not in kinds:
             raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
     if S_hat.shape != S.shape:
         raise ValueError(f"S_hat has shape {S_hat.shape} but S has shape {S.shape}")
@@ -134,7 +135,7 @@ def support_recovery(S_hat: np.ndarray, S: np.ndarray, *, atol: float = 0.0) -> 
     ----------
     S_hat, S : ndarray (P, N, L) (or (N, L))
         Supports are the entries with ``|value| > atol``, per channel (axis 1
-        indexes atoms).
+        indexes atoms).  Boolean support masks are accepted too.
     atol : float, default 0.0
         Magnitude at or below which an entry counts as zero.
 
@@ -145,7 +146,7 @@ def support_recovery(S_hat: np.ndarray, S: np.ndarray, *, atol: float = 0.0) -> 
         ``recall`` : mean |found & true| / |true|
         ``exact`` : fraction of channels whose support is recovered exactly
     """
-    S_hat, S = _pair(S_hat, S)
+    S_hat, S = _pair(S_hat, S, allow_bool=True)
     if S.ndim == 2:
         S_hat, S = S_hat[None], S[None]
     if S.ndim != 3:
