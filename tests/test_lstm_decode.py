@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import zipfile
 
 import numpy as np
 import pytest
@@ -345,7 +344,7 @@ def test_malformed_files_refused(rng, tmp_path):
             LSTMCS.load(path)
     truncated = tmp_path / "truncated.npz"
     truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
-    with pytest.raises((ModelFileError, zipfile.BadZipFile)):
+    with pytest.raises(ModelFileError):
         LSTMCS.load(truncated)
     junk = tmp_path / "junk.npz"
     junk.write_bytes(b"not a zip file at all")

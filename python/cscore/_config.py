@@ -2,22 +2,52 @@
 
 from __future__ import annotations
 
+import numbers
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-__all__ = ["get_num_threads", "num_threads", "set_num_threads"]
+import numpy as np
+
+__all__ = ["MAX_THREADS", "get_num_threads", "num_threads", "set_num_threads"]
+
+#: The largest thread count accepted anywhere (a larger value is a mistake).
+MAX_THREADS = 1024
+
+
+def _check_threads(name: str, value: Any, *, allow_none: bool) -> int | None:
+    """Return ``value`` as a Python int in ``[1, MAX_THREADS]`` (or None when allowed)."""
+    if value is None and allow_none:
+        return None
+    none = " or None" if allow_none else ""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(
+            f"{name} must be a positive integer{none}, got {type(value).__name__} {value!r}"
+        )
+    value = int(value)
+    if value < 1:
+        raise ValueError(f"{name} must be a positive integer{none}, got {value}")
+    if value > MAX_THREADS:
+        raise ValueError(f"{name} must be <= {MAX_THREADS}, got {value}")
+    return value
 
 
 def _default_threads() -> int:
     env = os.environ.get("CSCORE_NUM_THREADS")
-    if env:
+    if env is not None and env.strip():
         try:
             value = int(env)
         except ValueError:
             value = 0
-        if value >= 1:
+        if 1 <= value <= MAX_THREADS:
             return value
+        warnings.warn(
+            f"ignoring CSCORE_NUM_THREADS={env!r}: not an integer in [1, {MAX_THREADS}]",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not on Linux
@@ -32,6 +62,11 @@ def get_num_threads() -> int:
 
     The default is the number of CPUs this process may run on, or the value of the
     ``CSCORE_NUM_THREADS`` environment variable when it is set.
+
+    Returns
+    -------
+    int
+        The default thread count, in ``[1, MAX_THREADS]``.
     """
     return _num_threads
 
@@ -42,17 +77,35 @@ def set_num_threads(n: int) -> None:
     Parameters
     ----------
     n : int
-        A positive thread count.  Results never depend on it.
+        A thread count in ``[1, MAX_THREADS]`` (Python or numpy integer).
+        Results never depend on it.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an integer.
+    ValueError
+        ``n`` is < 1 or > :data:`MAX_THREADS`.
     """
     global _num_threads
-    if isinstance(n, bool) or not isinstance(n, (int,)) or n < 1:
-        raise ValueError(f"set_num_threads: n must be a positive int, got {n!r}")
-    _num_threads = int(n)
+    value = _check_threads("set_num_threads: n", n, allow_none=False)
+    assert value is not None
+    _num_threads = value
 
 
 @contextmanager
 def num_threads(n: int) -> Iterator[None]:
     """Context manager that sets the default thread count temporarily.
+
+    Parameters
+    ----------
+    n : int
+        The thread count inside the ``with`` block (see :func:`set_num_threads`).
+
+    Yields
+    ------
+    None
+        The previous default is restored on exit, even after an exception.
 
     Examples
     --------
@@ -68,10 +121,25 @@ def num_threads(n: int) -> Iterator[None]:
         set_num_threads(old)
 
 
-def resolve_threads(n_threads: int | None) -> int:
-    """Return ``n_threads`` checked, or the package default when it is None."""
-    if n_threads is None:
-        return _num_threads
-    if isinstance(n_threads, bool) or not isinstance(n_threads, int) or n_threads < 1:
-        raise ValueError(f"n_threads must be a positive int or None, got {n_threads!r}")
-    return n_threads
+def resolve_threads(n_threads: Any) -> int:
+    """Return ``n_threads`` checked, or the package default when it is None.
+
+    Parameters
+    ----------
+    n_threads : int or None
+        A Python or numpy integer in ``[1, MAX_THREADS]``, or None.
+
+    Returns
+    -------
+    int
+        The thread count to use.
+
+    Raises
+    ------
+    TypeError
+        Not an integer (bools and floats included).
+    ValueError
+        Outside ``[1, MAX_THREADS]``.
+    """
+    value = _check_threads("n_threads", n_threads, allow_none=True)
+    return _num_threads if value is None else value

@@ -9,7 +9,10 @@ Conversion policy
 * float64 and float32 arrays are used as they are (float32 stays float32 only
   when *all* float inputs of a call are float32; otherwise everything is
   promoted to float64).
-* Integer and boolean arrays are converted to float64.
+* Integer arrays are converted to float64.
+* Boolean arrays (``Y > 0`` by mistake) and masked arrays (whose mask would be
+  silently dropped) are refused with a ``TypeError``: convert or fill them
+  explicitly.
 * Complex, object, string and other dtypes are refused with a ``TypeError``.
 * Non-contiguous arrays (slices, transposes) are copied to C order.
 """
@@ -33,15 +36,31 @@ __all__ = [
 
 
 def _dtype_kind_ok(name: str, arr: np.ndarray) -> None:
-    if arr.dtype.kind in "fiub":
+    if arr.dtype.kind in "fiu":
         return
+    if arr.dtype.kind == "b":
+        raise TypeError(
+            f"{name} is a boolean array; boolean arrays are not measurements; "
+            f"convert explicitly (e.g. {name}.astype(float))"
+        )
     if arr.dtype.kind == "c":
         raise TypeError(f"{name} must be real; got complex dtype {arr.dtype}")
     raise TypeError(f"{name} must be a real numeric array; got dtype {arr.dtype}")
 
 
 def common_float_dtype(*arrays: Any) -> np.dtype:
-    """Return float32 when every array is float32, float64 otherwise."""
+    """Return float32 when every array is float32, float64 otherwise.
+
+    Parameters
+    ----------
+    *arrays : array_like or None
+        The float inputs of one call (None entries are ignored).
+
+    Returns
+    -------
+    numpy.dtype
+        ``float32`` or ``float64``.
+    """
     dtypes = [np.asarray(a).dtype for a in arrays if a is not None]
     if dtypes and all(dt == np.float32 for dt in dtypes):
         return np.dtype(np.float32)
@@ -82,6 +101,11 @@ def as_float_array(
     """
     if x is None:
         raise TypeError(f"{name} must be an array, got None")
+    if isinstance(x, np.ma.MaskedArray):
+        raise TypeError(
+            f"{name} is a masked array; its mask would be ignored. Fill it explicitly "
+            f"(e.g. {name}.filled(0.0)) or pass {name}.data"
+        )
     arr = np.asarray(x)
     _dtype_kind_ok(name, arr)
     ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
@@ -103,7 +127,15 @@ def as_float_array(
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
-    """Raise ``ValueError`` if ``arr`` holds NaN or infinity."""
+    """Raise ``ValueError`` if ``arr`` holds NaN or infinity.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the message.
+    arr : ndarray
+        The array to check (its first bad index is reported).
+    """
     if arr.size and not np.isfinite(arr).all():
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise ValueError(
@@ -112,7 +144,22 @@ def check_finite(name: str, arr: np.ndarray) -> None:
 
 
 def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> np.ndarray:
-    """Check a sensing matrix: 2-D, non-empty, finite, no all-zero column."""
+    """Check a sensing matrix: 2-D, non-empty, finite, no all-zero column.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    A : array_like
+        The matrix.
+    dtype : dtype, optional
+        Target float dtype (see :func:`as_float_array`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``A`` as a C-contiguous float array.
+    """
     out = as_float_array(name, A, ndim=2, dtype=dtype)
     norms = np.linalg.norm(out, axis=0)
     zero = np.flatnonzero(norms == 0)
@@ -127,7 +174,24 @@ def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> 
 def check_positive_int(
     name: str, value: Any, *, upper: int | None = None, upper_desc: str | None = None
 ) -> int:
-    """Return ``value`` as int after checking ``1 <= value <= upper``."""
+    """Return ``value`` as int after checking ``1 <= value <= upper``.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : int
+        A Python or numpy integer (bools are refused).
+    upper : int, optional
+        Largest allowed value.
+    upper_desc : str, optional
+        What ``upper`` is, quoted in the message (e.g. "min(M, N)").
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
     value = int(value)
@@ -140,7 +204,20 @@ def check_positive_int(
 
 
 def check_nonnegative_float(name: str, value: Any) -> float:
-    """Return ``value`` as float after checking it is finite and >= 0."""
+    """Return ``value`` as float after checking it is finite and >= 0.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : float
+        A real number (bools are refused).
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+    """
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
     out = float(value)
@@ -150,7 +227,20 @@ def check_nonnegative_float(name: str, value: Any) -> float:
 
 
 def check_positive_float(name: str, value: Any) -> float:
-    """Return ``value`` as float after checking it is finite and > 0."""
+    """Return ``value`` as float after checking it is finite and > 0.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    value : float
+        A real number (bools are refused).
+
+    Returns
+    -------
+    float
+        ``value`` as a Python float.
+    """
     out = check_nonnegative_float(name, value)
     if out == 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")

@@ -7,6 +7,7 @@ functions ``(add_arguments(parser), run(args) -> int)``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Callable
 
@@ -39,7 +40,13 @@ def _register_subcommands() -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand."""
+    """Return the argument parser with every subcommand.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``cscore`` parser; each subcommand's namespace carries ``_run``.
+    """
     _register_subcommands()
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
@@ -52,14 +59,49 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Exceptions that mean "bad input or environment", reported without a traceback.
+#: (``ModelFileError`` is a ``ValueError``.)  Anything else is a bug and keeps
+#: its traceback; ``CSCORE_TRACEBACK=1`` shows tracebacks for these too.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+    ImportError,
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``cscore`` console script."""
+    """Entry point of the ``cscore`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 2 for bad arguments or unusable input
+        (reported as ``cscore: error: ...`` on stderr, without a traceback).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
-    return int(args._run(args) or 0)
+    try:
+        return int(args._run(args) or 0)
+    except USER_ERRORS as exc:
+        if os.environ.get("CSCORE_TRACEBACK"):
+            raise
+        if isinstance(exc, ImportError) and exc.name:
+            msg = f"{exc} (is the optional dependency {exc.name!r} installed?)"
+        else:
+            msg = str(exc) or type(exc).__name__
+        print(f"cscore: error: {msg}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

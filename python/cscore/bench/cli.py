@@ -12,6 +12,7 @@ import numpy as np
 
 from ..cli import SUBCOMMANDS
 from .decoders import DECODERS
+from .experiments import _nmse
 
 __all__ = ["load_model"]
 
@@ -19,7 +20,25 @@ DEMO_MODEL = "demo-dct-m32"
 
 
 def load_model(name_or_path: str) -> Any:
-    """A model from a file path, or a pretrained model by name."""
+    """A model from a file path, or a pretrained model by name.
+
+    Parameters
+    ----------
+    name_or_path : str
+        A path ending in ``.npz`` or an existing file, else a name from
+        :func:`cscore.list_pretrained`.
+
+    Returns
+    -------
+    LSTMCS
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at the path.
+    ValueError
+        Unknown pretrained name, or a malformed file (``ModelFileError``).
+    """
     import cscore
 
     path = Path(name_or_path)
@@ -37,6 +56,76 @@ def _ints(text: str) -> list[int]:
 
 def _floats(text: str) -> list[float]:
     return [float(t) for t in text.split(",") if t]
+
+
+def _error(command: str, message: str) -> int:
+    """Print ``cscore <command>: error: message`` to stderr; return exit status 2."""
+    print(f"cscore {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _check_plot_path(path: str | None) -> str | None:
+    """An error message when a figure cannot be written to ``path``."""
+    if path is None:
+        return None
+    parent = Path(path).expanduser().resolve().parent
+    if not parent.is_dir():
+        return f"cannot write the figure {path}: folder {parent} does not exist"
+    return None
+
+
+#: Atoms per problem of the image data sets (block side squared).
+_DATA_N = {"demo": 64, "mnist": 144}
+
+
+def _check_bench_args(args: argparse.Namespace, model: Any) -> str | None:
+    """Return an error message for inconsistent ``cscore bench`` arguments, else None."""
+    try:
+        ks = _ints(args.k)
+    except ValueError:
+        return f"--k must be integers like '5,10,20' or '5:30:5', got {args.k!r}"
+    try:
+        sigmas = _floats(args.sigma)
+    except ValueError:
+        return f"--sigma must be numbers like '0.005' or '0,0.01', got {args.sigma!r}"
+    if not ks:
+        return f"--k gives no sparsity: {args.k!r}"
+    if not sigmas:
+        return f"--sigma gives no noise level: {args.sigma!r}"
+    if args.problems < 1:
+        return f"--problems must be >= 1, got {args.problems}"
+    bad_stop = [r for r in args.stop.split(",") if r.strip() not in ("tol", "k")]
+    if bad_stop or not args.stop.strip():
+        return f"--stop takes 'tol', 'k' or 'tol,k', got {args.stop!r}"
+    for s in sigmas:
+        if not np.isfinite(s) or s < 0:
+            return f"--sigma must be finite and >= 0, got {s:g}"
+    if args.experiment == "phase":
+        for name, v in (("--N", args.N), ("--L", args.L)):
+            if v < 1:
+                return f"{name} must be >= 1, got {v}"
+        return None
+    if args.data == "synthetic":
+        M, N = model.A.shape if model is not None else (args.M, args.N)
+        if model is not None and args.L != model.L:
+            return f"--L {args.L} but model {args.model} decodes L = {model.L} channels"
+        for name, v in (("--M", M), ("--N", N), ("--L", args.L)):
+            if v < 1:
+                return f"{name} must be >= 1, got {v}"
+        if M > N:
+            return f"--M ({M}) must not exceed --N ({N})"
+    else:
+        N = _DATA_N[args.data]
+        if model is not None and model.N != N:
+            return (
+                f"--data {args.data} has N = {N} atoms per problem but model "
+                f"{args.model} has N = {model.N} (it was trained for "
+                f"{model.spec.dataset or 'other data'}); pick a matching model"
+            )
+    for k in ks:
+        if not 1 <= k <= N:
+            return f"--k must be between 1 and N = {N} (atoms per problem), got {k}"
+    return None
 
 
 def _bench_args(p: argparse.ArgumentParser) -> None:
@@ -98,20 +187,21 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
 def _run_bench(args: argparse.Namespace) -> int:
     from . import experiments as ex
 
+    model: Any = load_model(args.model) if args.model else None
+    problem = _check_bench_args(args, model)
+    if problem:
+        return _error("bench", problem)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    model: Any = load_model(args.model) if args.model else None
     if args.decoders:
         decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
     else:
         decoders = ["lstm-cs", "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
     unknown = [d for d in decoders if d not in DECODERS]
     if unknown:
-        print(f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}", file=sys.stderr)
-        return 2
+        return _error("bench", f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}")
     if "lstm-cs" in decoders and model is None:
-        print("lstm-cs needs --model (see `cscore models`)", file=sys.stderr)
-        return 2
+        return _error("bench", "lstm-cs needs --model (see `cscore models`)")
     progress = not args.no_progress
     stop = [s.strip() for s in args.stop.split(",") if s.strip()]
 
@@ -136,11 +226,9 @@ def _run_bench(args: argparse.Namespace) -> int:
         return 0
 
     if args.data in ("mnist", "demo") and model is None:
-        print(f"--data {args.data} needs --model (its sensing matrix is used)", file=sys.stderr)
-        return 2
+        return _error("bench", f"--data {args.data} needs --model (its sensing matrix is used)")
     if args.data == "mnist" and not args.data_dir:
-        print("--data mnist needs --data-dir", file=sys.stderr)
-        return 2
+        return _error("bench", "--data mnist needs --data-dir")
     if args.data == "synthetic" and model is not None:
         args.M, args.N = model.A.shape
 
@@ -220,7 +308,21 @@ def _run_demo(args: argparse.Namespace) -> int:
     from ..datasets import load_demo
     from .decoders import run_decoder
 
+    if args.k < 1 or args.k > 64:
+        return _error("demo", f"--k must be between 1 and 64 (coefficients of an 8x8 block), "
+                      f"got {args.k}")
+    if not np.isfinite(args.sigma) or args.sigma < 0:
+        return _error("demo", f"--sigma must be finite and >= 0, got {args.sigma:g}")
+    problem = _check_plot_path(args.plot)
+    if problem:
+        return _error("demo", problem)
     model = load_model(args.model)
+    if model.N != _DATA_N["demo"]:
+        return _error(
+            "demo",
+            f"the demo images use 8x8 DCT blocks (N = 64) but model {args.model} has "
+            f"N = {model.N}; use a demo model such as {DEMO_MODEL}",
+        )
     data = load_demo(args.k, M=model.M, L=model.L, A=model.A, sigma=args.sigma, seed=args.seed)
     S, Y = data.S_test, data.Y_test
     from ..datasets import expected_noise_tol
@@ -243,10 +345,8 @@ def _run_demo(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         S_hat = run_decoder(name, model.A, Y, model=model, **kw)
         dt = (time.perf_counter() - t0) / S.shape[0]
-        err = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
-        den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
         label = f"{name} ({'tol' if 'tol' in kw else 'k'})"
-        nmse = float(np.mean(err[den > 0] / den[den > 0]))
+        nmse = _nmse(np.asarray(S_hat, dtype=np.float64), S)
         print(f"{label:<22}{nmse:>10.4f}{dt * 1e3:>13.3f}")
         recon[label] = data.to_images(S_hat)
         scores[label] = f"NMSE {nmse:.4f}"

@@ -89,7 +89,13 @@ DECODERS: dict[str, tuple[Decoder, bool, str]] = {
 
 
 def decoder_names() -> list[str]:
-    """Names accepted by :func:`run_decoder`."""
+    """Names accepted by :func:`run_decoder`.
+
+    Returns
+    -------
+    list of str
+        The keys of :data:`DECODERS`.
+    """
     return list(DECODERS)
 
 
@@ -116,6 +122,11 @@ def run_decoder(
         Residual threshold (greedy decoders; see the module docstring).
     model : LSTMCS, optional
         Needed by ``"lstm-cs"``.
+
+    Returns
+    -------
+    ndarray (B, N, L)
+        The estimates.
     """
     if name not in DECODERS:
         raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")

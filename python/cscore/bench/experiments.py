@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..metrics import nmse_per_item
 from .decoders import DECODERS, run_decoder
 
 __all__ = [
@@ -65,6 +66,15 @@ def _tol(M: int, L: int, sigma: float) -> float:
     return expected_noise_tol(M, L, sigma) if sigma > 0 else 1e-9
 
 
+def _check_k(k: Any, N: int, what: str) -> Any:
+    """``k`` checked to lie in ``[1, N]`` (None passes: dense signals)."""
+    from .._validation import check_positive_int
+
+    if k is None:
+        return None
+    return check_positive_int("k", k, upper=N, upper_desc=what)
+
+
 def _finish(A: np.ndarray, S: np.ndarray, sigma: float, seed: int, k: int | None) -> ProblemSet:
     from ..datasets import measure
 
@@ -103,9 +113,18 @@ def mnist_problems(
         Only images with this index or later are used.
     digits : sequence of int
         Digit of each channel (L = len(digits)).
+
+    Returns
+    -------
+    ProblemSet
+        ``4 * n_tuples`` problems (P, 144, L) measured with ``A``.
     """
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples
 
+    A = np.asarray(A, dtype=np.float64)
+    if A.ndim != 2 or A.shape[1] != 144:
+        raise ValueError(f"A must be (M, 144) for 12x12 MNIST blocks; got shape {A.shape}")
+    k = _check_k(k, 144, "pixels of a 12x12 block")
     data_dir = Path(data_dir)
     imgs = sorted(data_dir.glob("*images-idx3-ubyte*"))
     labs = sorted(data_dir.glob("*labels-idx1-ubyte*"))
@@ -125,10 +144,29 @@ def mnist_problems(
 def demo_problems(
     A: np.ndarray, k: int | None, *, sigma: float = 0.005, seed: int = 0
 ) -> ProblemSet:
-    """Test problems of the embedded demo set (PyWavelets' images, 8x8 DCT blocks)."""
+    """Test problems of the embedded demo set (PyWavelets' images, 8x8 DCT blocks).
+
+    Parameters
+    ----------
+    A : ndarray (M, 64)
+        Sensing matrix (64 atoms: one per DCT coefficient of an 8x8 block).
+    k : int or None
+        DCT coefficients kept per block (None: all).
+    sigma : float, default 0.005
+        Noise standard deviation.
+    seed : int, default 0
+        Seed of the noise.
+
+    Returns
+    -------
+    ProblemSet
+        The demo's held-out problems measured with ``A``; ``tol`` is the
+        paper's threshold for ``sigma``.
+    """
     from ..datasets import load_demo
 
     A = np.asarray(A, dtype=np.float64)
+    k = _check_k(k, 64, "coefficients of an 8x8 block")
     data = load_demo(k, M=A.shape[0], A=A, sigma=sigma, seed=seed)
     return ProblemSet(
         A=A,
@@ -167,7 +205,27 @@ def synthetic_problems(
     correlation : float
         AR(1) coefficient of each nonzero row across channels (T-SBL's model).
     seed : int
+
+    Returns
+    -------
+    ProblemSet
+        ``A`` (M, N), ``S`` (n_problems, N, L), ``Y`` (n_problems, M, L).
+
+    Raises
+    ------
+    ValueError
+        A size is < 1, ``k > N``, ``sigma < 0`` or ``|correlation| > 1``.
     """
+    from .._validation import check_nonnegative_float, check_positive_int
+
+    M = check_positive_int("M", M)
+    N = check_positive_int("N", N)
+    L = check_positive_int("L", L)
+    k = check_positive_int("k", k, upper=N, upper_desc="the number of atoms N")
+    n_problems = check_positive_int("n_problems", n_problems)
+    sigma = check_nonnegative_float("sigma", sigma)
+    if not -1.0 <= correlation <= 1.0:
+        raise ValueError(f"correlation must be in [-1, 1], got {correlation!r}")
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, N))
     A /= np.linalg.norm(A, axis=0)
@@ -213,7 +271,18 @@ class SweepResult:
     info: dict[str, Any] = field(default_factory=dict)
 
     def table(self, what: str = "nmse") -> str:
-        """The results as a Markdown table (``what`` = "nmse" or "seconds")."""
+        """The results as a Markdown table.
+
+        Parameters
+        ----------
+        what : {"nmse", "seconds"}, default "nmse"
+            Which measurement to tabulate.
+
+        Returns
+        -------
+        str
+            One row per value, one column per decoder run.
+        """
         data = self.nmse if what == "nmse" else self.seconds
         labels = list(data)
         head = f"| {self.param} | " + " | ".join(labels) + " |"
@@ -225,20 +294,35 @@ class SweepResult:
         return "\n".join([head, sep, *rows])
 
     def save(self, path: str | Path) -> None:
-        """Write the result as JSON."""
+        """Write the result as JSON.
+
+        Parameters
+        ----------
+        path : path
+            File to write (overwritten).
+        """
         Path(path).write_text(json.dumps(asdict(self), indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> SweepResult:
-        """Read a result written by :meth:`save`."""
+        """Read a result written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : path
+            A JSON file written by :meth:`save`.
+
+        Returns
+        -------
+        SweepResult
+        """
         return cls(**json.loads(Path(path).read_text()))
 
 
 def _nmse(S_hat: np.ndarray, S: np.ndarray) -> float:
-    num = np.linalg.norm((S_hat - S).reshape(S.shape[0], -1), axis=1)
-    den = np.linalg.norm(S.reshape(S.shape[0], -1), axis=1)
-    ok = den > 0
-    return float(np.mean(num[ok] / den[ok]))
+    """Mean per-problem NMSE over the problems whose ground truth is not zero."""
+    err = nmse_per_item(S_hat, S, zero="nan")
+    return float(np.nanmean(err)) if np.isfinite(err).any() else float("nan")
 
 
 def sweep(
@@ -272,6 +356,12 @@ def sweep(
         For "lstm-cs".
     progress : bool
         Show a progress bar.
+
+    Returns
+    -------
+    SweepResult
+        Mean per-problem NMSE (problems with a zero ground truth skipped) and
+        seconds per problem, for every run and value.
     """
     from tqdm.auto import tqdm
 
@@ -327,6 +417,30 @@ def phase_transition(
     ``rho = k / M``, run ``n_trials`` problems and record the fraction with
     NMSE below ``threshold``.  Greedy decoders stop at ``k`` atoms.
 
+    Parameters
+    ----------
+    N : int
+        Atoms (signal length).
+    deltas : sequence of float
+        Undersampling ratios ``M / N`` in (0, 1].
+    rhos : sequence of float
+        Sparsity ratios ``k / M`` in (0, 1].
+    decoders : sequence of str
+        Names from :data:`cscore.bench.DECODERS` (not "lstm-cs": no model
+        exists for every M).
+    L : int, default 4
+        Channels per problem.
+    n_trials : int, default 20
+        Problems per grid point.
+    joint : bool, default True
+        Same support in every channel.
+    threshold : float, default 1e-2
+        A problem counts as recovered when its NMSE is below this.
+    seed : int, default 0
+        Base seed (each grid point derives its own).
+    progress : bool, default True
+        Show a progress bar.
+
     Returns
     -------
     dict
@@ -345,8 +459,7 @@ def phase_transition(
             )
             for name in decoders:
                 S_hat = run_decoder(name, ps.A, ps.Y, k=k)
-                err = np.linalg.norm((S_hat - ps.S).reshape(n_trials, -1), axis=1)
-                err /= np.linalg.norm(ps.S.reshape(n_trials, -1), axis=1)
+                err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 success[name][ri, di] = float(np.mean(err < threshold))
             bar.update()
     bar.close()

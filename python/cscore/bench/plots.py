@@ -24,7 +24,22 @@ def _pyplot() -> Any:
 
 
 def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = None) -> Path:
-    """NMSE (log scale) and time per problem against the swept parameter."""
+    """NMSE (log scale) and time per problem against the swept parameter.
+
+    Parameters
+    ----------
+    result : SweepResult
+        Output of :func:`cscore.bench.sweep`.
+    path : path
+        Output image (format from the suffix, e.g. ``.png``).
+    title : str, optional
+        Figure title.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     plt = _pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for label, ys in result.nmse.items():
@@ -48,7 +63,21 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
 
 
 def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
-    """Success-rate maps (rho = k/M against delta = M/N), one panel per decoder."""
+    """Success-rate maps (rho = k/M against delta = M/N), one panel per decoder.
+
+    Parameters
+    ----------
+    pt : dict
+        Output of :func:`cscore.bench.phase_transition` (``deltas``, ``rhos``
+        and ``success``: decoder -> (len(rhos), len(deltas)) rates).
+    path : path
+        Output image (format from the suffix, e.g. ``.png``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
     plt = _pyplot()
     names = list(pt["success"])
     fig, axes = plt.subplots(
@@ -101,6 +130,11 @@ def plot_images(
         Label -> second title line (for example the NMSE).
     crop : int or None
         Add a second row with the central ``crop`` x ``crop`` pixels enlarged.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
     """
     plt = _pyplot()
     labels = list(columns)

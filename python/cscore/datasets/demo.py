@@ -28,7 +28,19 @@ DEMO_IMAGES: tuple[tuple[str, str], ...] = (("camera", "train"), ("ascent", "tra
 
 
 def demo_images(image_size: int = 256) -> dict[str, np.ndarray]:
-    """The bundled images, grayscale in [0, 1], resized to ``image_size``."""
+    """The bundled images, grayscale in [0, 1], resized to ``image_size``.
+
+    Parameters
+    ----------
+    image_size : int, default 256
+        Side of the square output images (bilinear resizing).
+
+    Returns
+    -------
+    dict
+        Image name (see :data:`DEMO_IMAGES`) -> float64 array
+        (image_size, image_size) in [0, 1].
+    """
     import pywt.data
 
     out = {}
@@ -61,7 +73,18 @@ class DemoData:
     info: dict = field(default_factory=dict)
 
     def to_images(self, S: np.ndarray) -> np.ndarray:
-        """Coefficients (P, N, L) of whole images back to images (n, s, s)."""
+        """Coefficients (P, N, L) of whole images back to images (n, s, s).
+
+        Parameters
+        ----------
+        S : ndarray (P, N, L)
+            DCT coefficients of consecutive blocks, as in ``S_test``.
+
+        Returns
+        -------
+        ndarray (n, s, s)
+            The images, ``s`` being this data set's image size.
+        """
         return problems_to_natural_images(
             S, self.image_size, block_size=self.block_size, transform=self.transform
         )

@@ -95,7 +95,22 @@ def image_to_blocks(images: np.ndarray, block_size: int) -> np.ndarray:
 
 
 def blocks_to_images(blocks: np.ndarray, image_size: int, block_size: int) -> np.ndarray:
-    """Inverse of :func:`image_to_blocks` (MATLAB ``col2im(..., 'distinct')``)."""
+    """Inverse of :func:`image_to_blocks` (MATLAB ``col2im(..., 'distinct')``).
+
+    Parameters
+    ----------
+    blocks : ndarray (n, n_blocks, block_size**2) or (n_blocks, block_size**2)
+        Column-major vectorized blocks, in column-major block order.
+    image_size : int
+        Side of the square images (a multiple of ``block_size``).
+    block_size : int
+        Side of a block.
+
+    Returns
+    -------
+    ndarray (n, image_size, image_size) (or (image_size, image_size))
+        The reassembled images.
+    """
     blocks = np.asarray(blocks)
     single = blocks.ndim == 2
     if single:
@@ -125,6 +140,15 @@ def load_image_folder(
     Files are read in sorted name order; any format Pillow reads is accepted
     (suffixes :data:`IMAGE_SUFFIXES`).  Colour images are converted with
     Pillow's ``"L"`` mode, then resized bilinearly.
+
+    Parameters
+    ----------
+    folder : path
+        Folder to read (not recursive).
+    size : int, default 64
+        Side of the square output images.
+    limit : int, optional
+        Read at most this many files (the first in name order).
 
     Returns
     -------
@@ -195,7 +219,28 @@ def problems_to_natural_images(
     transform: str = "dct",
     levels: int = 3,
 ) -> np.ndarray:
-    """Inverse of :func:`image_mmv_problems`: coefficients back to images (n, s, s)."""
+    """Inverse of :func:`image_mmv_problems`: coefficients back to images (n, s, s).
+
+    Parameters
+    ----------
+    S : ndarray (P, N, L)
+        Coefficients of consecutive blocks (channel-major within a problem), as
+        made by :func:`image_mmv_problems`; ``P * L`` must be a whole number of
+        images.
+    image_size : int
+        Side of the images.
+    block_size : int, default 8
+        Side of a block (``N == block_size**2``).
+    transform : {"none", "dct", "haar"}, default "dct"
+        Sparsifying transform to invert.
+    levels : int, default 3
+        Haar levels (ignored otherwise).
+
+    Returns
+    -------
+    ndarray (n, image_size, image_size)
+        The images, ``n = P * L * block_size**2 / image_size**2``.
+    """
     S = np.asarray(S, dtype=np.float64)
     P, N, L = S.shape
     nb = (image_size // block_size) ** 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validation import as_float_array, check_nonnegative_float, common_float_dtype
+
 __all__ = ["expected_noise_tol", "gaussian_matrix", "measure", "paper_matrix"]
 
 
@@ -47,7 +49,21 @@ def paper_matrix(M: int, N: int, seed: int | None = 0, *, unit_norm: bool = True
 def gaussian_matrix(
     M: int, N: int, seed: int | None = 0, *, unit_norm: bool = True
 ) -> np.ndarray:
-    """An i.i.d. Gaussian M x N matrix, N(0, 1/M) entries or unit-norm columns."""
+    """An i.i.d. Gaussian M x N matrix, N(0, 1/M) entries or unit-norm columns.
+
+    Parameters
+    ----------
+    M, N : int
+        Rows (measurements) and columns (atoms), ``1 <= M <= N``.
+    seed : int or None, default 0
+        Seed of the generator.
+    unit_norm : bool, default True
+        Scale every column to unit Euclidean norm.
+
+    Returns
+    -------
+    ndarray (M, N), float64
+    """
     _check_sizes(M, N)
     rng = np.random.default_rng(seed)
     A = rng.standard_normal((M, N)) / np.sqrt(M)
@@ -80,24 +96,29 @@ def measure(
     Returns
     -------
     Y : ndarray (P, M, L) (or (M, L))
-    noise : ndarray, same shape as Y
+        float32 when A and S are both float32, float64 otherwise.
+    noise : ndarray, same shape and dtype as Y
     """
-    A = np.asarray(A, dtype=np.float64)
-    S = np.asarray(S, dtype=np.float64)
-    if sigma < 0 or not np.isfinite(sigma):
-        raise ValueError(f"sigma must be a finite non-negative float, got {sigma!r}")
+    dtype = common_float_dtype(A, S)
+    A = as_float_array("A", A, ndim=2, dtype=dtype)
+    S = as_float_array("S", S, ndim=(2, 3), dtype=dtype)
+    sigma = check_nonnegative_float("sigma", sigma)
+    if S.shape[-2] != A.shape[1]:
+        want = f"({A.shape[1]}, L) or (P, {A.shape[1]}, L)"
+        raise ValueError(
+            f"S must be {want} to match A of shape {A.shape}; got shape {S.shape}"
+        )
     single = S.ndim == 2
     if single:
         S = S[None]
-    if S.ndim != 3 or S.shape[1] != A.shape[1]:
-        raise ValueError(f"S must be (P, {A.shape[1]}, L); got shape {S.shape}")
     L = S.shape[2]
     Y = np.einsum("mn,pnl->pml", A, S)
     rng = np.random.default_rng(seed)
     if fresh_noise:
         noise = sigma * rng.standard_normal(Y.shape)
     else:
-        noise = np.broadcast_to(sigma * rng.standard_normal((A.shape[0], L)), Y.shape).copy()
+        noise = np.broadcast_to(sigma * rng.standard_normal((A.shape[0], L)), Y.shape)
+    noise = noise.astype(dtype)
     Y += noise
     return (Y[0], noise[0]) if single else (Y, noise)
 
@@ -108,5 +129,19 @@ def expected_noise_tol(M: int, L: int, sigma: float) -> float:
     The authors stop once ``sum_j ||r_j||_2 < L * ||noise||_F`` with ``noise``
     the (M, L) noise matrix they added.  With fresh noise per problem this
     uses ``E||noise||_F ~= sigma * sqrt(M * L)``: ``tol = L * sigma * sqrt(M * L)``.
+
+    Parameters
+    ----------
+    M : int
+        Number of measurements per channel.
+    L : int
+        Number of channels.
+    sigma : float
+        Noise standard deviation (>= 0).
+
+    Returns
+    -------
+    float
+        The threshold ``L * sigma * sqrt(M * L)``.
     """
     return float(L * sigma * np.sqrt(M * L))

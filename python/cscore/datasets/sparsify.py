@@ -141,7 +141,24 @@ def block_transform(
 def inverse_block_transform(
     c: np.ndarray, kind: str, block_size: int, levels: int = 3
 ) -> np.ndarray:
-    """Inverse of :func:`block_transform`."""
+    """Inverse of :func:`block_transform`.
+
+    Parameters
+    ----------
+    c : ndarray (..., block_size**2)
+        Column-major coefficient vectors.
+    kind : {"none", "dct", "haar"}
+        The transform to invert.
+    block_size : int
+        Side of a block.
+    levels : int, default 3
+        Haar levels (ignored otherwise).
+
+    Returns
+    -------
+    ndarray (..., block_size**2) float64
+        Column-major vectorized blocks.
+    """
     c = np.asarray(c, dtype=np.float64)
     _check(kind, block_size, levels, c.shape[-1])
     if kind == "none":

@@ -25,7 +25,18 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_models(args: argparse.Namespace) -> int:
-    """Print the pretrained models as a table; return the exit status."""
+    """Print the pretrained models as a table; return the exit status.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed ``cscore models`` options (``verbose``).
+
+    Returns
+    -------
+    int
+        0.
+    """
     entries = pretrained_entries()
     if not entries:
         where = ", ".join(str(d) for d in model_dirs())

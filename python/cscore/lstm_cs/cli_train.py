@@ -20,7 +20,13 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    """Options of ``cscore train``."""
+    """Options of ``cscore train``.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The subcommand's parser, extended in place.
+    """
     p.add_argument("--out", type=Path, required=True, help="model file to write (.npz)")
     p.add_argument("--data", choices=("mnist", "folder", "demo"), default="mnist",
                    help="training signals (default mnist)")
@@ -55,14 +61,14 @@ def _mnist(args: argparse.Namespace):
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples
 
     if args.mnist_dir is None:
-        raise SystemExit("--data mnist needs --mnist-dir")
+        raise ValueError("--data mnist needs --mnist-dir")
     d = args.mnist_dir
 
     def find(stem: str) -> Path:
         for name in (f"{stem}.gz", stem):
             if (d / name).exists():
                 return d / name
-        raise SystemExit(f"no {stem}(.gz) in {d}")
+        raise FileNotFoundError(f"no {stem}(.gz) in {d}")
 
     images, labels = load_mnist(find("images-idx3-ubyte"), find("labels-idx1-ubyte"))
     assert labels is not None
@@ -83,11 +89,11 @@ def _images(args: argparse.Namespace):
     from ..datasets import image_mmv_problems, load_image_folder
 
     if args.images_dir is None:
-        raise SystemExit("--data folder needs --images-dir")
+        raise ValueError("--data folder needs --images-dir")
     imgs, names = load_image_folder(args.images_dir, args.image_size)
     n_val = max(1, len(names) // 10)
     if len(names) - n_val < 1:
-        raise SystemExit("need at least 2 images (training and validation)")
+        raise ValueError("need at least 2 images (training and validation)")
     kw = {"block_size": 8, "transform": args.transform, "k": None, "L": args.L}
     from .model import ProblemSpec
 
@@ -112,8 +118,56 @@ def _demo(args: argparse.Namespace):
     return S[:-n_val], S[-n_val:], spec, ProblemSpec, (2, 20)
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` naming the option for arguments that cannot work."""
+    for opt, v in (("-L", args.L), ("--cells", args.cells), ("--batch-size", args.batch_size),
+                   ("--epochs", args.epochs), ("--image-size", args.image_size)):
+        if v < 1:
+            raise ValueError(f"{opt} must be >= 1, got {v}")
+    for opt, v in (("-M", args.M), ("--k-min", args.k_min), ("--k-max", args.k_max),
+                   ("--n-steps", args.n_steps), ("--n-train", args.n_train),
+                   ("--problems-per-epoch", args.problems_per_epoch),
+                   ("--threads", args.threads)):
+        if v is not None and v < 1:
+            raise ValueError(f"{opt} must be >= 1, got {v}")
+    if args.patience < 0:
+        raise ValueError(f"--patience must be >= 0, got {args.patience}")
+    if not np.isfinite(args.sigma) or args.sigma < 0:
+        raise ValueError(f"--sigma must be finite and >= 0, got {args.sigma:g}")
+    if args.lr is not None and (not np.isfinite(args.lr) or args.lr <= 0):
+        raise ValueError(f"--lr must be > 0, got {args.lr:g}")
+    if args.k_min is not None and args.k_max is not None and args.k_min > args.k_max:
+        raise ValueError(f"--k-min ({args.k_min}) must not exceed --k-max ({args.k_max})")
+    parent = Path(args.out).expanduser().resolve().parent
+    if not parent.is_dir():
+        raise FileNotFoundError(f"cannot write {args.out}: folder {parent} does not exist")
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run ``cscore train``."""
+    """Run ``cscore train``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        Parsed options (see :func:`add_arguments`).
+
+    Returns
+    -------
+    int
+        0 on success.
+
+    Raises
+    ------
+    ImportError
+        PyTorch is not installed (checked first).
+    ValueError, FileNotFoundError
+        Unusable options or data (``cscore`` reports them with exit status 2).
+    """
+    from .train import import_torch
+
+    import_torch()  # a clear ImportError before any work when PyTorch is missing
+    _check_args(args)
+
     from ..datasets import paper_matrix
     from .model import save_model_file
     from .train import TrainConfig, fit_lstm_cs, training_info
@@ -122,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
                                                    "demo": _demo}[args.data](args)
     N = spec_kw.pop("N")
     M = args.M or N // 2
+    if M > N:
+        raise ValueError(f"-M ({M}) must not exceed N = {N} (atoms per block)")
     A = paper_matrix(M, N, seed=args.matrix_seed)
     k_range = (args.k_min or k_default[0], args.k_max or k_default[1])
     cfg = TrainConfig(n_cells=args.cells, cell=args.cell, optimizer=args.optimizer, lr=args.lr,

@@ -232,6 +232,15 @@ class LSTMCS:
     def load(cls, path: str | Path) -> LSTMCS:
         """Load a model file written by :meth:`save` (no pickle involved).
 
+        Parameters
+        ----------
+        path : path
+            The ``.npz`` model file.
+
+        Returns
+        -------
+        LSTMCS
+
         Raises
         ------
         FileNotFoundError
@@ -246,7 +255,13 @@ class LSTMCS:
             raise ModelFileError(f"{path}: {exc}") from exc
 
     def save(self, path: str | Path) -> None:
-        """Write the model to ``path`` (an ``.npz`` file, see :mod:`cscore.lstm_cs.model`)."""
+        """Write the model to ``path`` (an ``.npz`` file, see :mod:`cscore.lstm_cs.model`).
+
+        Parameters
+        ----------
+        path : path
+            File to write (overwritten).
+        """
         save_model_file(path, self._weights, self._A, self._spec, self._info)
 
     # -- decoding -------------------------------------------------------------

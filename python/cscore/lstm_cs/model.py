@@ -40,6 +40,7 @@ uint8 array holding UTF-8 JSON with ``format``, ``version``, ``cell``,
 from __future__ import annotations
 
 import json
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,13 @@ class LSTMCSWeights:
         return len(CELL_GATES[self.cell])
 
     def validate(self, M: int, N: int) -> None:
-        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`."""
+        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`.
+
+        Parameters
+        ----------
+        M, N : int
+            Measurements and atoms of the problems the weights must fit.
+        """
         if self.cell not in CELL_GATES:
             raise ModelFileError(f"unknown cell type {self.cell!r}; known: {list(CELL_GATES)}")
         G, H = self.n_gates, self.n_cells
@@ -166,7 +173,17 @@ class LSTMCSWeights:
                 raise ModelFileError(f"weight {name} contains NaN or infinity")
 
     def astype(self, dtype: Any) -> LSTMCSWeights:
-        """Return a copy with every array cast to ``dtype`` (C-contiguous)."""
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        LSTMCSWeights
+        """
         conv = {
             k: np.ascontiguousarray(getattr(self, k), dtype=dtype)
             for k in ("W", "R", "b", "U", "c_out")
@@ -181,7 +198,28 @@ def save_model_file(
     spec: ProblemSpec,
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a model file (see the module docstring for the format)."""
+    """Write a model file (see the module docstring for the format).
+
+    Parameters
+    ----------
+    path : path
+        File to write (``.npz``; overwritten).
+    weights : LSTMCSWeights
+        The weights (stored as float32).
+    A : ndarray (M, N)
+        The sensing matrix the model was trained with (stored as float64).
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict, optional
+        JSON-serializable provenance.
+
+    Raises
+    ------
+    ValueError
+        ``A`` does not match ``spec``.
+    ModelFileError
+        The weights do not match ``spec``.
+    """
     A = np.ascontiguousarray(A, dtype=np.float64)
     if A.shape != (spec.M, spec.N):
         raise ValueError(f"A has shape {A.shape}, spec says ({spec.M}, {spec.N})")
@@ -207,6 +245,22 @@ def load_model_file(
 ) -> tuple[LSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
     """Read and check a model file; return ``(weights, A, spec, info)``.
 
+    Parameters
+    ----------
+    path : path
+        A file written by :func:`save_model_file`.
+
+    Returns
+    -------
+    weights : LSTMCSWeights
+        float32 weights.
+    A : ndarray (M, N) float64
+        The sensing matrix.
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict
+        Free-form provenance.
+
     Raises
     ------
     FileNotFoundError
@@ -218,10 +272,17 @@ def load_model_file(
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no model file at {path}")
+    if path.is_dir():
+        raise ModelFileError(f"{path} is a directory, not a model file")
+    if not zipfile.is_zipfile(path):
+        raise ModelFileError(
+            f"{path} is not a model file: not an .npz (zip) archive"
+            + (" (the file is empty)" if path.stat().st_size == 0 else "")
+        )
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
         raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from exc
     missing = {"meta", "A", "W", "R", "b", "U", "c_out"} - set(arrays)
     if missing:
@@ -242,8 +303,14 @@ def load_model_file(
     except (KeyError, TypeError, ValueError) as exc:
         raise ModelFileError(f"{path}: bad problem spec: {exc}") from exc
     A = arrays["A"]
-    if A.shape != (spec.M, spec.N) or A.dtype.kind != "f" or not np.isfinite(A).all():
+    if A.shape != (spec.M, spec.N):
         raise ModelFileError(f"{path}: A has shape {A.shape}, expected ({spec.M}, {spec.N})")
+    if A.dtype.kind != "f":
+        raise ModelFileError(f"{path}: A has dtype {A.dtype}; a model file stores a float A")
+    if not np.isfinite(A).all():
+        raise ModelFileError(f"{path}: A contains NaN or infinity")
+    if not (np.linalg.norm(A, axis=0) > 0).all():
+        raise ModelFileError(f"{path}: A has an all-zero column")
     weights = LSTMCSWeights(
         W=arrays["W"],
         R=arrays["R"],

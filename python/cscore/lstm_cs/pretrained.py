@@ -25,7 +25,12 @@ _PACKAGE_MODELS = Path(__file__).resolve().parents[1] / "models"
 
 
 def model_dirs() -> list[Path]:
-    """Directories searched for pretrained models, in search order."""
+    """Directories searched for pretrained models, in search order.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
     dirs = [Path(p) for p in os.environ.get("CSCORE_MODEL_PATH", "").split(os.pathsep) if p]
     dirs.append(_PACKAGE_MODELS)
     return dirs
@@ -103,12 +108,22 @@ def _entry(name: str, path: Path) -> ModelEntry:
 
 
 def pretrained_entries() -> list[ModelEntry]:
-    """Every pretrained model found, sorted by name, with its metadata."""
+    """Every pretrained model found, sorted by name, with its metadata.
+
+    Returns
+    -------
+    list of ModelEntry
+        Unreadable files are listed too, with ``error`` set.
+    """
     return [_entry(name, path) for name, path in _files().items()]
 
 
 def list_pretrained() -> list[tuple[str, str]]:
     """Return ``(name, description)`` of every pretrained model, sorted by name.
+
+    Returns
+    -------
+    list of (str, str)
 
     Examples
     --------
@@ -126,6 +141,11 @@ def pretrained(name: str) -> LSTMCS:
     ----------
     name : str
         A name from :func:`list_pretrained` (the file name without ``.npz``).
+
+    Returns
+    -------
+    LSTMCS
+        The loaded model.
 
     Raises
     ------

@@ -43,7 +43,24 @@ def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:
 def lstm_step(
     weights: LSTMCSWeights, x: np.ndarray, v: np.ndarray, c: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One LSTM step in float64: inputs x (B, M), state (v, c) (B, H) -> (v, c, logits)."""
+    """One LSTM step in float64: inputs x (B, M), state (v, c) (B, H) -> (v, c, logits).
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+        The model's weights.
+    x : ndarray (B, M)
+        Normalized residuals of one channel.
+    v, c : ndarray (B, H)
+        Output and cell state carried from the previous channel.
+
+    Returns
+    -------
+    v, c : ndarray (B, H)
+        The new state.
+    logits : ndarray (B, N)
+        Scores of the atoms.
+    """
     W, R = weights.W.astype(np.float64), weights.R.astype(np.float64)
     gates = x @ W.T + v @ R.T + weights.b
     if weights.cell == "paper":
@@ -57,7 +74,18 @@ def lstm_step(
 
 
 def normalize_maxabs(r: np.ndarray) -> np.ndarray:
-    """Divide each row of ``r`` (B, M) by its largest absolute entry (0 stays 0)."""
+    """Divide each row of ``r`` (B, M) by its largest absolute entry (0 stays 0).
+
+    Parameters
+    ----------
+    r : ndarray (B, M)
+        Residuals, one per row.
+
+    Returns
+    -------
+    ndarray (B, M)
+        Rows scaled to max-abs 1; an all-zero row stays zero.
+    """
     scale = np.abs(r).max(axis=-1, keepdims=True)
     return np.divide(r, scale, out=np.zeros_like(r), where=scale > 0)
 

@@ -51,7 +51,13 @@ __all__ = [
 
 
 def import_torch() -> Any:
-    """Import torch or raise an ImportError that says how to get it."""
+    """Import torch or raise an ImportError that says how to get it.
+
+    Returns
+    -------
+    module
+        The ``torch`` module.
+    """
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -144,7 +150,23 @@ class TrainResult:
 
 
 def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
-    """Torch forward pass in the contract layout; ``X`` (B, L, M) -> (B, L, N)."""
+    """Torch forward pass in the contract layout; ``X`` (B, L, M) -> (B, L, N).
+
+    Parameters
+    ----------
+    params : dict
+        Torch tensors ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,), ``U`` (N, H)
+        and ``c_out`` (N,), laid out as :class:`LSTMCSWeights`.
+    X : torch.Tensor (B, L, M)
+        Normalized residuals, channel j of every problem at ``X[:, j]``.
+    cell : {"paper", "lstm"}
+        Cell type (3 gates without forget gate, or the standard 4).
+
+    Returns
+    -------
+    torch.Tensor (B, L, N)
+        Logits over atoms for every channel (state carried from channel j-1).
+    """
     import torch
 
     W, R, b, U, c_out = (params[k] for k in ("W", "R", "b", "U", "c_out"))
@@ -490,8 +512,10 @@ def train_lstm_cs(
 ) -> Any:
     """Train an LSTM-CS model and return it as a :class:`cscore.LSTMCS` decoder.
 
-    Parameters are those of :func:`fit_lstm_cs`, plus
-
+    Parameters
+    ----------
+    S_train, S_val, A, n_steps, k_range, sigma, problems_per_epoch, config, **config_kwargs
+        As in :func:`fit_lstm_cs`.
     spec : ProblemSpec, optional
         What the model is for (default: sizes only, from ``A`` and ``S_train``).
     path : str or Path, optional
@@ -520,7 +544,22 @@ def train_lstm_cs(
 
 
 def training_info(result: TrainResult, info: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``info`` plus the training settings, data settings and history of ``result``."""
+    """``info`` plus the training settings, data settings and history of ``result``.
+
+    Parameters
+    ----------
+    result : TrainResult
+        What :func:`fit_lstm_cs` (or :func:`train_lstm_cs`) returned.
+    info : dict, optional
+        Provenance to keep (copied, not modified).
+
+    Returns
+    -------
+    dict
+        JSON-serializable metadata for :func:`save_model_file`: ``info`` plus a
+        ``"training"`` entry (config, data settings, best epoch, seconds,
+        rounded per-epoch history).
+    """
     from dataclasses import asdict
 
     meta = dict(info or {})

@@ -32,7 +32,18 @@ IGNORE = -1
 
 
 def default_steps(M: int) -> int:
-    """The paper's number of steps per training problem, ``floor(M / 4)``."""
+    """The paper's number of steps per training problem, ``floor(M / 4)``.
+
+    Parameters
+    ----------
+    M : int
+        Measurements per channel.
+
+    Returns
+    -------
+    int
+        ``max(1, M // 4)``.
+    """
     return max(1, M // 4)
 
 
