@@ -9,6 +9,11 @@ portable loops for any routine that is missing.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 from . import _core
 
 #: BLAS routines the core may call (Fortran interface, column-major).
@@ -59,3 +64,58 @@ def register() -> list[str]:
             capsules[name] = lapack_capi[name]
     _core._set_blas(capsules)
     return sorted(capsules)
+
+
+# --------------------------------------------------------------------------- thread limit
+
+_LIMIT_LOCK = threading.Lock()
+_LIMIT_DEPTH = 0
+_LIMIT_SAVED: list[tuple[Any, int]] = []
+_BLAS_LIBS: list[Any] | None = None
+
+
+def _blas_controllers() -> list[Any]:
+    """threadpoolctl's controllers of the loaded BLAS libraries (looked up once)."""
+    global _BLAS_LIBS
+    if _BLAS_LIBS is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - a declared dependency
+            _BLAS_LIBS = []
+        else:
+            ctl = ThreadpoolController()
+            _BLAS_LIBS = [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
+    return _BLAS_LIBS
+
+
+@contextmanager
+def single_threaded_blas() -> Iterator[None]:
+    """Keep the process's BLAS single-threaded while the block runs.
+
+    The setting is process-wide, so overlapping blocks (several Python threads
+    decoding at once) share one limit: the first to enter saves every BLAS
+    library's thread count and sets it to 1, the last to leave restores the saved
+    counts.  (Saving and restoring per block would let a block that starts while
+    another holds the limit save "1" and restore it last, leaving the BLAS
+    single-threaded for good.)  Every block therefore runs with exactly one BLAS
+    thread, so results do not depend on what other threads are doing.
+    """
+    global _LIMIT_DEPTH, _LIMIT_SAVED
+    with _LIMIT_LOCK:
+        if _LIMIT_DEPTH == 0:
+            saved = [(lib, lib.get_num_threads()) for lib in _blas_controllers()]
+            for lib, n in saved:
+                if n != 1:
+                    lib.set_num_threads(1)
+            _LIMIT_SAVED = saved
+        _LIMIT_DEPTH += 1
+    try:
+        yield
+    finally:
+        with _LIMIT_LOCK:
+            _LIMIT_DEPTH -= 1
+            if _LIMIT_DEPTH == 0:
+                for lib, n in _LIMIT_SAVED:
+                    if n != 1:
+                        lib.set_num_threads(n)
+                _LIMIT_SAVED = []

@@ -111,7 +111,6 @@ Process. 5(5), 912-926, 2011.
 
 from __future__ import annotations
 
-import contextlib
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -120,6 +119,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _core
+from ._blas import single_threaded_blas
 from ._config import resolve_threads
 from ._validation import (
     as_float_array,
@@ -378,24 +378,6 @@ def _flag(name: str, v: Any) -> bool:
     raise TypeError(f"{name} must be a bool, got {v!r}")
 
 
-def _blas_single_thread() -> Any:
-    """Context limiting BLAS to one thread (problems here are small; threads hurt)."""
-    global _TPC
-    if _TPC is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            _TPC = ThreadpoolController()
-        except Exception:  # pragma: no cover - threadpoolctl missing
-            _TPC = False
-    if _TPC is False:
-        return contextlib.nullcontext()
-    return _TPC.limit(limits=1, user_api="blas")
-
-
-_TPC: Any = None
-
-
 def _solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
     Yb = Y if Y.ndim == 3 else Y[None]
     Yt = np.ascontiguousarray(Yb.transpose(0, 2, 1))
@@ -437,7 +419,7 @@ def _run(
     max_iter = kw["max_iter"]
     batch = Y.ndim == 3
     solve = _solve_core if _BACKEND == "core" else _solve_numpy
-    with _blas_single_thread():
+    with single_threaded_blas():
         outs = solve(A, Y, kw, threads)
     n_cap = sum(o.stop == "max_iter" for o in outs)
     if n_cap:
