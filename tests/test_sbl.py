@@ -230,7 +230,8 @@ def test_presets_are_applied_and_overridable(rng):
     r = cscore.tsbl(A, Y, snr="inf", return_result=True)
     assert float(r.extra["lambda"]) == 1e-10
     # prune_gamma is what keeps rows: an absurd threshold prunes everything.
-    x = cscore.tmsbl(A, Y, prune_gamma=10.0)
+    with pytest.warns(RuntimeWarning, match="every row was pruned"):
+        x = cscore.tmsbl(A, Y, prune_gamma=10.0)
     assert not x.any()
 
 

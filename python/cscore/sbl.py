@@ -125,7 +125,6 @@ from ._validation import (
     as_float_array,
     check_matrix,
     check_nonnegative_float,
-    check_positive_float,
     check_positive_int,
 )
 from .result import STOP_REASONS, DecodeResult
@@ -419,8 +418,26 @@ def _run(
     max_iter = kw["max_iter"]
     batch = Y.ndim == 3
     solve = _solve_core if _BACKEND == "core" else _solve_numpy
-    with single_threaded_blas():
-        outs = solve(A, Y, kw, threads)
+    try:
+        with single_threaded_blas(), np.errstate(all="ignore"):
+            outs = solve(A, Y, kw, threads)
+    except np.linalg.LinAlgError as err:  # the NumPy reference on overflowed data
+        raise FloatingPointError(_overflow_message(name, Y)) from err
+    if not all(np.all(np.isfinite(o.x)) for o in outs):
+        raise FloatingPointError(_overflow_message(name, Y))
+    Ys = Y if batch else Y[None]
+    zero = [i for i, (o, y) in enumerate(zip(outs, Ys)) if not np.any(o.x) and np.any(y)]
+    if zero:
+        n_zero = len(zero)
+        warnings.warn(
+            f"{name}: every row was pruned for {n_zero} of {len(outs)} problem(s) with "
+            "nonzero Y, so the estimate is all zero (stop_reason 'exhausted').  The "
+            "thresholds prune_gamma and lam are absolute, as in the original: for Y "
+            "of small magnitude (max |Y| here: "
+            f"{float(np.max(np.abs(Ys[zero]))):.3g}) rescale Y to unit scale, or lower them",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     n_cap = sum(o.stop == "max_iter" for o in outs)
     if n_cap:
         warnings.warn(
@@ -437,7 +454,7 @@ def _run(
         return X
     Yb = Y if batch else Y[None]
     Xb = np.stack([o.x for o in outs])
-    resid = np.linalg.norm(Yb - np.einsum("mn,bnl->bml", A, Xb), axis=1)
+    resid = np.linalg.norm(Yb - np.einsum("mn,bnl->bml", A, Xb), axis=1).astype(out_dtype)
     gam = np.stack([o.gamma for o in outs])
     Bs = np.stack([o.B for o in outs])
     lam = np.array([o.lam for o in outs])
@@ -455,6 +472,16 @@ def _run(
         n_iter=np.asarray(n_iter),
         stop_reason=np.asarray(stop),
         extra={"gamma": gam, "B": Bs, "lambda": np.asarray(lam)},
+    )
+
+
+def _overflow_message(name: str, Y: np.ndarray) -> str:
+    return (
+        f"{name}: the iteration overflowed (non-finite values) for Y of magnitude "
+        f"max |Y| = {float(np.max(np.abs(Y))):.3g}.  The algorithm starts from gamma = 1 and "
+        "uses absolute thresholds (prune_gamma, lam), so it is meant for Y of moderate "
+        "scale: divide Y by a constant (e.g. its largest absolute value) and multiply "
+        "the result by it"
     )
 
 
@@ -528,7 +555,9 @@ def tmsbl(
     max_iter : int, default 2000
         Iteration cap; reaching it issues a ``RuntimeWarning``.
     tol : float, default 1e-8
-        Stop when the largest absolute change of the mean is below ``tol``.
+        Stop when the largest absolute change of the mean is below ``tol``
+        (an absolute threshold, as in the original; ``tol=0`` disables the test
+        and the iterations run to ``max_iter``).
     n_threads : int, optional
         Threads for a batch (default: :func:`cscore.get_num_threads`); results
         do not depend on it.
@@ -590,7 +619,7 @@ def tmsbl(
     elif L >= 10:
         B_fixed = np.eye(L)
     max_iter = check_positive_int("max_iter", max_iter)
-    tol = check_positive_float("tol", tol)
+    tol = check_nonnegative_float("tol", tol)
 
     kw = dict(exact=False, prune=prune, lam=lam0, learn=learn, enh=enh, R=R, B_fixed=B_fixed,
               max_iter=max_iter, tol=tol)
@@ -649,7 +678,9 @@ def tsbl(
     max_iter : int, default 2000
         Iteration cap; reaching it issues a ``RuntimeWarning``.
     tol : float, default 1e-8
-        Stop when the largest absolute change of the mean is below ``tol``.
+        Stop when the largest absolute change of the mean is below ``tol``
+        (an absolute threshold, as in the original; ``tol=0`` disables the test
+        and the iterations run to ``max_iter``).
     n_threads : int, optional
         Threads for a batch; results do not depend on it.
     return_result : bool, default False
@@ -683,7 +714,7 @@ def tsbl(
     enh = bool(p["enhance_lambda"]) if enhance_lambda is None else _flag(
         "enhance_lambda", enhance_lambda)
     max_iter = check_positive_int("max_iter", max_iter)
-    tol = check_positive_float("tol", tol)
+    tol = check_nonnegative_float("tol", tol)
 
     kw = dict(exact=True, prune=prune, lam=lam0, learn=learn, enh=enh, max_iter=max_iter,
               tol=tol)
