@@ -393,6 +393,10 @@ def _solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) 
 
 def _solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
     def one(y: np.ndarray) -> _Out:
+        with np.errstate(all="ignore"):  # overflow is reported by the caller
+            return one_(y)
+
+    def one_(y: np.ndarray) -> _Out:
         if kw["exact"]:
             return _tsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"],
                              kw["max_iter"], kw["tol"])
