@@ -205,7 +205,8 @@ def bcs(
                 )
             if np.any(sigma2 <= 0):
                 raise ValueError("noise_var must be > 0")
-        s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
+        with np.errstate(over="ignore", under="ignore"):
+            s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
     X, info = _core._bcs(
         A64,
         np.ascontiguousarray(A64.T),
@@ -224,7 +225,8 @@ def bcs(
     x_out = (x[:, 0] if single else np.ascontiguousarray(x)).astype(out_dtype, copy=False)
     if not return_result:
         return x_out
-    resid = np.linalg.norm(Y2 - A64 @ x, axis=0).astype(out_dtype)
+    # on the rescaled data: no overflow of the squares for extreme magnitudes
+    resid = (np.linalg.norm(Ys - A64 @ (x / c), axis=0) * c).astype(out_dtype)
     per = {
         "indices": [np.asarray(v) for v in info["index"]],
         "alpha": [np.asarray(v) for v in info["alpha"]],
@@ -400,7 +402,8 @@ def mtbcs(
     parts: list[tuple[np.ndarray, dict[str, Any]]] = []
     for cv in np.unique(c):
         sel = np.flatnonzero(c == cv)
-        b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
+        with np.errstate(over="ignore", under="ignore"):
+            b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
         Xs, inf_s = _core._mtbcs(A64, At, Yt[sel], a, b_s, tol, max_iter, threads)
         X[sel] = Xs * cv
         parts.append((sel, inf_s))
@@ -422,7 +425,8 @@ def mtbcs(
     S_out = (S[0] if single else S).astype(out_dtype, copy=False)
     if not return_result:
         return S_out
-    resid = np.linalg.norm(Y3 - A64 @ S, axis=1).astype(out_dtype)  # (B, L)
+    cb = c[:, None, None]
+    resid = (np.linalg.norm(Y3 / cb - A64 @ (S / cb), axis=1) * c[:, None]).astype(out_dtype)
     per = {
         "indices": [np.asarray(v) for v in info["index"]],
         "alpha": [np.asarray(v) for v in info["alpha"]],
