@@ -127,9 +127,11 @@ def bcs(
         each iteration), and the arrays ``noise_var`` (re-estimated after
         convergence, ``||y - A x||^2 / (M - m + sum_i alpha_i Sigma_ii)``, as
         ``BCS_fast_rvm.m`` returns it) and ``noise_var_init`` (the fixed value
-        used), and ``moves`` (counts of ``add``, ``reestimate``, ``delete`` moves
-        and of ``forced_refresh``, recomputations of the posterior forced by a
-        numerically impossible state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
+        used; both in units of ``y**2``, so they read ``inf`` or 0 where that is
+        not representable, e.g. for ``|y| ~ 1e200``), and ``moves`` (counts of
+        ``add``, ``reestimate``, ``delete`` moves and of ``forced_refresh``,
+        recomputations of the posterior forced by a numerically impossible
+        state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
         ``"exhausted"`` (no atom explains more than the noise, or no move is
         left; ``x`` is then zero or the current estimate) or ``"dependent"``
         (the posterior became numerically singular; the current estimate is
@@ -150,7 +152,10 @@ def bcs(
     when the noise variance is tiny.  Differences from the original: a problem
     whose best atom explains less than the noise (where the original would use a
     negative precision) returns zero; a state with no possible move stops instead
-    of spinning until the loop bound.
+    of spinning until the loop bound.  The computation runs on ``y / c`` with a
+    power-of-two ``c`` (the default noise variance is computed there too), which
+    changes no rounding and makes the result scale-equivariant for any finite
+    ``y``, up to magnitudes ~1e±300.
 
     References
     ----------
@@ -349,7 +354,8 @@ def mtbcs(
     -------
     numpy.ndarray or DecodeResult
         ``S`` of shape (N, L) or (B, N, L), float32 for float32 input.  With
-        ``return_result=True``, ``extra`` holds per problem (arrays for one
+        ``return_result=True``, ``n_iter`` and ``stop_reason`` have shape () for
+        one problem and (B,) for a batch, and ``extra`` holds per problem (arrays for one
         problem, lists of arrays for a batch): ``indices`` (shared support, in
         selection order), ``alpha``, ``gamma`` (``1/alpha``), ``ml`` (likelihood
         gain per iteration, the original's ``ML`` output), and ``noise_var``
@@ -370,6 +376,16 @@ def mtbcs(
     ``Sigma_ii`` and ``mu_i`` (see :func:`bcs`).  Where ``mt_CS.m`` could loop
     forever (no initial atom with a positive precision) the result is zero with
     ``stop_reason="exhausted"``.
+
+    Scale.  The Gamma(``a``, ``b``) prior on the noise precision is absolute (its
+    mean noise variance is about ``b / a = 1e-3`` with the defaults), so the
+    result depends on the scale of ``Y``: for ``Y`` much smaller than that noise
+    level (e.g. a noiseless 16 x 32 problem scaled by 1e-3) no atom explains more
+    than the noise and the estimate is zero -- a ``RuntimeWarning`` is issued
+    when this happens to a nonzero ``Y``.  Rescale ``Y`` to unit scale (and
+    multiply the result back) or lower ``b``.  For huge ``Y`` the prior becomes
+    negligible (the computation runs on a power-of-two rescaling of ``Y`` with
+    ``b / c**2``, clamped to the smallest normal double), which equals ``b -> 0``.
 
     References
     ----------
