@@ -9,6 +9,7 @@ portable loops for any routine that is missing.
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -72,6 +73,22 @@ _LIMIT_LOCK = threading.Lock()
 _LIMIT_DEPTH = 0
 _LIMIT_SAVED: list[tuple[Any, int]] = []
 _BLAS_LIBS: list[Any] | None = None
+_LOCAL_SETTERS: list[Any] | None = None
+
+
+def _local_setters() -> list[Any]:
+    """OpenBLAS's per-thread ``openblas_set_num_threads_local`` (0.3.27+), if any."""
+    global _LOCAL_SETTERS
+    if _LOCAL_SETTERS is None:
+        found = []
+        for lib in _blas_controllers():
+            fn = getattr(getattr(lib, "dynlib", None), "openblas_set_num_threads_local", None)
+            if fn is not None:
+                fn.restype = ctypes.c_int
+                fn.argtypes = [ctypes.c_int]
+                found.append((lib, fn))
+        _LOCAL_SETTERS = found
+    return _LOCAL_SETTERS
 
 
 def _blas_controllers() -> list[Any]:
@@ -97,8 +114,13 @@ def single_threaded_blas() -> Iterator[None]:
     library's thread count and sets it to 1, the last to leave restores the saved
     counts.  (Saving and restoring per block would let a block that starts while
     another holds the limit save "1" and restore it last, leaving the BLAS
-    single-threaded for good.)  Every block therefore runs with exactly one BLAS
-    thread, so results do not depend on what other threads are doing.
+    single-threaded for good.)
+
+    OpenBLAS (0.3.30 at least) does not always honour the process-wide setting
+    for calls made from a thread other than the one that changed it, so the
+    calling thread's own count is also set to 1 with OpenBLAS's
+    ``openblas_set_num_threads_local`` (and set back by the last one out), so a
+    decode gives the same result on the main thread and on a worker thread.
     """
     global _LIMIT_DEPTH, _LIMIT_SAVED
     with _LIMIT_LOCK:
@@ -109,6 +131,8 @@ def single_threaded_blas() -> Iterator[None]:
                     lib.set_num_threads(1)
             _LIMIT_SAVED = saved
         _LIMIT_DEPTH += 1
+        for _lib, fn in _local_setters():
+            fn(1)
     try:
         yield
     finally:
@@ -118,4 +142,8 @@ def single_threaded_blas() -> Iterator[None]:
                 for lib, n in _LIMIT_SAVED:
                     if n != 1:
                         lib.set_num_threads(n)
+                saved_n = {id(lib): n for lib, n in _LIMIT_SAVED}
+                for lib, fn in _local_setters():
+                    if saved_n.get(id(lib), 1) != 1:
+                        fn(saved_n[id(lib)])
                 _LIMIT_SAVED = []
