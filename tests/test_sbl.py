@@ -230,7 +230,8 @@ def test_presets_are_applied_and_overridable(rng):
     r = cscore.tsbl(A, Y, snr="inf", return_result=True)
     assert float(r.extra["lambda"]) == 1e-10
     # prune_gamma is what keeps rows: an absurd threshold prunes everything.
-    x = cscore.tmsbl(A, Y, prune_gamma=10.0)
+    with pytest.warns(RuntimeWarning, match="every row was pruned"):
+        x = cscore.tmsbl(A, Y, prune_gamma=10.0)
     assert not x.any()
 
 
@@ -267,3 +268,82 @@ def test_tmsbl_fixes_b_for_long_sequences(rng):
     A, _, Y, _ = ar_rows(rng, 20, 60, 3, 4, sigma=0.01)
     r = cscore.tmsbl(A, Y, fix_b=B0, return_result=True)
     np.testing.assert_allclose(r.extra["B"], B0)
+
+
+def _noiseless_16x32(seed=0):
+    r = np.random.default_rng(seed)
+    A = r.standard_normal((16, 32))
+    S = np.zeros((32, 4))
+    S[[2, 9, 20]] = r.standard_normal((3, 4))
+    return A, S, A @ S
+
+
+@pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
+def test_huge_magnitude_raises_instead_of_nan(fn, backend):
+    # gamma starts at 1 and the thresholds are absolute, so Y ~ 1e80 overflows
+    # inside the iteration; that must be a clear error, never an all-NaN result.
+    A, _S, Y = _noiseless_16x32()
+    with pytest.raises(FloatingPointError, match=r"rescale|divide Y"):
+        fn(A, Y * 1e80)
+    with pytest.raises(FloatingPointError, match="magnitude"):
+        fn(A, np.stack([Y, Y * 1e80]), max_iter=50)
+
+
+@pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
+def test_small_magnitude_all_zero_warns(fn, backend):
+    # Faithful absolute thresholds prune every row of a 1e-3-scale problem: the
+    # zero result must not be silent.
+    A, S, Y = _noiseless_16x32()
+    with pytest.warns(RuntimeWarning, match="every row was pruned.*rescale Y"):
+        r = fn(A, Y * 1e-3, return_result=True)
+    assert not r.x.any() and r.stop_reason == "exhausted"
+    # rescaled as the message says, it is recovered (noiseless preset)
+    preset = {"noise": "no"} if fn is cscore.tmsbl else {"snr": "inf"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = fn(A, Y * 1e-3 / np.abs(Y * 1e-3).max(), **preset) * np.abs(Y * 1e-3).max()
+    assert np.linalg.norm(x - S * 1e-3) < 1e-6 * np.linalg.norm(S * 1e-3)
+    # an all-zero Y gives zero without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not fn(A, np.zeros_like(Y)).any()
+
+
+@pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
+def test_tol_zero_is_accepted_like_other_decoders(fn, rng):
+    A, _S, Y = _noiseless_16x32()
+    with pytest.warns(RuntimeWarning, match="max_iter=5"):
+        r = fn(A, Y, tol=0.0, max_iter=5, return_result=True)
+    assert int(r.n_iter) == 5 and r.stop_reason == "max_iter"
+    msgs = []
+    for f in (fn, cscore.bcs, cscore.mtbcs):
+        with pytest.raises(ValueError) as exc:
+            f(A, Y, tol=-1.0)
+        msgs.append(str(exc.value))
+    assert len(set(msgs)) == 1 and "tol must be" in msgs[0]
+
+
+@pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
+def test_noiseless_defaults_hit_cap_noiseless_preset_does_not(fn):
+    # As in the authors' TSBL.m / TMSBL.m (checked with Octave: 2000 iterations,
+    # error 4.4e-5 on this problem), the default (noisy) preset runs to the cap on
+    # noiseless data; the noiseless preset converges to the exact solution.
+    A, S, Y = _noiseless_16x32()
+    with pytest.warns(RuntimeWarning, match="max_iter"):
+        r = fn(A, Y, return_result=True)
+    assert r.stop_reason == "max_iter"
+    preset = {"noise": "no"} if fn is cscore.tmsbl else {"snr": "inf"}
+    r = fn(A, Y, return_result=True, **preset)
+    assert r.stop_reason == "tol"
+    assert np.linalg.norm(r.x - S) < 1e-9 * np.linalg.norm(S)
+
+
+@pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
+def test_residual_norm_follows_input_dtype(fn):
+    A, _S, Y = _noiseless_16x32()
+    preset = {"noise": "no"} if fn is cscore.tmsbl else {"snr": "inf"}
+    r32 = fn(A.astype(np.float32), Y.astype(np.float32), return_result=True, **preset)
+    r64 = fn(A, Y, return_result=True, **preset)
+    assert r32.x.dtype == r32.residual_norm.dtype == np.float32
+    assert r64.residual_norm.dtype == np.float64
+    assert r32.n_iter.shape == r32.stop_reason.shape == ()

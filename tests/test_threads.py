@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -106,3 +107,85 @@ def test_gram_on_demand_identical(rng, monkeypatch):
     monkeypatch.setattr(greedy, "_GRAM_LIMIT", 0)
     np.testing.assert_array_equal(cscore.omp(A, Y, tol=0.05, n_nonzero=12), ref_o)
     np.testing.assert_array_equal(cscore.somp(A, Ys, n_nonzero=9), ref_s)
+
+
+def _blas_threads() -> list[int]:
+    from threadpoolctl import threadpool_info
+
+    return [d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"]
+
+
+def test_overlapping_sbl_calls_restore_blas_threads_and_match_serial(rng):
+    # Each call limits the process-wide BLAS to one thread.  Overlapping calls
+    # share that limit (first in saves, last out restores): a per-call
+    # save/restore would leave the BLAS single-threaded for good.  Every call runs
+    # with exactly one BLAS thread -- also on worker threads, where OpenBLAS
+    # (0.3.30) can ignore the process-wide setting -- so concurrent results equal
+    # serial ones bit for bit.
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    A, _, Y = make_problem(rng, 24, 48, L=4, k=5, joint=True, sigma=0.05)
+    scales = [1.0, 2.0, 0.5, 3.0]
+    jobs = [(fn, scales[i % 4]) for i in range(32) for fn in (cscore.tsbl, cscore.tmsbl)]
+    with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        before = _blas_threads()
+        assert before and all(n == 2 for n in before)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # max_iter=60 is reached
+            serial = [fn(A, Y * s, max_iter=60, return_result=True) for fn, s in jobs]
+            with ThreadPoolExecutor(max_workers=4) as ex:
+                par = list(ex.map(lambda j: j[0](A, Y * j[1], max_iter=60,
+                                                 return_result=True), jobs))
+        assert _blas_threads() == before
+    for r0, r1 in zip(serial, par):
+        for f in ("x", "residual_norm", "n_iter", "stop_reason"):
+            np.testing.assert_array_equal(getattr(r0, f), getattr(r1, f))
+        np.testing.assert_array_equal(r0.extra["gamma"], r1.extra["gamma"])
+
+
+def test_single_threaded_blas_is_shared_across_threads(monkeypatch):
+    # Overlapping blocks from several threads: the first in limits, the last out
+    # restores the original count, whatever the order of entry and exit.
+    import threading
+
+    import cscore._blas as cb
+
+    class FakeLib:
+        def __init__(self) -> None:
+            self.n = 4
+            self.log: list[int] = []
+
+        def get_num_threads(self) -> int:
+            return self.n
+
+        def set_num_threads(self, n: int) -> None:
+            self.n = n
+            self.log.append(n)
+
+    lib = FakeLib()
+    monkeypatch.setattr(cb, "_BLAS_LIBS", [lib])
+    monkeypatch.setattr(cb, "_LOCAL_SETTERS", [])
+    inside: list[int] = []
+    enter = threading.Barrier(3)
+    leave = [threading.Event() for _ in range(3)]
+
+    def worker(i: int) -> None:
+        with cb.single_threaded_blas():
+            enter.wait()
+            inside.append(lib.n)
+            leave[i].wait()
+
+    ts = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for t in ts:
+        t.start()
+    for i in (1, 0, 2):  # leave in another order than entry
+        leave[i].set()
+        ts[i].join()
+        if i != 2:
+            assert lib.n == 1
+    assert inside == [1, 1, 1]
+    assert lib.n == 4 and lib.log == [1, 4]
+    with cb.single_threaded_blas():
+        with cb.single_threaded_blas():
+            assert lib.n == 1
+        assert lib.n == 1
+    assert lib.n == 4

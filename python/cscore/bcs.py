@@ -47,6 +47,7 @@ def _prepare(
 
 
 def _check_rows(A: np.ndarray, Y: np.ndarray, yname: str, axis: int) -> None:
+    """``Y`` as the user passed it; ``axis`` counted from the end."""
     if Y.shape[axis] != A.shape[0]:
         raise ValueError(
             f"{yname} has {Y.shape[axis]} measurements (shape {Y.shape}) but A has "
@@ -126,9 +127,11 @@ def bcs(
         each iteration), and the arrays ``noise_var`` (re-estimated after
         convergence, ``||y - A x||^2 / (M - m + sum_i alpha_i Sigma_ii)``, as
         ``BCS_fast_rvm.m`` returns it) and ``noise_var_init`` (the fixed value
-        used), and ``moves`` (counts of ``add``, ``reestimate``, ``delete`` moves
-        and of ``forced_refresh``, recomputations of the posterior forced by a
-        numerically impossible state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
+        used; both in units of ``y**2``, so they read ``inf`` or 0 where that is
+        not representable, e.g. for ``|y| ~ 1e200``), and ``moves`` (counts of
+        ``add``, ``reestimate``, ``delete`` moves and of ``forced_refresh``,
+        recomputations of the posterior forced by a numerically impossible
+        state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
         ``"exhausted"`` (no atom explains more than the noise, or no move is
         left; ``x`` is then zero or the current estimate) or ``"dependent"``
         (the posterior became numerically singular; the current estimate is
@@ -149,7 +152,10 @@ def bcs(
     when the noise variance is tiny.  Differences from the original: a problem
     whose best atom explains less than the noise (where the original would use a
     negative precision) returns zero; a state with no possible move stops instead
-    of spinning until the loop bound.
+    of spinning until the loop bound.  The computation runs on ``y / c`` with a
+    power-of-two ``c`` (the default noise variance is computed there too), which
+    changes no rounding and makes the result scale-equivariant for any finite
+    ``y``, up to magnitudes ~1e±300.
 
     References
     ----------
@@ -168,21 +174,30 @@ def bcs(
     """
     A64, Y64, out_dtype = _prepare(A, y, (1, 2), "y")
     single = Y64.ndim == 1
+    _check_rows(A64, Y64, "y", 0)
     Y2 = Y64[:, None] if single else Y64
-    _check_rows(A64, Y2, "y", 0)
     tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
     M, B = Y2.shape
+    # Both the model and the algorithm are scale-equivariant (y -> y/c with
+    # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
+    # only removes the risk of overflow or underflow for extreme magnitudes.  The
+    # default noise variance is computed on the rescaled data for the same reason.
+    c = _pow2_scale(np.max(np.abs(Y2), axis=0))
+    ce = _pow2_exp(c)
+    Ys = Y2 / c
     if noise_var is None:
         if M < 2:
             raise ValueError("y needs at least 2 measurements for the default noise_var")
         # row-wise on a contiguous copy: the same reduction for a column alone or
         # in a batch, so batch and loop give bit-identical results
-        sigma2 = np.array([np.var(col, ddof=1) for col in np.ascontiguousarray(Y2.T)]) / 100.0
-        zero = sigma2 <= 0
+        s2 = np.array([np.var(col, ddof=1) for col in np.ascontiguousarray(Ys.T)]) / 100.0
+        zero = s2 <= 0
         if np.any(zero):  # constant y: fall back on its mean power (1 for y == 0,
             # which then decodes to zero: no atom explains more than the noise)
-            power = np.mean(Y2[:, zero] ** 2, axis=0) / 100.0
-            sigma2[zero] = np.where(power > 0, power, 1.0)
+            power = np.mean(Ys[:, zero] ** 2, axis=0) / 100.0
+            s2[zero] = np.where(power > 0, power, 1.0)
+        with np.errstate(over="ignore"):
+            sigma2 = np.ldexp(s2, 2 * ce)  # in y units (inf if not representable)
     else:
         nv = np.asarray(noise_var)
         if nv.ndim == 0:
@@ -195,34 +210,34 @@ def bcs(
                 )
             if np.any(sigma2 <= 0):
                 raise ValueError("noise_var must be > 0")
-    # Both the model and the algorithm are scale-equivariant (y -> y/c with
-    # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
-    # only removes the risk of overflow or underflow for extreme magnitudes.
-    c = _pow2_scale(np.max(np.abs(Y2), axis=0))
+        with np.errstate(over="ignore", under="ignore"):
+            s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
     X, info = _core._bcs(
         A64,
         np.ascontiguousarray(A64.T),
-        np.ascontiguousarray((Y2 / c).T),
-        np.ascontiguousarray(sigma2 / c**2),
+        np.ascontiguousarray(Ys.T),
+        np.ascontiguousarray(s2),
         tol,
         max_iter,
         threads,
     )
     X *= c[:, None]
-    info["noise_var"] = [nv * ci**2 for nv, ci in zip(info["noise_var"], c)]
+    with np.errstate(over="ignore", under="ignore"):
+        info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
     stop = np.asarray(info["stop"])
     _warn_max_iter("bcs", stop, max_iter)
     x = X.T  # (N, B)
     x_out = (x[:, 0] if single else np.ascontiguousarray(x)).astype(out_dtype, copy=False)
     if not return_result:
         return x_out
-    resid = np.linalg.norm(Y2 - A64 @ x, axis=0)
+    # on the rescaled data: no overflow of the squares for extreme magnitudes
+    resid = (np.linalg.norm(Ys - A64 @ (x / c), axis=0) * c).astype(out_dtype)
     per = {
-        "indices": list(info["index"]),
-        "alpha": list(info["alpha"]),
-        "gamma": [1.0 / a for a in info["alpha"]],
+        "indices": [np.asarray(v) for v in info["index"]],
+        "alpha": [np.asarray(v) for v in info["alpha"]],
+        "gamma": [1.0 / np.asarray(a) for a in info["alpha"]],
         "errbars": [np.sqrt(d) for d in info["sig_diag"]],
-        "ml": list(info["ml"]),
+        "ml": [np.asarray(v) for v in info["ml"]],
     }
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     extra["noise_var"] = np.array([nv[0] if len(nv) else np.nan for nv in info["noise_var"]])
@@ -247,6 +262,22 @@ def _pow2_scale(mx: np.ndarray) -> np.ndarray:
     return np.ldexp(1.0, e)
 
 
+def _pow2_exp(c: np.ndarray) -> np.ndarray:
+    """Exponents ``e`` with ``c = 2**e`` (``c`` from :func:`_pow2_scale`)."""
+    return np.frexp(c)[1] - 1
+
+
+def _clamp_positive(v: np.ndarray | float) -> np.ndarray:
+    """Keep rescaled prior/noise parameters inside the positive normal range.
+
+    After rescaling by ``c**2`` a parameter can leave the float range for extreme
+    ``Y``; where it does, it is negligible (or dominant) against ``y'y`` of order
+    one by hundreds of orders of magnitude, so clamping changes no decision.
+    """
+    fi = np.finfo(np.float64)
+    return np.clip(v, fi.tiny, fi.max / 16)
+
+
 def _merge_infos(
     parts: list[tuple[np.ndarray, dict[str, Any]]], B: int, c: np.ndarray
 ) -> dict[str, Any]:
@@ -265,7 +296,9 @@ def _merge_infos(
         for key in lists:
             for pos, i in enumerate(sel):
                 out[key][i] = info[key][pos]
-    out["noise_var"] = [nv * ci**2 for nv, ci in zip(out["noise_var"], c)]
+    ce = _pow2_exp(c)
+    with np.errstate(over="ignore", under="ignore"):
+        out["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(out["noise_var"], ce)]
     return out
 
 
@@ -321,7 +354,8 @@ def mtbcs(
     -------
     numpy.ndarray or DecodeResult
         ``S`` of shape (N, L) or (B, N, L), float32 for float32 input.  With
-        ``return_result=True``, ``extra`` holds per problem (arrays for one
+        ``return_result=True``, ``n_iter`` and ``stop_reason`` have shape () for
+        one problem and (B,) for a batch, and ``extra`` holds per problem (arrays for one
         problem, lists of arrays for a batch): ``indices`` (shared support, in
         selection order), ``alpha``, ``gamma`` (``1/alpha``), ``ml`` (likelihood
         gain per iteration, the original's ``ML`` output), and ``noise_var``
@@ -343,6 +377,16 @@ def mtbcs(
     forever (no initial atom with a positive precision) the result is zero with
     ``stop_reason="exhausted"``.
 
+    Scale.  The Gamma(``a``, ``b``) prior on the noise precision is absolute (its
+    mean noise variance is about ``b / a = 1e-3`` with the defaults), so the
+    result depends on the scale of ``Y``: for ``Y`` much smaller than that noise
+    level (e.g. a noiseless 16 x 32 problem scaled by 1e-3) no atom explains more
+    than the noise and the estimate is zero -- a ``RuntimeWarning`` is issued
+    when this happens to a nonzero ``Y``.  Rescale ``Y`` to unit scale (and
+    multiply the result back) or lower ``b``.  For huge ``Y`` the prior becomes
+    negligible (the computation runs on a power-of-two rescaling of ``Y`` with
+    ``b / c**2``, clamped to the smallest normal double), which equals ``b -> 0``.
+
     References
     ----------
     S. Ji, D. Dunson, L. Carin, "Multitask compressive sensing", IEEE Trans.
@@ -360,8 +404,8 @@ def mtbcs(
     """
     A64, Y64, out_dtype = _prepare(A, Y, (2, 3), "Y")
     single = Y64.ndim == 2
+    _check_rows(A64, Y64, "Y", -2)
     Y3 = Y64[None] if single else Y64
-    _check_rows(A64, Y3, "Y", 1)
     a = check_positive_float("a", a)
     b = check_positive_float("b", b)
     tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
@@ -374,22 +418,36 @@ def mtbcs(
     parts: list[tuple[np.ndarray, dict[str, Any]]] = []
     for cv in np.unique(c):
         sel = np.flatnonzero(c == cv)
-        Xs, inf_s = _core._mtbcs(A64, At, Yt[sel], a, b / cv**2, tol, max_iter, threads)
+        with np.errstate(over="ignore", under="ignore"):
+            b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
+        Xs, inf_s = _core._mtbcs(A64, At, Yt[sel], a, b_s, tol, max_iter, threads)
         X[sel] = Xs * cv
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)
     stop = np.asarray(info["stop"])
     _warn_max_iter("mtbcs", stop, max_iter)
+    empty = ~np.any(X, axis=(1, 2)) & np.any(Y3, axis=(1, 2))
+    if np.any(empty):
+        warnings.warn(
+            f"mtbcs: {int(np.count_nonzero(empty))} of {len(empty)} problem(s) with nonzero "
+            "Y gave an all-zero estimate (stop_reason 'exhausted'): no atom explains more "
+            "than the noise under the Gamma(a, b) noise prior.  The prior is absolute, as in "
+            "the original, so for Y of small magnitude (max |Y| here: "
+            f"{float(np.max(np.abs(Y3[empty]))):.3g}) rescale Y to unit scale or lower b",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     S = np.ascontiguousarray(X.transpose(0, 2, 1))  # (B, N, L)
     S_out = (S[0] if single else S).astype(out_dtype, copy=False)
     if not return_result:
         return S_out
-    resid = np.linalg.norm(Y3 - A64 @ S, axis=1)  # (B, L)
+    cb = c[:, None, None]
+    resid = (np.linalg.norm(Y3 / cb - A64 @ (S / cb), axis=1) * c[:, None]).astype(out_dtype)
     per = {
-        "indices": list(info["index"]),
-        "alpha": list(info["alpha"]),
-        "gamma": [1.0 / al for al in info["alpha"]],
-        "ml": list(info["ml"]),
+        "indices": [np.asarray(v) for v in info["index"]],
+        "alpha": [np.asarray(v) for v in info["alpha"]],
+        "gamma": [1.0 / np.asarray(al) for al in info["alpha"]],
+        "ml": [np.asarray(v) for v in info["ml"]],
     }
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     nv = np.stack(info["noise_var"])
@@ -399,7 +457,9 @@ def mtbcs(
         x=S_out,
         support=S_out != 0,
         residual_norm=resid[0] if single else resid,
-        n_iter=np.asarray(info["n_iter"]),
-        stop_reason=np.array([STOP_REASONS[int(s)] for s in stop]),
+        n_iter=np.asarray(info["n_iter"][0] if single else info["n_iter"]),
+        stop_reason=np.asarray(
+            STOP_REASONS[int(stop[0])] if single else [STOP_REASONS[int(s)] for s in stop]
+        ),
         extra=extra,
     )

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._blas import single_threaded_blas
 from .._config import resolve_threads
 from .._validation import as_float_array, check_nonnegative_float, check_positive_int
 from ..result import STOP_REASONS, DecodeResult
@@ -26,23 +27,6 @@ __all__ = ["LSTMCS", "lstm_logits_native"]
 #: for the measurement behind this default).
 LIMIT_BLAS_THREADS = True
 
-_BLAS_LIBS: list[Any] | None = None
-
-
-def _blas_libs() -> list[Any]:
-    """threadpoolctl's controllers of the loaded BLAS libraries (found once)."""
-    global _BLAS_LIBS
-    if _BLAS_LIBS is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - a declared dependency
-            _BLAS_LIBS = []
-        else:
-            ctl = ThreadpoolController()
-            _BLAS_LIBS = [lib for lib in ctl.lib_controllers if lib.user_api == "blas"]
-    return _BLAS_LIBS
-
-
 @contextmanager
 def _single_threaded_blas() -> Iterator[None]:
     """Keep the BLAS single-threaded while the decoder's workers call it.
@@ -50,21 +34,14 @@ def _single_threaded_blas() -> Iterator[None]:
     cscore's own threads split the batch into chunks; each chunk's GEMMs are small
     (tens of MFLOP), where a multi-threaded BLAS mostly adds synchronization (and,
     with several cscore workers, oversubscribes the cores).  The setting is
-    process-wide while a decode runs and restored afterwards.  (threadpoolctl's
-    ``limit`` does the same but costs ~0.2 ms per call, so its library
-    controllers are used directly.)
+    process-wide while a decode runs and restored afterwards; overlapping decodes
+    from several Python threads share it (:func:`cscore._blas.single_threaded_blas`).
     """
-    libs = _blas_libs() if LIMIT_BLAS_THREADS else []
-    saved = [(lib, lib.get_num_threads()) for lib in libs]
-    try:
-        for lib, n in saved:
-            if n != 1:
-                lib.set_num_threads(1)
+    if not LIMIT_BLAS_THREADS:
         yield
-    finally:
-        for lib, n in saved:
-            if n != 1:
-                lib.set_num_threads(n)
+        return
+    with single_threaded_blas():
+        yield
 
 
 class _Prepared:
