@@ -92,4 +92,62 @@ inline void gemm(bool trans_a, bool trans_b, int m, int n, int k, T alpha, const
     }
 }
 
+using sgemv_fn = void(const char*, const int*, const int*, const float*, const float*,
+                      const int*, const float*, const int*, const float*, float*, const int*);
+using dgemv_fn = void(const char*, const int*, const int*, const double*, const double*,
+                      const int*, const double*, const int*, const double*, double*, const int*);
+
+template <class T>
+struct gemv_ptr;
+template <>
+struct gemv_ptr<float> {
+    static sgemv_fn* get() {
+        static sgemv_fn* f = reinterpret_cast<sgemv_fn*>(lookup("sgemv"));
+        return f;
+    }
+};
+template <>
+struct gemv_ptr<double> {
+    static dgemv_fn* get() {
+        static dgemv_fn* f = reinterpret_cast<dgemv_fn*>(lookup("dgemv"));
+        return f;
+    }
+};
+
+// True when a BLAS gemv for T was registered (the fallback is used otherwise).
+template <class T>
+inline bool has_gemv() {
+    return gemv_ptr<T>::get() != nullptr;
+}
+
+// y = alpha * op(A) x + beta * y, A column-major m x n (leading dimension lda),
+// op = transpose when trans is set; strides incx, incy > 0.  No operand packing,
+// so it is the cheap product for a single vector.
+template <class T>
+inline void gemv(bool trans, int m, int n, T alpha, const T* A, int lda, const T* x, int incx,
+                 T beta, T* y, int incy) {
+    const int ny = trans ? n : m, nx = trans ? m : n;
+    if (ny <= 0) return;
+    if (auto* f = gemv_ptr<T>::get(); f != nullptr && nx > 0) {
+        const char t = trans ? 'T' : 'N';
+        f(&t, &m, &n, &alpha, A, &lda, x, &incx, &beta, y, &incy);
+        return;
+    }
+    for (int i = 0; i < ny; ++i) {
+        T& yi = y[static_cast<std::ptrdiff_t>(i) * incy];
+        yi = beta == T(0) ? T(0) : beta * yi;
+    }
+    for (int c = 0; c < n; ++c) {
+        const T* a = A + static_cast<std::ptrdiff_t>(c) * lda;
+        if (!trans) {
+            const T xc = alpha * x[static_cast<std::ptrdiff_t>(c) * incx];
+            for (int i = 0; i < m; ++i) y[static_cast<std::ptrdiff_t>(i) * incy] += xc * a[i];
+        } else {
+            T acc = T(0);
+            for (int i = 0; i < m; ++i) acc += a[i] * x[static_cast<std::ptrdiff_t>(i) * incx];
+            y[static_cast<std::ptrdiff_t>(c) * incy] += alpha * acc;
+        }
+    }
+}
+
 }  // namespace cscore::blas

@@ -32,47 +32,12 @@
 
 namespace cscore::linalg {
 
-using sgemv_fn = void(const char*, const int*, const int*, const float*, const float*,
-                      const int*, const float*, const int*, const float*, float*, const int*);
-using dgemv_fn = void(const char*, const int*, const int*, const double*, const double*,
-                      const int*, const double*, const int*, const double*, double*, const int*);
-
-template <class T>
-struct gemv_ptr;
-template <>
-struct gemv_ptr<float> {
-    static sgemv_fn* get() {
-        static sgemv_fn* f = reinterpret_cast<sgemv_fn*>(blas::lookup("sgemv"));
-        return f;
-    }
-};
-template <>
-struct gemv_ptr<double> {
-    static dgemv_fn* get() {
-        static dgemv_fn* f = reinterpret_cast<dgemv_fn*>(blas::lookup("dgemv"));
-        return f;
-    }
-};
-
 // y (size m) = A x with A column-major m x n (leading dimension lda >= m), using
 // the registered BLAS gemv when there is one (no packing: cheap for one vector),
 // otherwise a portable column-by-column loop.  Deterministic for given arguments.
 template <class T>
 inline void gemv_n(int m, int n, const T* A, int lda, const T* x, T* y) {
-    if (m <= 0) return;
-    if (auto* f = gemv_ptr<T>::get(); f != nullptr && n > 0) {
-        const char tr = 'N';
-        const T one = T(1), zero = T(0);
-        const int inc = 1;
-        f(&tr, &m, &n, &one, A, &lda, x, &inc, &zero, y, &inc);
-        return;
-    }
-    for (int i = 0; i < m; ++i) y[i] = T(0);
-    for (int c = 0; c < n; ++c) {
-        const T xc = x[c];
-        const T* a = A + static_cast<std::ptrdiff_t>(c) * lda;
-        for (int i = 0; i < m; ++i) y[i] += xc * a[i];
-    }
+    blas::gemv<T>(false, m, n, T(1), A, lda, x, 1, T(0), y, 1);
 }
 
 // sum_i a[i] * b[i] with four interleaved partial sums (a fixed order).
@@ -120,19 +85,15 @@ CSCORE_FORCE_INLINE void sub_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const 
 template <class T>
 inline void scaled_residual_gemv(std::ptrdiff_t n, std::ptrdiff_t ncols, const T* g, const T* X,
                                  std::ptrdiff_t ldx, const T* w, T s, T* y) {
-    auto* f = gemv_ptr<T>::get();
-    if (f == nullptr || ncols == 0) {
+    if (!blas::has_gemv<T>() || ncols == 0) {
         for (std::ptrdiff_t i = 0; i < n; ++i) y[i] = g[i];
         sub_gemv(n, ncols, X, ldx, w, y);
         for (std::ptrdiff_t i = 0; i < n; ++i) y[i] *= s;
         return;
     }
     for (std::ptrdiff_t i = 0; i < n; ++i) y[i] = s * g[i];
-    const char tr = 'N';
-    const int m = static_cast<int>(n), k = static_cast<int>(ncols), ld = static_cast<int>(ldx);
-    const T minus_s = -s, one = T(1);
-    const int inc = 1;
-    f(&tr, &m, &k, &minus_s, X, &ld, w, &inc, &one, y, &inc);
+    blas::gemv<T>(false, static_cast<int>(n), static_cast<int>(ncols), -s, X,
+                  static_cast<int>(ldx), w, 1, T(1), y, 1);
 }
 
 // Index of the first maximal entry of s[0..n) (n >= 1, entries finite): the

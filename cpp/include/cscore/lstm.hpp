@@ -311,29 +311,16 @@ struct LstmWork {
     T logit(idx b, idx a) const { return z[static_cast<std::size_t>(b + a * chunk)]; }
 };
 
-// BLAS gemv (a GEMM packs its operands on every call, which for one or two
-// problems costs more than the product itself).
-template <class T>
-struct gemv_ptr {
-    using fn = void(const char*, const int*, const int*, const T*, const T*, const int*,
-                    const T*, const int*, const T*, T*, const int*);
-    static fn* get() {
-        static fn* f = reinterpret_cast<fn*>(
-            blas::lookup(sizeof(T) == sizeof(float) ? "sgemv" : "dgemv"));
-        return f;
-    }
-};
-
 // C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
 // dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
 // a row-major (m, ldw) weight array, using its first k columns).
 template <class T>
 void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
-    auto* gv = gemv_ptr<T>::get();
-    if (n <= 2 && gv != nullptr) {
-        const char t = 'T';
-        const T alpha = T(1), beta = T(0);
-        for (int b = 0; b < n; ++b) gv(&t, &k, &m, &alpha, Wt, &ldw, X + b, &chunk, &beta, C + b, &chunk);
+    // One or two problems: BLAS gemv (a GEMM packs its operands on every call,
+    // which for one or two problems costs more than the product itself).
+    if (n <= 2 && blas::has_gemv<T>()) {
+        for (int b = 0; b < n; ++b)
+            blas::gemv<T>(true, k, m, T(1), Wt, ldw, X + b, chunk, T(0), C + b, chunk);
         return;
     }
     blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, T(0), C, chunk);
