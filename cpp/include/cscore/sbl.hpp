@@ -360,6 +360,18 @@ inline void sym_inverse(int L, const double* B, double* Binv, Eig& eig) {
         }
 }
 
+// Scale B (L x L) to unit Frobenius norm, as both originals do after each
+// update of B, then write its inverse into Binv.
+inline void normalize_and_invert(int L, std::vector<double>& B, std::vector<double>& Binv,
+                                 Eig& eig) {
+    double fro = 0.0;
+    for (double x : B) fro += x * x;
+    fro = std::sqrt(fro);
+    if (fro > 0)
+        for (auto& x : B) x /= fro;
+    sym_inverse(L, B.data(), Binv.data(), eig);
+}
+
 }  // namespace detail
 
 // Solve one problem.  A: M x N column-major; Y: M x L column-major.  Writes
@@ -469,12 +481,7 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
                                 s += mu[usz(i + static_cast<idx>(r) * K)] * mu[usz(i + static_cast<idx>(c2) * K)] / gamma[usz(i)];
                             B[usz(r + static_cast<idx>(c2) * L)] = s;
                         }
-                    double fro = 0.0;
-                    for (double x : B) fro += x * x;
-                    fro = std::sqrt(fro);
-                    if (fro > 0)
-                        for (auto& x : B) x /= fro;
-                    detail::sym_inverse(L, B.data(), Binv.data(), eig);
+                    detail::normalize_and_invert(L, B, Binv, eig);
                 }
             }
             for (int i = 0; i < K; ++i) {
@@ -544,12 +551,7 @@ inline Info solve(int M, int N, int L, const double* A, const double* Y, const P
                         B[usz(r + static_cast<idx>(c2) * L)] = v;
                         B[usz(c2 + static_cast<idx>(r) * L)] = v;
                     }
-                double fro = 0.0;
-                for (double x : B) fro += x * x;
-                fro = std::sqrt(fro);
-                if (fro > 0)
-                    for (auto& x : B) x /= fro;
-                detail::sym_inverse(L, B.data(), Binv.data(), eig);
+                detail::normalize_and_invert(L, B, Binv, eig);
                 for (int j = 0; j < L; ++j) {
                     double v = 0.0;
                     for (int r = 0; r < L; ++r)
