@@ -422,6 +422,25 @@ inline bool ensure_sane(Engine& e, long& n_forced) {
     return e.refresh(true) && e.sane();
 }
 
+// Carry out the chosen move on atom idx: re-estimate its precision to alpha if
+// it is in the model, else add it with alpha (keep = true); delete it if it is in
+// the model and should go (keep = false).  Counts the move in info.
+inline void apply_move(Engine& e, idx_t idx, bool keep, double alpha, Info& info) {
+    const idx_t p = e.pos_[idx];
+    if (keep) {
+        if (p >= 0) {
+            e.reestimate(p, alpha);
+            ++info.n_reestimate;
+        } else {
+            e.add(idx, alpha);
+            ++info.n_add;
+        }
+    } else if (p >= 0) {
+        e.remove(p);
+        ++info.n_delete;
+    }
+}
+
 }  // namespace detail
 
 // One BCS problem (BCS_fast_rvm.m).  A: (M, N) row-major and At: the same matrix
@@ -505,19 +524,7 @@ inline Info bcs_solve(const double* A, const double* At, idx_t M, idx_t N, const
             done = true;
             break;
         }
-        const idx_t p = e.pos_[idx];
-        if (grow[idx]) {
-            if (p >= 0) {
-                e.reestimate(p, newalpha[idx]);
-                ++info.n_reestimate;
-            } else {
-                e.add(idx, newalpha[idx]);
-                ++info.n_add;
-            }
-        } else if (p >= 0) {
-            e.remove(p);
-            ++info.n_delete;
-        }
+        detail::apply_move(e, idx, grow[idx] != 0, newalpha[idx], info);
     }
     if (!done) {
         info.stop = StopReason::max_iter;
@@ -672,19 +679,7 @@ inline Info mtbcs_solve(const double* A, const double* At, idx_t M, idx_t N, con
             done = true;
             break;
         }
-        const idx_t p = e.pos_[idx];
-        if (theta[idx] > 0.0) {
-            if (p >= 0) {
-                e.reestimate(p, theta[idx]);
-                ++info.n_reestimate;
-            } else {
-                e.add(idx, theta[idx]);
-                ++info.n_add;
-            }
-        } else if (p >= 0) {
-            e.remove(p);
-            ++info.n_delete;
-        }
+        detail::apply_move(e, idx, theta[idx] > 0.0, theta[idx], info);
     }
     if (!done) {
         info.stop = StopReason::max_iter;
