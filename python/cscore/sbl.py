@@ -223,6 +223,20 @@ class _Spectral:
         return float(np.sum(self.e / (self.e + lam)))
 
 
+def _sym_inverse(B: np.ndarray) -> np.ndarray:
+    """Inverse of a symmetric positive semidefinite ``B`` as the core computes it.
+
+    Eigenvalues are clamped below at ``eps * max`` (``sym_inverse`` in
+    ``cpp/include/cscore/sbl.hpp``), so a rank-deficient ``B`` (noiseless data with
+    fewer independent rows than channels) gives a large but finite inverse instead
+    of a LAPACK "singular matrix" error whose occurrence depends on rounding.
+    """
+    w, Q = np.linalg.eigh(0.5 * (B + B.T))
+    wmax = max(float(w[-1]), np.finfo(float).tiny)
+    w = np.maximum(w, np.finfo(float).eps * wmax)
+    return (Q / w) @ Q.T
+
+
 def _lambda_update(
     lam: float, resid2: float, M: int, L: int, Phi: np.ndarray, gamma: np.ndarray,
     enhance: bool, spec: _Spectral | None,
@@ -271,7 +285,7 @@ def _tmsbl_one(
             else:
                 B = (mu / gamma[:, None]).T @ mu + R
                 B = B / np.linalg.norm(B)
-        mub = np.linalg.solve(B, mu.T).T if B_fixed is not None or gamma.size > M else mu
+        mub = mu @ _sym_inverse(B) if B_fixed is not None or gamma.size > M else mu
         gamma = np.sum(mub * mu, axis=1) / L + sig
         count += 1
         if count >= max_iter:
@@ -329,7 +343,7 @@ def _tsbl_one(
             Bm = 0.5 * (Bm + Bm.T)
             Bm = Bm / np.linalg.norm(Bm)
             B = Bm
-            Binv = np.linalg.inv(Bm)
+            Binv = _sym_inverse(Bm)
             Binv_rot = np.einsum("kj,kl,lj->j", Q, Binv, Q)
         if K <= M:
             quad = np.sum(mu * mu, axis=1)
