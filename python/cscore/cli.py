@@ -1,42 +1,48 @@
 """The ``cscore`` command line: ``cscore <subcommand> ...``.
 
-Subcommands register themselves in :data:`SUBCOMMANDS`; each is a pair of
-functions ``(add_arguments(parser), run(args) -> int)``.
+Each subcommand lives in its own module, which defines ``HELP`` (a one-line
+description), ``add_arguments(parser)`` and ``run(args) -> int``.  The table
+:data:`SUBCOMMAND_MODULES` names them; this module imports them (lazily, when
+the parser is built) and they never import this module back.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from typing import Callable
 
-__all__ = ["main"]
+__all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
 
 AddArgs = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
 
-#: name -> (help, add_arguments, run)
-SUBCOMMANDS: dict[str, tuple[str, AddArgs, Run]] = {}
+#: subcommand name -> module that defines ``HELP``, ``add_arguments`` and ``run``.
+SUBCOMMAND_MODULES: dict[str, str] = {
+    "version": "cscore.cli_version",
+    "demo": "cscore.bench.cli_demo",
+    "bench": "cscore.bench.cli",
+    "train": "cscore.lstm_cs.cli_train",
+    "models": "cscore.lstm_cs.cli_models",
+}
 
 
-def _version(_args: argparse.Namespace) -> int:
-    import cscore
+def load_subcommands() -> dict[str, tuple[str, AddArgs, Run]]:
+    """Import every subcommand module.
 
-    print(f"cscore {cscore.__version__}")
-    return 0
-
-
-SUBCOMMANDS["version"] = ("print the version", lambda p: None, _version)
-
-
-def _register_subcommands() -> None:
-    """Import the modules that add entries to :data:`SUBCOMMANDS`."""
-    from .bench import cli as _bench_cli  # noqa: F401  (bench, demo)
-    from .lstm_cs import (
-        cli_models,  # noqa: F401  (models)
-        cli_train,  # noqa: F401  (train)
-    )
+    Returns
+    -------
+    dict
+        name -> ``(help, add_arguments, run)`` in the order of
+        :data:`SUBCOMMAND_MODULES`.
+    """
+    out: dict[str, tuple[str, AddArgs, Run]] = {}
+    for name, module_name in SUBCOMMAND_MODULES.items():
+        mod = importlib.import_module(module_name)
+        out[name] = (mod.HELP, mod.add_arguments, mod.run)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -47,12 +53,11 @@ def build_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The ``cscore`` parser; each subcommand's namespace carries ``_run``.
     """
-    _register_subcommands()
     parser = argparse.ArgumentParser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, (help_text, add_args, run) in SUBCOMMANDS.items():
+    for name, (help_text, add_args, run) in load_subcommands().items():
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_args(p)
         p.set_defaults(_run=run)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from ..cli import SUBCOMMANDS
 from .pretrained import model_dirs, pretrained_entries
 
 __all__ = ["run_models"]
@@ -61,4 +60,6 @@ def run_models(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS["models"] = ("list the pretrained LSTM-CS models", _add_arguments, run_models)
+HELP = "list the pretrained LSTM-CS models"
+add_arguments = _add_arguments
+run = run_models

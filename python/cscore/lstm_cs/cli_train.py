@@ -14,8 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cli import SUBCOMMANDS
-
 __all__ = ["add_arguments", "run"]
 
 
@@ -197,4 +195,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS["train"] = ("train an LSTM-CS model (needs PyTorch)", add_arguments, run)
+HELP = "train an LSTM-CS model (needs PyTorch)"

@@ -1,0 +1,45 @@
+"""The command line's structure: one-way imports, every subcommand reachable."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+from cscore import cli
+
+
+@pytest.mark.parametrize("name", sorted(cli.SUBCOMMAND_MODULES))
+def test_subcommand_modules_do_not_import_the_top_level_cli(name):
+    mod = importlib.import_module(cli.SUBCOMMAND_MODULES[name])
+    tree = ast.parse(Path(mod.__file__).read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            target = node.module or ""
+            resolved = importlib.util.resolve_name("." * node.level + target, mod.__package__) \
+                if node.level else target
+            assert resolved != "cscore.cli", f"{mod.__name__} imports cscore.cli"
+            assert not (resolved == "cscore" and any(a.name == "cli" for a in node.names))
+        elif isinstance(node, ast.Import):
+            assert all(a.name != "cscore.cli" for a in node.names)
+    assert isinstance(mod.HELP, str) and mod.HELP
+    assert callable(mod.add_arguments) and callable(mod.run)
+
+
+def test_every_subcommand_has_help(capsys):
+    parser = cli.build_parser()
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for name in cli.SUBCOMMAND_MODULES:
+        assert name in out
+
+
+def test_version_subcommand(capsys):
+    import cscore
+
+    assert cli.main(["version"]) == 0
+    assert capsys.readouterr().out.strip() == f"cscore {cscore.__version__}"
