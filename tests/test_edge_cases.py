@@ -61,9 +61,14 @@ def test_empty(prob):
     with pytest.raises(ValueError, match="A must not be empty"):
         cscore.omp(np.zeros((10, 0)), Y, n_nonzero=1)
     with pytest.raises(ValueError, match="y must not be empty"):
-        cscore.omp(A, np.zeros((10, 0)), n_nonzero=1)
+        cscore.omp(A, np.zeros(0), n_nonzero=1)
     with pytest.raises(ValueError, match="Y must not be empty"):
-        cscore.somp(A, np.zeros((0, 10, 3)), n_nonzero=1)
+        cscore.somp(A, np.zeros((10, 0)), n_nonzero=1)
+    with pytest.raises(ValueError, match="Y must not be empty"):
+        cscore.somp(A, np.zeros((2, 10, 0)), n_nonzero=1)
+    # a batch of zero problems is not an error (issue 10): numpy-style empty result
+    assert cscore.omp(A, np.zeros((10, 0)), n_nonzero=1).shape == (A.shape[1], 0)
+    assert cscore.somp(A, np.zeros((0, 10, 3)), n_nonzero=1).shape == (0, A.shape[1], 3)
 
 
 @pytest.mark.parametrize("fn", ["omp", "somp"])

@@ -10,6 +10,7 @@
 
 #include "cscore/bcs.hpp"
 #include "cscore/parallel.hpp"
+#include "interrupt.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -91,15 +92,18 @@ py::tuple bcs_batch(const darray& A, const darray& At, const darray& Y, const da
     const double* y = Y.data();
     const double* s2 = sigma2.data();
     double* x = X.mutable_data();
+    Interruptible intr;
+    cscore::Control* ctl = intr.control();
     {
         // Pure C++ below: no Python object is touched.
         py::gil_scoped_release release;
         cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
-            for (idx_t p = begin; p < end; ++p)
+            for (idx_t p = begin; p < end && !cscore::should_stop(ctl); ++p)
                 infos[static_cast<std::size_t>(p)] =
                     cscore::bcs::bcs_solve(arow, a, M, N, y + p * M, s2[p], opt, x + p * N);
-        });
+        }, ctl);
     }
+    intr.rethrow_if_interrupted();
     return py::make_tuple(X, pack_infos(infos));
 }
 
@@ -119,15 +123,18 @@ py::tuple mtbcs_batch(const darray& A, const darray& At, const darray& Y, double
     const double* at = At.data();
     const double* y = Y.data();
     double* x = X.mutable_data();
+    Interruptible intr;
+    cscore::Control* ctl = intr.control();
     {
         // Pure C++ below: no Python object is touched.
         py::gil_scoped_release release;
         cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
-            for (idx_t p = begin; p < end; ++p)
+            for (idx_t p = begin; p < end && !cscore::should_stop(ctl); ++p)
                 infos[static_cast<std::size_t>(p)] = cscore::bcs::mtbcs_solve(
                     arow, at, M, N, y + p * L * M, L, a, b, opt, x + p * L * N);
-        });
+        }, ctl);
     }
+    intr.rethrow_if_interrupted();
     return py::make_tuple(X, pack_infos(infos));
 }
 

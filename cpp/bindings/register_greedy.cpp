@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cscore/greedy.hpp"
+#include "interrupt.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -83,12 +84,14 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     opt.tol = tol;
     opt.gram_limit = gram_limit;
     const T* a = static_cast<const T*>(A.data());
+    Interruptible intr;
     {
         // Pure C++ from here on: raw pointers into arrays the caller keeps alive,
-        // no Python object is touched.
+        // no Python object is touched (the Ctrl-C poll takes the GIL itself).
         py::gil_scoped_release release;
-        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads);
+        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads, intr.control());
     }
+    intr.rethrow_if_interrupted();
 }
 
 void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::array residual,

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "cscore/lstm.hpp"
+#include "interrupt.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -66,11 +67,14 @@ py::array_t<T> logits(const carr<T>& WR, const carr<T>& b, const carr<T>& U,
     py::array_t<T> out({B, L, static_cast<py::ssize_t>(w.N)});
     T* o = out.mutable_data();
     const T* x = X.data();
+    Interruptible intr;
     {
         // Only raw buffers below; no Python object is touched.
         py::gil_scoped_release release;
-        lstm::lstm_logits(w, x, B, static_cast<int>(L), o, n_threads);
+        lstm::lstm_logits(w, x, B, static_cast<int>(L), o, n_threads, lstm::kChunk,
+                          intr.control());
     }
+    intr.rethrow_if_interrupted();
     return out;
 }
 
@@ -111,11 +115,13 @@ py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const ca
     const double* at = At.data();
     const double* cn = col_norms.data();
     const double* y = Y.data();
+    Interruptible intr;
     {
         // Only raw buffers below; no Python object is touched.
         py::gil_scoped_release release;
-        lstm::decode(w, at, cn, y, B, static_cast<int>(L), opt, out);
+        lstm::decode(w, at, cn, y, B, static_cast<int>(L), opt, out, intr.control());
     }
+    intr.rethrow_if_interrupted();
     return py::make_tuple(S, atoms, resid, n_iter, stop);
 }
 

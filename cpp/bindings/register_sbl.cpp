@@ -7,6 +7,7 @@
 
 #include "cscore/parallel.hpp"
 #include "cscore/sbl.hpp"
+#include "interrupt.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -61,19 +62,22 @@ py::tuple sbl_solve(const farr& A, const carr& Yt, bool exact, double prune, dou
     double* lo = lam_out.mutable_data();
     int* it = n_iter.mutable_data();
     int* st = stop.mutable_data();
+    Interruptible intr;
+    Control* ctl = intr.control();
     {
         // Plain buffers only below: no Python object is touched without the GIL.
         py::gil_scoped_release release;
         parallel_for(nb, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int) {
-            for (std::ptrdiff_t b = begin; b < end; ++b) {
+            for (std::ptrdiff_t b = begin; b < end && !should_stop(ctl); ++b) {
                 const auto info = sbl::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N,
                                              bo + b * L * L);
                 lo[b] = info.lam;
                 it[b] = info.n_iter;
                 st[b] = static_cast<int>(info.stop);
             }
-        });
+        }, ctl);
     }
+    intr.rethrow_if_interrupted();
     return py::make_tuple(X, G, Bo, lam_out, n_iter, stop);
 }
 

@@ -75,6 +75,7 @@ def as_float_array(
     dtype: np.dtype | type | None = None,
     allow_empty: bool = False,
     finite: bool = True,
+    empty_batch: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """Convert ``x`` to a C-contiguous float array after checking it.
 
@@ -93,6 +94,10 @@ def as_float_array(
         Whether a zero-size array is accepted.
     finite : bool, default True
         Refuse NaN and infinite entries.
+    empty_batch : (int, int), optional
+        ``(ndim, axis)``: a ``ndim``-D array whose only zero-length axis is
+        ``axis`` (a batch of zero problems) is accepted even without
+        ``allow_empty``.
 
     Returns
     -------
@@ -112,7 +117,7 @@ def as_float_array(
     if arr.ndim not in ndims:
         want = " or ".join(f"{d}-D" for d in ndims)
         raise ValueError(f"{name} must be {want}; got an array of shape {arr.shape}")
-    if not allow_empty and arr.size == 0:
+    if not allow_empty and arr.size == 0 and not _is_empty_batch(arr, empty_batch):
         raise ValueError(f"{name} must not be empty; got shape {arr.shape}")
     if dtype is None:
         target = np.dtype(np.float32) if arr.dtype == np.float32 else np.dtype(np.float64)
@@ -124,6 +129,13 @@ def as_float_array(
     if finite:
         check_finite(name, out)
     return out
+
+
+def _is_empty_batch(arr: np.ndarray, empty_batch: tuple[int, int] | None) -> bool:
+    if empty_batch is None or arr.ndim != empty_batch[0]:
+        return False
+    axis = empty_batch[1] % arr.ndim
+    return arr.shape[axis] == 0 and all(n > 0 for i, n in enumerate(arr.shape) if i != axis)
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:
@@ -161,8 +173,8 @@ def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> 
         ``A`` as a C-contiguous float array.
     """
     out = as_float_array(name, A, ndim=2, dtype=dtype)
-    norms = np.linalg.norm(out, axis=0)
-    zero = np.flatnonzero(norms == 0)
+    # Exact test (a norm would underflow to 0 for columns of tiny, nonzero entries).
+    zero = np.flatnonzero(~np.any(out != 0, axis=0))
     if zero.size:
         raise ValueError(
             f"{name} has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "

@@ -42,7 +42,9 @@ def _prepare(
 ) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     out_dtype = common_float_dtype(A, Y)
     A64 = check_matrix("A", A, dtype=np.float64)
-    Y64 = as_float_array(yname, Y, ndim=ndims, dtype=np.float64)
+    # a batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result
+    empty = (2, 1) if ndims == (1, 2) else (3, 0)
+    Y64 = as_float_array(yname, Y, ndim=ndims, dtype=np.float64, empty_batch=empty)
     return A64, Y64, out_dtype
 
 
@@ -450,7 +452,7 @@ def mtbcs(
         "ml": [np.asarray(v) for v in info["ml"]],
     }
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
-    nv = np.stack(info["noise_var"])
+    nv = np.stack(info["noise_var"]) if info["noise_var"] else np.zeros((0, Y3.shape[2]))
     extra["noise_var"] = nv[0] if single else nv
     extra["moves"] = _moves(info, single)
     return DecodeResult(

@@ -80,7 +80,9 @@ def _run(
     """Validate, decode, and return the raw outputs in (P, ., L) layout."""
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
-    Y_arr = as_float_array(y_name, Y, ndim=y_ndims, dtype=dtype)
+    # A batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result.
+    empty = (2, 1) if fn == "omp" else (3, 0)
+    Y_arr = as_float_array(y_name, Y, ndim=y_ndims, dtype=dtype, empty_batch=empty)
     M, N = A_arr.shape
     if Y_arr.shape[-2 if fn == "somp" else 0] != M:
         axis = "the second-to-last axis" if fn == "somp" else "the first axis"

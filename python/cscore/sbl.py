@@ -370,7 +370,7 @@ def _tsbl_one(
 
 def _check_inputs(A: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, np.dtype, int]:
     A_in = as_float_array("A", A, ndim=2)
-    Y_in = as_float_array("Y", Y, ndim=(1, 2, 3))
+    Y_in = as_float_array("Y", Y, ndim=(1, 2, 3), empty_batch=(3, 0))
     out_dtype = (
         np.dtype(np.float32)
         if A_in.dtype == np.float32 and Y_in.dtype == np.float32
@@ -439,6 +439,17 @@ def _run(
     threads = resolve_threads(n_threads)
     max_iter = kw["max_iter"]
     batch = Y.ndim == 3
+    if batch and Y.shape[0] == 0:  # a batch of zero problems
+        N, L = A.shape[1], Y.shape[2]
+        X0 = np.zeros((0, N, L), dtype=out_dtype)
+        if not return_result:
+            return X0
+        return DecodeResult(
+            x=X0, support=X0 != 0, residual_norm=np.zeros((0, L), dtype=out_dtype),
+            n_iter=np.zeros(0, dtype=int), stop_reason=np.zeros(0, dtype="<U9"),
+            extra={"gamma": np.zeros((0, N)), "B": np.zeros((0, L, L)),
+                   "lambda": np.zeros(0)},
+        )  # fmt: skip
     solve = _solve_core if _BACKEND == "core" else _solve_numpy
     try:
         with single_threaded_blas(), np.errstate(all="ignore"):

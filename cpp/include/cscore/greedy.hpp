@@ -576,8 +576,9 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
 template <class T>
 void decode_range_generic(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t begin,
                           std::ptrdiff_t end, const Options& opt, Workspace<T>& ws,
-                          const Outputs<T>& out) {
-    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, true>(D, Y, p, opt, ws, out);
+                          const Outputs<T>& out, Control* ctl) {
+    for (std::ptrdiff_t p = begin; p < end && !should_stop(ctl); ++p)
+        decode_one<T, true>(D, Y, p, opt, ws, out);
 }
 
 #ifdef CSCORE_GREEDY_AVX2
@@ -586,8 +587,9 @@ __attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& 
                                                            const View3<const T>& Y,
                                                            std::ptrdiff_t begin, std::ptrdiff_t end,
                                                            const Options& opt, Workspace<T>& ws,
-                                                           const Outputs<T>& out) {
-    for (std::ptrdiff_t p = begin; p < end; ++p) decode_one<T, false>(D, Y, p, opt, ws, out);
+                                                           const Outputs<T>& out, Control* ctl) {
+    for (std::ptrdiff_t p = begin; p < end && !should_stop(ctl); ++p)
+        decode_one<T, false>(D, Y, p, opt, ws, out);
 }
 
 // True when the CPU has AVX2 and FMA, unless the environment variable
@@ -604,11 +606,13 @@ inline bool cpu_has_avx2() {
 #endif
 
 // Decodes P problems Y (P, M, L) into the outputs with up to n_threads threads.
-// Results do not depend on n_threads: every problem runs the same code.
+// Results do not depend on n_threads: every problem runs the same code.  With a
+// Control, workers stop between problems once it is cancelled (outputs are then
+// incomplete and the caller must discard them).
 template <class T>
 void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             const View3<const T>& Y, std::ptrdiff_t P, std::ptrdiff_t L, const Options& opt,
-            const Outputs<T>& out, int n_threads) {
+            const Outputs<T>& out, int n_threads, Control* ctl = nullptr) {
     if (opt.max_atoms < 1 || opt.max_atoms > std::min(M, N))
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
     // Forming G costs about N^2 M / 2; computing the selected atoms' columns on
@@ -633,18 +637,18 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         Workspace<T> ws(M, N, L, K);
         for (;;) {
             const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
-            if (c >= n_chunks) break;
+            if (c >= n_chunks || should_stop(ctl)) break;
             const std::ptrdiff_t begin = c * kChunk, end = std::min(P, begin + kChunk);
 #ifdef CSCORE_GREEDY_AVX2
             if (avx2) {
-                decode_range_avx2<T>(D, Y, begin, end, opt, ws, out);
+                decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
                 continue;
             }
 #endif
             (void)avx2;
-            decode_range_generic<T>(D, Y, begin, end, opt, ws, out);
+            decode_range_generic<T>(D, Y, begin, end, opt, ws, out, ctl);
         }
-    });
+    }, ctl);
 }
 
 }  // namespace cscore::greedy

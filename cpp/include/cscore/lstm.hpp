@@ -23,6 +23,10 @@
 #include <stdexcept>
 #include <vector>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "cscore/blas.hpp"
 #include "cscore/parallel.hpp"
 #include "cscore/result.hpp"
@@ -36,6 +40,9 @@ enum class Cell : int { paper = 0, lstm = 1 };
 // Default problems per LSTM batch.  Fixed (never derived from the thread count)
 // so that every problem sees the same GEMM shapes whatever the number of threads.
 constexpr int kChunk = 64;
+
+// Work buffers hold whole multiples of this many problem rows (SIMD padding).
+constexpr int kPadRows = 16;
 
 // Relative size below which a new atom's component orthogonal to the support
 // counts as zero (the atom is linearly dependent on the support).
@@ -64,7 +71,11 @@ namespace detail {
 // nearest integer n with the 1.5 * 2^23 trick, r = x - n ln2 (ln2 split in two
 // parts), exp(r) by its Taylor polynomial, times 2^n built in the exponent bits.
 inline float exp_approx(float x) {
-    x = std::min(std::max(x, -87.0f), 88.0f);
+    // Comparisons written so that NaN also maps to the clamp (-87): the exponent
+    // arithmetic below must only ever see |n| <= 127 (a NaN or inf would make the
+    // integer conversion overflow, which is undefined behaviour).
+    x = x > -87.0f ? x : -87.0f;
+    x = x < 88.0f ? x : 88.0f;
     const float magic = 12582912.0f;  // 1.5 * 2^23
     const float shifted = x * 1.44269504088896341f + magic;
     const float nf = shifted - magic;
@@ -111,8 +122,8 @@ inline vf4 bcast4(float s) { return vf4{s, s, s, s}; }
 
 inline vf4 exp_approx(vf4 x) {
     const vf4 lo = bcast4(-87.0f), hi = bcast4(88.0f), magic = bcast4(12582912.0f);
-    x = x < lo ? lo : x;
-    x = x > hi ? hi : x;
+    x = x > lo ? x : lo;  // NaN -> lo, as in the scalar version
+    x = x < hi ? x : hi;
     const vf4 shifted = x * 1.44269504088896341f + magic;
     const vf4 nf = shifted - magic;
     vi4 n;
@@ -215,8 +226,8 @@ CSCORE_AVX2_FN inline vf8 bcast8(float s) { return vf8{s, s, s, s, s, s, s, s}; 
 
 CSCORE_AVX2_FN inline vf8 exp_approx8(vf8 x) {
     const vf8 lo = bcast8(-87.0f), hi = bcast8(88.0f), magic = bcast8(12582912.0f);
-    x = x < lo ? lo : x;
-    x = x > hi ? hi : x;
+    x = x > lo ? x : lo;  // NaN -> lo, as in the scalar version
+    x = x < hi ? x : hi;
     const vf8 shifted = x * 1.44269504088896341f + magic;
     const vf8 nf = shifted - magic;
     vi8 n;
@@ -296,14 +307,18 @@ struct LstmWork {
     std::vector<T> g;    // chunk x G*H gate pre-activations
     std::vector<T> z;    // chunk x N logits (without c_out)
 
+    // `chunk` (the leading dimension) is rounded up to whole kPadRows so that the
+    // SIMD lanes past the last problem stay inside the buffers.
     LstmWork(const Weights<T>& w, int chunk_)
-        : chunk(chunk_),
+        : LstmWork(w, (chunk_ + kPadRows - 1) / kPadRows * kPadRows, 0) {}
+    LstmWork(const Weights<T>& w, int padded, int)
+        : chunk(padded),
           ld(w.M + w.H),
-          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(chunk_)),
-          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(chunk_)),
+          xv(static_cast<std::size_t>(ld) * static_cast<std::size_t>(padded)),
+          c(static_cast<std::size_t>(w.H) * static_cast<std::size_t>(padded)),
           g(static_cast<std::size_t>(w.gates()) * static_cast<std::size_t>(w.H) *
-            static_cast<std::size_t>(chunk_)),
-          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(chunk_)) {}
+            static_cast<std::size_t>(padded)),
+          z(static_cast<std::size_t>(w.N) * static_cast<std::size_t>(padded)) {}
 
     // input entry m of problem b
     T& x(idx b, idx m) { return xv[static_cast<std::size_t>(b + m * chunk)]; }
@@ -314,16 +329,119 @@ struct LstmWork {
 // C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
 // dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
 // a row-major (m, ldw) weight array, using its first k columns).
+//
+// Batch independence: every entry C[b, j] is computed by the same sequence of
+// operations whatever n is and wherever problem b sits in the chunk: acc = 0,
+// then acc = acc + W[j, kk] * X[b, kk] for kk = 0..k-1 in order (one fused
+// multiply-add per step on CPUs with FMA, chosen once per process; a multiply
+// and an add otherwise).  The vector code runs problems in SIMD lanes, which are
+// independent, so a problem decodes bit-identically alone or in any batch.  (A
+// BLAS call does not promise that: gemv and gemm, or gemm edge kernels, sum in
+// different orders.)  Lanes past n read and write padding rows: the buffers are
+// padded to whole kPadRows rows (see LstmWork).
+
+namespace detail {
+
+template <class T>
+void times_weights_generic(int n, int m, int k, const T* X, int ldx, const T* W, int ldw,
+                           T* C) {
+    for (int j = 0; j < m; ++j) {
+        T* c = C + static_cast<idx>(j) * ldx;
+        const T* w = W + static_cast<idx>(j) * ldw;
+        for (int b = 0; b < n; ++b) c[b] = T(0);
+        for (int kk = 0; kk < k; ++kk) {
+            const T wk = w[kk];
+            const T* x = X + static_cast<idx>(kk) * ldx;
+            for (int b = 0; b < n; ++b) c[b] = c[b] + wk * x[b];
+        }
+    }
+}
+
+#if defined(__GNUC__) && defined(__x86_64__)
+#define CSCORE_LSTM_FMA 1
+#define CSCORE_FMA_FN __attribute__((target("avx2,fma")))
+
+// J weight rows times V vectors of 8 problems (8 * V lanes starting at b0).
+template <int J, int V>
+CSCORE_FMA_FN inline void fma_block8(int k, const float* X, int ldx, const float* W, int ldw,
+                                     float* C, int b0, int j0) {
+    __m256 acc[J][V];
+    for (int r = 0; r < J; ++r)
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+    const float* w = W + static_cast<idx>(j0) * ldw;
+    for (int kk = 0; kk < k; ++kk) {
+        const float* x = X + static_cast<idx>(kk) * ldx + b0;
+        __m256 xv[V];
+        for (int v = 0; v < V; ++v) xv[v] = _mm256_loadu_ps(x + 8 * v);
+        for (int r = 0; r < J; ++r) {
+            const __m256 wr = _mm256_broadcast_ss(w + static_cast<idx>(r) * ldw + kk);
+            for (int v = 0; v < V; ++v) acc[r][v] = _mm256_fmadd_ps(wr, xv[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < J; ++r)
+        for (int v = 0; v < V; ++v)
+            _mm256_storeu_ps(C + static_cast<idx>(j0 + r) * ldx + b0 + 8 * v, acc[r][v]);
+}
+
+// The same on 4 lanes (few problems): identical per-lane arithmetic.
+template <int J>
+CSCORE_FMA_FN inline void fma_block4(int k, const float* X, int ldx, const float* W, int ldw,
+                                     float* C, int b0, int j0) {
+    __m128 acc[J];
+    for (int r = 0; r < J; ++r) acc[r] = _mm_setzero_ps();
+    const float* w = W + static_cast<idx>(j0) * ldw;
+    for (int kk = 0; kk < k; ++kk) {
+        const __m128 xv = _mm_loadu_ps(X + static_cast<idx>(kk) * ldx + b0);
+        for (int r = 0; r < J; ++r)
+            acc[r] = _mm_fmadd_ps(_mm_broadcast_ss(w + static_cast<idx>(r) * ldw + kk), xv, acc[r]);
+    }
+    for (int r = 0; r < J; ++r) _mm_storeu_ps(C + static_cast<idx>(j0 + r) * ldx + b0, acc[r]);
+}
+
+template <int J>
+CSCORE_FMA_FN inline void fma_rows(int n, int k, const float* X, int ldx, const float* W,
+                                   int ldw, float* C, int j0) {
+    int b = 0;
+    for (; n - b > 8; b += 16) fma_block8<J, 2>(k, X, ldx, W, ldw, C, b, j0);
+    for (; n - b > 4; b += 8) fma_block8<J, 1>(k, X, ldx, W, ldw, C, b, j0);
+    for (; n - b > 0; b += 4) fma_block4<J>(k, X, ldx, W, ldw, C, b, j0);
+}
+
+CSCORE_FMA_FN inline void times_weights_fma(int n, int m, int k, const float* X, int ldx,
+                                            const float* W, int ldw, float* C) {
+    int j = 0;
+    if (n > 4) {
+        for (; j + 6 <= m; j += 6) fma_rows<6>(n, k, X, ldx, W, ldw, C, j);
+    } else {
+        for (; j + 8 <= m; j += 8) fma_rows<8>(n, k, X, ldx, W, ldw, C, j);
+    }
+    for (; j < m; ++j) fma_rows<1>(n, k, X, ldx, W, ldw, C, j);
+}
+
+inline bool cpu_has_fma() {
+    static const bool yes =
+        __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
+    return yes;
+}
+#endif
+
+}  // namespace detail
+
 template <class T>
 void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
-    // One or two problems: BLAS gemv (a GEMM packs its operands on every call,
-    // which for one or two problems costs more than the product itself).
-    if (n <= 2 && blas::has_gemv<T>()) {
-        for (int b = 0; b < n; ++b)
-            blas::gemv<T>(true, k, m, T(1), Wt, ldw, X + b, chunk, T(0), C + b, chunk);
+    detail::times_weights_generic<T>(n, m, k, X, chunk, Wt, ldw, C);
+}
+
+template <>
+inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
+                                 const float* Wt, int ldw, float* C) {
+#ifdef CSCORE_LSTM_FMA
+    if (detail::cpu_has_fma()) {
+        detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C);
         return;
     }
-    blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, T(0), C, chunk);
+#endif
+    detail::times_weights_generic<float>(n, m, k, X, chunk, Wt, ldw, C);
 }
 
 // One LSTM step for problems 0..n-1 of `work` (inputs set by the caller).
@@ -355,12 +473,12 @@ void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
 // state carried from channel to channel (zero at channel 0).
 template <class T>
 void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_threads,
-                 int chunk = kChunk) {
+                 int chunk = kChunk, Control* ctl = nullptr) {
     const idx n_chunks = (B + chunk - 1) / chunk;
     const int M = w.M, N = w.N;
     parallel_for(n_chunks, n_threads, [&](idx c0, idx c1, int) {
         LstmWork<T> work(w, chunk);
-        for (idx ch = c0; ch < c1; ++ch) {
+        for (idx ch = c0; ch < c1 && !should_stop(ctl); ++ch) {
             const idx p0 = ch * chunk;
             const int n = static_cast<int>(std::min<idx>(chunk, B - p0));
             for (int j = 0; j < L; ++j) {
@@ -375,7 +493,7 @@ void lstm_logits(const Weights<T>& w, const T* X, idx B, int L, T* out, int n_th
                 }
             }
         }
-    });
+    }, ctl);
 }
 
 // ---------------------------------------------------------------------------
@@ -387,7 +505,7 @@ struct DecodeOptions {
     bool exclude_selected = true;   // argmax over atoms not in the support
     bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
     int n_threads = 1;
-    int chunk = kChunk;             // problems per LSTM batch (results may depend on it)
+    int chunk = kChunk;             // problems per LSTM batch (results do not depend on it)
 };
 
 // Outputs, row-major, for B problems.
@@ -485,7 +603,8 @@ struct ChannelLS {
 // `out.S` must be zero-initialized by the caller.
 template <class T>
 void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
-            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
+            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out,
+            Control* ctl = nullptr) {
     const int M = w.M, N = w.N, k_max = opt.k_max;
     const idx chunk = opt.chunk;
     const idx n_chunks = (B + chunk - 1) / chunk;
@@ -495,7 +614,7 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
         std::vector<double> ybuf(static_cast<std::size_t>(M));
         std::vector<idx> active;
         active.reserve(static_cast<std::size_t>(chunk));
-        for (idx ch = c0; ch < c1; ++ch) {
+        for (idx ch = c0; ch < c1 && !should_stop(ctl); ++ch) {
             const idx p0 = ch * chunk;
             const idx n_prob = std::min(chunk, B - p0);
             active.clear();
@@ -576,7 +695,7 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 }
             }
         }
-    });
+    }, ctl);
 }
 
 }  // namespace cscore::lstm

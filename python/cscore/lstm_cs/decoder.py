@@ -308,7 +308,7 @@ class LSTMCS:
         of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
-        Y = as_float_array("Y", Y, ndim=(2, 3))
+        Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y
