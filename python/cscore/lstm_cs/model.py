@@ -34,28 +34,49 @@ An ``.npz`` archive (``numpy.savez``, readable with ``allow_pickle=False``) with
 the arrays above, the sensing matrix ``A`` (float64, (M, N)) and ``meta``: a
 uint8 array holding UTF-8 JSON with ``format``, ``version``, ``cell``,
 ``n_cells`` and the :class:`ProblemSpec` fields, plus free-form ``info``
-(training settings, data provenance).
+(training settings, data provenance), and optionally ``arch`` (the architecture,
+"lstm" when absent; see :data:`ARCH_ARRAYS` for the arrays of each).
+
+Loading is bounded: only the entries the format defines are read, each one's
+declared shape, dtype and size are checked against the metadata before its data
+is decompressed, ``meta`` is capped (:data:`MAX_META_BYTES`) and so is the total
+(:data:`MAX_ARRAYS_BYTES`); FIFOs and devices are refused without being read.
+Every defect is a :class:`ModelFileError` naming the entry.  Saving is atomic
+(:func:`save_npz_atomic`).
 """
 
 from __future__ import annotations
 
+import ast
 import json
+import os
+import stat
+import struct
+import tempfile
 import zipfile
+import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 __all__ = [
+    "ARCH_ARRAYS",
     "CELL_GATES",
+    "COMMON_ARRAYS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
     "load_model_file",
+    "model_dims",
+    "read_model_arrays",
+    "read_model_meta",
     "save_model_file",
+    "save_npz_atomic",
 ]
 
 FORMAT_NAME = "cscore.lstm_cs"
@@ -191,6 +212,442 @@ class LSTMCSWeights:
         return LSTMCSWeights(**conv, cell=self.cell, extra=dict(self.extra))
 
 
+# --------------------------------------------------------------------------
+# The table of what a model file holds, per architecture.
+
+#: Shape rule of one array: a function of the file's dimensions (see
+#: :func:`model_dims`) returning the exact shape the array must have.
+ShapeRule = Callable[[Mapping[str, int]], tuple[int, ...]]
+
+#: Arrays every model file holds whatever its architecture.
+COMMON_ARRAYS: dict[str, ShapeRule] = {"A": lambda d: (d["M"], d["N"])}
+
+#: Architecture (``meta["arch"]``, "lstm" when absent) -> the arrays its files
+#: hold besides ``meta`` and :data:`COMMON_ARRAYS`, each with its shape rule.
+#: The loader reads exactly these entries (nothing else is allowed in the file)
+#: and checks each declared shape before reading any data; a new architecture is
+#: one entry here (with its dimensions in ``meta``, see :func:`model_dims`).
+ARCH_ARRAYS: dict[str, dict[str, ShapeRule]] = {
+    "lstm": {
+        "W": lambda d: (d["G"] * d["H"], d["M"]),
+        "R": lambda d: (d["G"] * d["H"], d["H"]),
+        "b": lambda d: (d["G"] * d["H"],),
+        "U": lambda d: (d["N"], d["H"]),
+        "c_out": lambda d: (d["N"],),
+    },
+}
+
+#: Largest ``meta`` entry accepted (bytes of JSON).
+MAX_META_BYTES = 1 << 20
+#: Largest total size of a file's arrays once decompressed (bytes).  Shipped
+#: models are a few MB; the cap keeps a hostile file from costing more.
+MAX_ARRAYS_BYTES = 256 << 20
+#: Largest dimension accepted in ``meta`` (M, N, L, n_cells, ...).
+MAX_DIM = 1 << 20
+#: Most entries a model archive may list (checked before the directory is parsed).
+MAX_ENTRIES = 64
+#: Largest central directory accepted (bytes).
+_MAX_DIRECTORY_BYTES = 1 << 20
+#: Largest .npy header accepted (bytes).
+_MAX_NPY_HEADER = 1 << 14
+#: Array dtypes a model file may use (little-endian floats; uint8 for meta).
+_FLOAT_DTYPES = ("<f4", "<f8")
+
+
+def _fail(path: Path, what: str) -> ModelFileError:
+    return ModelFileError(f"{path}: {what}")
+
+
+def _strict_int(v: Any, lo: int = 0, hi: int = MAX_DIM) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+def model_dims(meta: Mapping[str, Any]) -> dict[str, int]:
+    """Dimensions the shape rules of :data:`ARCH_ARRAYS` are written in.
+
+    ``M``, ``N``, ``L`` from ``meta["spec"]``; ``H`` = ``meta["n_cells"]`` and
+    ``G`` = gates of ``meta["cell"]`` when present; and every other top-level
+    integer field of ``meta`` under its own name (so a new architecture can
+    declare its own sizes there).
+
+    Parameters
+    ----------
+    meta : mapping
+        Checked metadata (see :func:`read_model_meta`).
+
+    Returns
+    -------
+    dict of str to int
+    """
+    spec = meta["spec"]
+    dims = {k: int(v) for k, v in meta.items() if _strict_int(v)}
+    dims.update(M=int(spec["M"]), N=int(spec["N"]), L=int(spec["L"]))
+    if "n_cells" in meta:
+        dims["H"] = int(meta["n_cells"])
+    if meta.get("cell") in CELL_GATES:
+        dims["G"] = len(CELL_GATES[meta["cell"]])
+    return dims
+
+
+def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
+    """Type-check metadata strictly; every problem is a ModelFileError."""
+    if not isinstance(meta, dict):
+        raise _fail(path, f"metadata must be a JSON object, got {type(meta).__name__}")
+    if meta.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path} is not a {FORMAT_NAME} file")
+    version = meta.get("version")
+    if not _strict_int(version, 0) or version != FORMAT_VERSION:
+        raise _fail(
+            path, f"format version {version!r}; this cscore reads version {FORMAT_VERSION}"
+        )
+    arch = meta.get("arch", "lstm")
+    if not isinstance(arch, str) or arch not in ARCH_ARRAYS:
+        raise _fail(path, f"unknown architecture {arch!r}; known: {sorted(ARCH_ARRAYS)}")
+    if "cell" in meta and meta["cell"] not in CELL_GATES:
+        raise _fail(path, f"unknown cell type {meta['cell']!r}; known: {list(CELL_GATES)}")
+    if "n_cells" in meta and not _strict_int(meta["n_cells"], 1):
+        raise _fail(path, f"n_cells must be an int in [1, {MAX_DIM}], got {meta['n_cells']!r}")
+    if arch == "lstm" and ("cell" not in meta or "n_cells" not in meta):
+        raise _fail(path, "metadata lacks 'cell' or 'n_cells'")
+    for k, v in meta.items():
+        if isinstance(v, int) and not isinstance(v, bool) and not _strict_int(v, 0):
+            raise _fail(path, f"metadata field {k!r} = {v} is out of range")
+    spec = meta.get("spec")
+    if not isinstance(spec, dict):
+        raise _fail(path, "metadata 'spec' must be an object")
+    ints = {"M": 1, "N": 1, "L": 1, "block_size": 0, "levels": 0, "image_size": 0}
+    strs = ("transform", "vectorization", "dataset")
+    known = set(ints) | set(strs)
+    extra = set(spec) - known
+    if extra:
+        raise _fail(path, f"bad problem spec: unknown fields {sorted(extra)}")
+    for k, lo in ints.items():
+        if k in spec and not _strict_int(spec[k], lo):
+            raise _fail(path, f"bad problem spec: {k} must be an int >= {lo}, got {spec[k]!r}")
+    for k in strs:
+        if k in spec and not isinstance(spec[k], str):
+            raise _fail(path, f"bad problem spec: {k} must be a string, got {spec[k]!r}")
+    for k in ("M", "N", "L"):
+        if k not in spec:
+            raise _fail(path, f"bad problem spec: {k} missing")
+    info = meta.get("info", {})
+    if info is None:
+        info = {}
+    if not isinstance(info, dict):
+        raise _fail(path, f"metadata 'info' must be an object, got {type(info).__name__}")
+    out = dict(meta)
+    out["arch"] = arch
+    out["info"] = info
+    return out
+
+
+def _open_regular(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading; refuse anything but a regular file, never block."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no model file at {path}") from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path} is a directory, not a model file") from None
+    except OSError as exc:
+        raise _fail(path, f"cannot open: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelFileError(f"{path} is a directory, not a model file")
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(path, "not a regular file (a FIFO, device or socket is never read)")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_directory(path: Path, fh: IO[bytes]) -> None:
+    """Bound the archive's directory from its end record before zipfile parses it."""
+    size = fh.seek(0, os.SEEK_END)
+    if size < 22:
+        raise ModelFileError(
+            f"{path} is not a model file: not an .npz (zip) archive"
+            + (" (the file is empty)" if size == 0 else "")
+        )
+    tail_len = min(size, 22 + 65535)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or len(tail) - pos < 22:
+        raise ModelFileError(f"{path} is not a model file: not an .npz (zip) archive")
+    _, _, _, n_here, n_total, dir_size, _, _ = struct.unpack("<4sHHHHIIH", tail[pos : pos + 22])
+    if n_total == 0xFFFF or dir_size == 0xFFFFFFFF:
+        return  # zip64 end record: zipfile reads the real counts; checked after
+    if max(n_here, n_total) > MAX_ENTRIES or dir_size > _MAX_DIRECTORY_BYTES:
+        raise _fail(path, f"archive lists {n_total} entries / {dir_size} directory bytes")
+
+
+def _read_npy_header(
+    path: Path, name: str, f: IO[bytes]
+) -> tuple[tuple[int, ...], np.dtype, bool, int]:
+    """Parse an .npy header from ``f`` by hand (bounded; no pickle, no eval)."""
+    head = f.read(10)
+    if len(head) < 10 or head[:6] != b"\x93NUMPY":
+        raise _fail(path, f"entry {name!r} is not an .npy array")
+    major = head[6]
+    if major == 1:
+        hlen = struct.unpack("<H", head[8:10])[0]
+        start = 10
+    elif major in (2, 3):
+        head += f.read(2)
+        if len(head) < 12:
+            raise _fail(path, f"entry {name!r}: truncated .npy header")
+        hlen = struct.unpack("<I", head[8:12])[0]
+        start = 12
+    else:
+        raise _fail(path, f"entry {name!r}: unsupported .npy version {major}")
+    if hlen > _MAX_NPY_HEADER:
+        raise _fail(path, f"entry {name!r}: .npy header of {hlen} bytes is too large")
+    raw = f.read(hlen)
+    if len(raw) < hlen:
+        raise _fail(path, f"entry {name!r}: truncated .npy header")
+    try:
+        text = raw.decode("latin1" if major < 3 else "utf-8")
+        if len(text) > 2000 or text.count("(") > 4 or text.count("{") > 1:
+            raise ValueError("header too complex")
+        d = ast.literal_eval(text)
+        if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
+            raise ValueError("keys")
+        descr, fortran, shape = d["descr"], d["fortran_order"], d["shape"]
+        if not isinstance(descr, str) or not isinstance(fortran, bool):
+            raise ValueError("descr/fortran_order")
+        if not isinstance(shape, tuple) or not all(_strict_int(n, 0, 1 << 62) for n in shape):
+            raise ValueError("shape")
+        dtype = np.dtype(descr)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise _fail(path, f"entry {name!r}: malformed .npy header ({exc})") from None
+    return shape, dtype, fortran, start + hlen
+
+
+def _read_entry(
+    path: Path, zf: zipfile.ZipFile, name: str, want_shape: tuple[int, ...] | None,
+    dtypes: tuple[str, ...], max_bytes: int,
+) -> np.ndarray:
+    """Read entry ``name``.npy, checking its header against the spec before its data."""
+    info = zf.getinfo(name + ".npy")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise _fail(path, f"entry {name!r}: unsupported compression {info.compress_type}")
+    if info.flag_bits & 0x1:
+        raise _fail(path, f"entry {name!r} is encrypted")
+    with zf.open(info) as f:
+        shape, dtype, fortran, hdr = _read_npy_header(path, name, f)
+        if dtype.hasobject or dtype.str not in dtypes:
+            raise _fail(path, f"entry {name!r} has dtype {dtype}; expected one of {list(dtypes)}")
+        if want_shape is not None and shape != want_shape:
+            raise _fail(path, f"entry {name!r} has shape {shape}, expected {want_shape}")
+        if len(shape) != 1 and want_shape is None:
+            raise _fail(path, f"entry {name!r} must be 1-D, has shape {shape}")
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * dtype.itemsize
+        if nbytes > max_bytes:
+            raise _fail(path, f"entry {name!r} declares {nbytes} bytes (cap {max_bytes})")
+        if info.file_size != hdr + nbytes:
+            raise _fail(
+                path,
+                f"entry {name!r}: archive size {info.file_size} disagrees with its "
+                f".npy header ({hdr + nbytes} bytes)",
+            )
+        data = f.read(nbytes)
+        if len(data) != nbytes:
+            raise _fail(path, f"entry {name!r} is truncated")
+        f.read(1)  # reach the end of the member: zipfile checks its CRC there
+    arr = np.frombuffer(data, dtype=dtype)
+    order = "F" if fortran else "C"
+    return np.array(arr.reshape(shape, order=order), order="C", copy=True)
+
+
+def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
+    fh = _open_regular(path)
+    try:
+        _check_directory(path, fh)
+        fh.seek(0)
+        zf = zipfile.ZipFile(fh)
+        names = [i.filename for i in zf.infolist()]
+        if len(names) > MAX_ENTRIES:
+            raise _fail(path, f"archive lists {len(names)} entries")
+        if len(set(names)) != len(names):
+            raise _fail(path, "archive lists an entry twice")
+        return fh, zf
+    except BaseException as exc:
+        fh.close()
+        if isinstance(exc, (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error,
+                            ValueError, NotImplementedError, RuntimeError, KeyError,
+                            OverflowError, MemoryError)) and not isinstance(
+            exc, (ModelFileError, FileNotFoundError)
+        ):
+            raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None
+        raise
+
+
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error, ValueError,
+                NotImplementedError, RuntimeError, KeyError, OverflowError, MemoryError)
+
+
+def _meta_from(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:
+    if "meta.npy" not in zf.NameToInfo:
+        raise _fail(path, "no metadata (entry 'meta' missing)")
+    blob = _read_entry(path, zf, "meta", None, ("|u1",), MAX_META_BYTES)
+    try:
+        meta = json.loads(blob.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _fail(path, f"entry 'meta': metadata is not valid JSON: {str(exc)[:200]}") from None
+    return _check_meta(path, meta)
+
+
+def read_model_meta(path: str | Path) -> dict[str, Any]:
+    """Read and check only the metadata of a model file (cheap and bounded).
+
+    Parameters
+    ----------
+    path : path
+        A model file.
+
+    Returns
+    -------
+    dict
+        The checked metadata (``arch`` filled in, ``info`` a dict).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file.
+    """
+    path = Path(path)
+    fh, zf = _open_archive(path)
+    try:
+        with fh, zf:
+            return _meta_from(path, zf)
+    except ModelFileError:
+        raise
+    except _READ_ERRORS as exc:
+        raise _fail(path, f"unreadable entry 'meta': {exc}") from None
+
+
+def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read a model file of any architecture of :data:`ARCH_ARRAYS`, bounded.
+
+    Only the entries the format defines for the file's architecture are read;
+    each one's declared shape, dtype and size are checked against the metadata
+    before its data is decompressed, the total is capped by
+    :data:`MAX_ARRAYS_BYTES`, and every array must be finite.  Nothing is
+    unpickled.
+
+    Parameters
+    ----------
+    path : path
+        A model file.
+
+    Returns
+    -------
+    meta : dict
+        Checked metadata.
+    arrays : dict of str to ndarray
+        The arrays of :data:`COMMON_ARRAYS` and the architecture's entry.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file, naming the entry concerned.
+    """
+    path = Path(path)
+    fh, zf = _open_archive(path)
+    try:
+        with fh, zf:
+            meta = _meta_from(path, zf)
+            rules = {**COMMON_ARRAYS, **ARCH_ARRAYS[meta["arch"]]}
+            present = set(zf.NameToInfo)
+            wanted = {n + ".npy" for n in rules} | {"meta.npy"}
+            missing = sorted(n[:-4] for n in wanted - present)
+            if missing:
+                raise _fail(path, f"lacks the arrays {missing}")
+            extra = sorted(present - wanted)
+            if extra:
+                raise _fail(path, f"holds entries the format does not define: {extra[:5]}")
+            dims = model_dims(meta)
+            try:
+                shapes = {n: tuple(int(v) for v in rule(dims)) for n, rule in rules.items()}
+            except KeyError as exc:
+                raise _fail(path, f"metadata lacks the dimension {exc}") from None
+            total = 0
+            for shp in shapes.values():
+                count = 1
+                for v in shp:
+                    count *= v
+                total += count * 8
+            if total > MAX_ARRAYS_BYTES:
+                raise _fail(path, f"declared sizes total {total} bytes (cap {MAX_ARRAYS_BYTES})")
+            arrays: dict[str, np.ndarray] = {}
+            for n, shp in shapes.items():
+                try:
+                    arr = _read_entry(path, zf, n, shp, _FLOAT_DTYPES, MAX_ARRAYS_BYTES)
+                except ModelFileError:
+                    raise
+                except _READ_ERRORS as exc:
+                    raise _fail(path, f"entry {n!r} is unreadable: {exc}") from None
+                if not np.isfinite(arr).all():
+                    raise _fail(path, f"entry {n!r} contains NaN or infinity")
+                arrays[n] = arr
+            return meta, arrays
+    except ModelFileError:
+        raise
+    except _READ_ERRORS as exc:
+        raise _fail(path, f"unreadable: {exc}") from None
+
+
+def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` as a compressed ``.npz`` at ``path``, atomically.
+
+    The archive goes to a temporary file in the same folder, is flushed and
+    fsync'ed, then renamed over ``path``: a failure at any point (disk full,
+    quota, a signal) leaves an existing ``path`` untouched and no temporary
+    file behind.  Every model format of cscore saves through this function.
+
+    Parameters
+    ----------
+    path : path
+        Destination (replaced if it exists).
+    arrays : mapping of str to ndarray
+        Entry names and arrays (no object arrays).
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
 def save_model_file(
     path: str | Path,
     weights: LSTMCSWeights,
@@ -198,12 +655,12 @@ def save_model_file(
     spec: ProblemSpec,
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a model file (see the module docstring for the format).
+    """Write a model file (see the module docstring for the format), atomically.
 
     Parameters
     ----------
     path : path
-        File to write (``.npz``; overwritten).
+        File to write (``.npz``; replaced atomically, see :func:`save_npz_atomic`).
     weights : LSTMCSWeights
         The weights (stored as float32).
     A : ndarray (M, N)
@@ -233,17 +690,22 @@ def save_model_file(
         "info": info or {},
     }
     blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    if blob.size > MAX_META_BYTES:
+        raise ValueError(f"info is too large ({blob.size} bytes of JSON; at most {MAX_META_BYTES})")
     w32 = weights.astype(np.float32)
-    with open(Path(path), "wb") as fh:
-        np.savez_compressed(
-            fh, meta=blob, A=A, W=w32.W, R=w32.R, b=w32.b, U=w32.U, c_out=w32.c_out
-        )
+    save_npz_atomic(
+        path, {"meta": blob, "A": A, "W": w32.W, "R": w32.R, "b": w32.b, "U": w32.U,
+               "c_out": w32.c_out},
+    )  # fmt: skip
 
 
 def load_model_file(
     path: str | Path,
 ) -> tuple[LSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
-    """Read and check a model file; return ``(weights, A, spec, info)``.
+    """Read and check an LSTM-CS model file; return ``(weights, A, spec, info)``.
+
+    Reading is bounded (see :func:`read_model_arrays`): a damaged or hostile
+    file raises :class:`ModelFileError` quickly, whatever it declares.
 
     Parameters
     ----------
@@ -266,60 +728,23 @@ def load_model_file(
     FileNotFoundError
         The file does not exist.
     ModelFileError
-        Not an LSTM-CS model file, an unsupported version, or inconsistent
-        contents (shapes, non-finite values).
+        Not an LSTM-CS model file, an unsupported version or architecture, or
+        inconsistent contents (shapes, dtypes, sizes, non-finite values).
     """
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no model file at {path}")
-    if path.is_dir():
-        raise ModelFileError(f"{path} is a directory, not a model file")
-    if not zipfile.is_zipfile(path):
-        raise ModelFileError(
-            f"{path} is not a model file: not an .npz (zip) archive"
-            + (" (the file is empty)" if path.stat().st_size == 0 else "")
-        )
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, KeyError) as exc:
-        raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from exc
-    missing = {"meta", "A", "W", "R", "b", "U", "c_out"} - set(arrays)
-    if missing:
-        raise ModelFileError(f"{path} lacks the arrays {sorted(missing)}")
-    try:
-        meta = json.loads(arrays["meta"].tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{path}: metadata is not valid JSON: {exc}") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"{path} is not a {FORMAT_NAME} file")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path} has format version {meta.get('version')!r}; this cscore reads "
-            f"version {FORMAT_VERSION}"
-        )
+    meta, arrays = read_model_arrays(path)
+    if meta["arch"] != "lstm":
+        raise _fail(path, f"architecture {meta['arch']!r} is not an LSTM-CS model")
     try:
         spec = ProblemSpec(**meta["spec"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ModelFileError(f"{path}: bad problem spec: {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise _fail(path, f"bad problem spec: {exc}") from None
     A = arrays["A"]
-    if A.shape != (spec.M, spec.N):
-        raise ModelFileError(f"{path}: A has shape {A.shape}, expected ({spec.M}, {spec.N})")
-    if A.dtype.kind != "f":
-        raise ModelFileError(f"{path}: A has dtype {A.dtype}; a model file stores a float A")
-    if not np.isfinite(A).all():
-        raise ModelFileError(f"{path}: A contains NaN or infinity")
-    if not (np.linalg.norm(A, axis=0) > 0).all():
-        raise ModelFileError(f"{path}: A has an all-zero column")
+    if not np.any(A != 0, axis=0).all():
+        raise _fail(path, "entry 'A' has an all-zero column")
     weights = LSTMCSWeights(
-        W=arrays["W"],
-        R=arrays["R"],
-        b=arrays["b"],
-        U=arrays["U"],
-        c_out=arrays["c_out"],
-        cell=str(meta.get("cell", "")),
-    )
+        W=arrays["W"], R=arrays["R"], b=arrays["b"], U=arrays["U"], c_out=arrays["c_out"],
+        cell=str(meta["cell"]),
+    )  # fmt: skip
     weights.validate(spec.M, spec.N)
-    if weights.n_cells != meta.get("n_cells"):
-        raise ModelFileError(f"{path}: n_cells in metadata disagrees with the weights")
-    return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta.get("info", {}))
+    return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta["info"])

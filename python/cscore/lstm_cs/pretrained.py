@@ -8,16 +8,13 @@ without ``.npz``.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .decoder import LSTMCS
-from .model import FORMAT_NAME, ModelFileError
+from .model import read_model_meta
 
 __all__ = ["ModelEntry", "list_pretrained", "model_dirs", "pretrained", "pretrained_entries"]
 
@@ -68,23 +65,24 @@ class ModelEntry:
 
 
 def _read_meta(path: Path) -> dict[str, Any]:
-    """Read only the ``meta`` member of a model file (cheap: no weights loaded)."""
-    with np.load(path, allow_pickle=False) as npz:
-        if "meta" not in npz.files:
-            raise ModelFileError(f"{path} has no metadata")
-        meta = json.loads(npz["meta"].tobytes().decode("utf-8"))
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"{path} is not a {FORMAT_NAME} file")
-    return meta
+    """Read only the ``meta`` member of a model file (bounded: no weights read)."""
+    return read_model_meta(path)
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else 0
 
 
 def _entry(name: str, path: Path) -> ModelEntry:
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
     try:
         meta = _read_meta(path)
-        spec = meta.get("spec", {})
-        info = meta.get("info", {}) or {}
-        desc = str(info.get("description", "")).strip()
+        spec = meta["spec"]
+        info = meta["info"]
+        desc = str(info.get("description", "")).strip()[:500]
         if not desc:
             desc = (
                 f"LSTM-CS {spec.get('dataset') or 'model'}: M={spec.get('M')}, "
@@ -95,16 +93,16 @@ def _entry(name: str, path: Path) -> ModelEntry:
             path=path,
             size_bytes=size,
             description=desc,
-            M=int(spec.get("M", 0)),
-            N=int(spec.get("N", 0)),
-            L=int(spec.get("L", 0)),
-            n_cells=int(meta.get("n_cells", 0)),
+            M=_int(spec.get("M")),
+            N=_int(spec.get("N")),
+            L=_int(spec.get("L")),
+            n_cells=_int(meta.get("n_cells")),
             cell=str(meta.get("cell", "")),
             transform=str(spec.get("transform", "")),
             dataset=str(spec.get("dataset", "")),
         )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        return ModelEntry(name=name, path=path, size_bytes=size, error=str(exc))
+    except Exception as exc:  # one bad file must never break the listing
+        return ModelEntry(name=name, path=path, size_bytes=size, error=str(exc)[:500] or repr(exc))
 
 
 def pretrained_entries() -> list[ModelEntry]:
