@@ -261,7 +261,8 @@ def test_bad_Y_refused(rng):
     with pytest.raises(ValueError, match="Y must be 2-D or 3-D"):
         model.decode(np.ones(M))
     with pytest.raises(ValueError, match="Y must not be empty"):
-        model.decode(np.ones((0, M, L)))
+        model.decode(np.ones((M, 0)))
+    assert model.decode(np.ones((0, M, L))).shape == (0, N, L)  # empty batch (issue 10)
     with pytest.raises(TypeError, match="Y must be real"):
         model.decode(np.ones((M, L), complex))
     with pytest.raises(ValueError, match=r"n_nonzero must be <= 20 \(min\(M, N\)"):
@@ -328,14 +329,14 @@ def test_malformed_files_refused(rng, tmp_path):
         "missing": (dict(drop=("U",)), r"lacks the arrays \['U'\]"),
         "shape": (
             dict(replace={"U": np.zeros((N, H + 1), np.float32)}),
-            "weight U has shape",
+            "entry 'U' has shape",
         ),
         "nan": (
             dict(replace={"b": np.full(3 * H, np.nan, np.float32)}),
-            "weight b contains NaN",
+            "entry 'b' contains NaN",
         ),
         "spec": (dict(meta=lambda m: m["spec"].update(M=-1)), "bad problem spec"),
-        "A": (dict(replace={"A": np.ones((M, N + 1))}), "A has shape"),
+        "A": (dict(replace={"A": np.ones((M, N + 1))}), "entry 'A' has shape"),
     }
     for name, (kw, msg) in cases.items():
         path = tmp_path / f"{name}.npz"
