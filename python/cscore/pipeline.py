@@ -283,6 +283,7 @@ class _NpyInput:
 
     def read(self, i0: int, i1: int) -> np.ndarray:
         row = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
+        i1 = min(i1, self.shape[0])
         if i1 <= i0:
             return np.zeros((0, *self.shape[1:]), dtype=self.dtype)
         mm = np.memmap(
