@@ -168,19 +168,33 @@ def cmd_sigkill(args: argparse.Namespace) -> None:
         ref = zarr.open_array(str(d / "ref.zarr"), mode="r")[:]
         print(f"uninterrupted run: {t_full:.1f} s, {len(Y)} problems, chunk {args.chunk}")
         out = d / "out.zarr"
+        man_path = out / "cscore-manifest.json"
+        n_chunks = -(-len(Y) // args.chunk)
+        per_chunk = t_full / n_chunks
         for i in range(args.kills):
+            # spread the kills over the run: wait for the i-th share of the chunks,
+            # then kill at a random moment within the next chunk's decoding
+            target = round(n_chunks * (i + 1) / (args.kills + 1))
             p = _run_cli(cfg, d / "Y.npy", out, args.chunk)
-            delay = rng.uniform(1.0, max(1.5, t_full * 0.35))
-            time.sleep(delay)
+            t = time.perf_counter()
+            while p.poll() is None:
+                if man_path.is_file() and len(json.loads(man_path.read_text())["done"]) >= target:
+                    break
+                time.sleep(0.002)
+            time.sleep(rng.uniform(0, per_chunk))
+            delay = time.perf_counter() - t
+            finished = p.poll() is not None
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
-            man = json.loads((out / "cscore-manifest.json").read_text())
+            man = json.loads(man_path.read_text())
             arr = zarr.open_array(str(out), mode="r")
             bad = [c for c in man["done"]
                    if not np.array_equal(arr[c * args.chunk:(c + 1) * args.chunk],
                                          ref[c * args.chunk:(c + 1) * args.chunk])]
             partial = list(out.rglob("*.partial"))
-            print(f"kill {i + 1}: SIGKILL after {delay:.2f} s; {len(man['done'])} chunks "
+            print(f"kill {i + 1}: SIGKILL {delay:.2f} s after start "
+                  f"({'after it had finished!' if finished else 'mid-run'}); "
+                  f"{len(man['done'])}/{n_chunks} chunks "
                   f"recorded, recorded chunks differing from the reference: {len(bad)}, "
                   f"leftover .partial files: {len(partial)}", flush=True)
         p = _run_cli(cfg, d / "Y.npy", out, args.chunk)
@@ -235,6 +249,7 @@ def cmd_stream(args: argparse.Namespace) -> None:
     Y = mnist_problems(dec, 3200)
     dec(Y[:64])  # warm-up
     print(f"batch={args.batch}, max_latency={args.max_latency * 1e3:.0f} ms, "
+          f"workers={args.workers} (decoder n_threads=1), "
           f"{args.seconds:.0f} s per rate; load {load_avg()}")
     print("| offered frames/s | frames | p50 ms | p99 ms | max ms | lost/reordered |")
     print("|---:|---:|---:|---:|---:|---|")
@@ -256,7 +271,8 @@ def cmd_stream(args: argparse.Namespace) -> None:
         lat = np.zeros(n)
         got = []
         for i, r in enumerate(cscore.stream(dec, source(), batch=args.batch,
-                                            max_latency=args.max_latency)):
+                                            max_latency=args.max_latency,
+                                            workers=args.workers)):
             lat[i] = time.perf_counter() - emitted[i]
             got.append(r)
         # order check: each result against its own frame decoded alone (float32 LSTM
@@ -315,6 +331,7 @@ def main() -> None:
     q.add_argument("--seconds", type=float, default=5.0)
     q.add_argument("--batch", type=int, default=32)
     q.add_argument("--max-latency", type=float, default=0.01)
+    q.add_argument("--workers", type=int, default=2)
     q.add_argument("--plot", default=None)
     args = p.parse_args()
     {"dask": cmd_dask, "kill-worker": cmd_kill_worker, "sigkill": cmd_sigkill,

@@ -58,27 +58,31 @@ def stream_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith("cscore-stream")]
 
 
-def test_stream_order_and_values(dec, rng) -> None:
+@pytest.mark.parametrize("workers", [1, 3])
+def test_stream_order_and_values(dec, rng, workers) -> None:
     Y = frames_of(rng, 53)
-    out = list(cscore.stream(dec, iter(Y), batch=8, max_latency=0.001))
+    out = list(cscore.stream(dec, iter(Y), batch=8, max_latency=0.001, workers=workers))
     assert len(out) == 53
     # every result is the decoder's answer for its own frame, in input order
     np.testing.assert_array_equal(np.stack(out), dec(Y))
 
 
-def test_stream_back_pressure(dec, rng) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_stream_back_pressure(dec, rng, workers) -> None:
     src = Counting(frames_of(rng, 500))
     batch, ahead = 4, 6
-    it = cscore.stream(dec, src, batch=batch, max_latency=0.0, read_ahead=ahead)
+    bound = ahead + workers * batch + 1
+    it = cscore.stream(dec, src, batch=batch, max_latency=0.0, read_ahead=ahead,
+                       workers=workers)
     consumed = 0
     for _ in it:
         consumed += 1
         time.sleep(0.002)  # a slow consumer
-        assert src.taken - consumed <= ahead + batch + 1
+        assert src.taken - consumed <= bound
         if consumed == 40:
             break
     time.sleep(0.05)
-    assert src.taken - consumed <= ahead + batch + 1
+    assert src.taken - consumed <= bound
     it.close()
     assert not any(t.is_alive() for t in stream_threads())
 
@@ -225,6 +229,19 @@ def test_cli_sigkill_then_resume_identical(tmp_path) -> None:
         done = json.loads(man.read_text())["done"]
         killed_mid_run += 0 < len(done) < 30
     assert killed_mid_run >= 1
+    # Ctrl-C (SIGINT): the command stops, says so, exits 130 with its chunks recorded
+    n_before = len(json.loads(man.read_text())["done"])
+    p = _cli(*common, "--output", str(out))
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 60 and p.poll() is None:
+        if len(json.loads(man.read_text()).get("done", [])) >= n_before + 2:
+            break
+        time.sleep(0.005)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    if p.returncode == 130:  # (0 if it had just finished)
+        assert b"interrupted" in err and b"run the same command to resume" in err
+        assert len(json.loads(man.read_text())["done"]) >= n_before + 2
     p = _cli(*common, "--output", str(out))
     assert p.wait(timeout=120) == 0, p.stderr.read().decode()
     got = zarr.open_array(str(out), mode="r")[:]

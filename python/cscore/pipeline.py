@@ -21,8 +21,9 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Union
 
@@ -76,6 +77,7 @@ def stream(
     batch: int = 32,
     max_latency: float = 0.02,
     read_ahead: int | None = None,
+    workers: int = 1,
 ) -> Iterator[np.ndarray] | AsyncIterator[np.ndarray]:
     """Decode a stream of frames in batches; yield the results in input order.
 
@@ -94,7 +96,11 @@ def stream(
     read_ahead : int, optional
         Most frames buffered between the source and the decoder (default
         ``2 * batch``).  Back-pressure: the source is never read more than
-        ``read_ahead + batch + 1`` frames ahead of the results consumed.
+        ``read_ahead + workers * batch + 1`` frames ahead of the results consumed.
+    workers : int, default 1
+        Batches decoded at the same time (synchronous sources).  With 1 the
+        decoder runs in the calling thread; with more, in a pool of ``workers``
+        threads (give the decoder ``n_threads=1`` then), still yielding in order.
 
     Returns
     -------
@@ -116,7 +122,9 @@ def stream(
         return _astream(dec, frames, b, lat, ra)  # type: ignore[arg-type]
     if not hasattr(frames, "__iter__"):
         raise TypeError(f"frames must be an iterable or async iterable, got {type(frames)}")
-    return _sstream(dec, iter(frames), b, lat, ra)  # type: ignore[arg-type]
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 1:
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    return _sstream(dec, iter(frames), b, lat, ra, int(workers))  # type: ignore[arg-type]
 
 
 def _put(q: queue.Queue[Any], item: Any, stop: threading.Event) -> bool:
@@ -145,17 +153,35 @@ def _decode_batch(dec: Any, frames: list[Any], first: int) -> np.ndarray:
 
 
 def _sstream(
-    dec: Any, it: Iterator[Any], batch: int, max_latency: float, read_ahead: int
+    dec: Any, it: Iterator[Any], batch: int, max_latency: float, read_ahead: int, workers: int
 ) -> Iterator[np.ndarray]:
     q: queue.Queue[Any] = queue.Queue(maxsize=read_ahead)
     stop = threading.Event()
     th = threading.Thread(target=_reader, args=(it, q, stop), name="cscore-stream", daemon=True)
     th.start()
-    n_done = 0
+    pool = (
+        ThreadPoolExecutor(max_workers=workers, thread_name_prefix="cscore-stream-decode")
+        if workers > 1
+        else None
+    )
+    inflight: deque[Future[np.ndarray]] = deque()
+    n_read = 0
     ended = False
     try:
         while not ended:
-            x, t0 = q.get()
+            while inflight and inflight[0].done():
+                yield from inflight.popleft().result()
+            if len(inflight) >= workers:
+                yield from inflight.popleft().result()
+                continue
+            # the first frame of the next batch (keep yielding results meanwhile)
+            while True:
+                try:
+                    x, t0 = q.get(timeout=0.001 if inflight else 0.1)
+                    break
+                except queue.Empty:
+                    while inflight and inflight[0].done():
+                        yield from inflight.popleft().result()
             if x is _END:
                 break
             if x is _ERR:
@@ -174,9 +200,14 @@ def _sstream(
                 if x is _ERR:
                     raise t
                 frames.append(x)
-            out = _decode_batch(dec, frames, n_done)
-            n_done += len(frames)
-            yield from out
+            first = n_read
+            n_read += len(frames)
+            if pool is None:
+                yield from _decode_batch(dec, frames, first)
+            else:
+                inflight.append(pool.submit(_decode_batch, dec, frames, first))
+        while inflight:
+            yield from inflight.popleft().result()
     finally:
         stop.set()
         while True:  # unblock the reader
@@ -185,6 +216,10 @@ def _sstream(
             except queue.Empty:
                 break
         th.join(timeout=1.0)
+        if pool is not None:
+            for f in inflight:
+                f.cancel()
+            pool.shutdown(wait=True)
 
 
 async def _astream(
@@ -441,7 +476,9 @@ def decode_file(
     Each chunk is written with zarr's atomic writes (temporary file, then
     rename) and then recorded in ``output/cscore-manifest.json`` (itself
     replaced atomically and fsync'ed).  A run killed at any moment leaves
-    recorded chunks complete; unrecorded ones are decoded again.  On Ctrl-C
+    recorded chunks complete; unrecorded ones are decoded again.  A chunk is
+    decoded in calls of :data:`SLICE` problems (Python reacts to signals between
+    calls; results are unchanged).  On Ctrl-C
     (KeyboardInterrupt) every finished chunk is recorded before it propagates.
     """
     import zarr
@@ -553,7 +590,7 @@ def decode_file(
         if scheduler is None:
             for i in todo:
                 i0, i1 = i * chunk, min(B, (i + 1) * chunk)
-                record(i, dec(inp.read(i0, i1)))
+                record(i, _decode_in_slices(dec, inp.read(i0, i1)))
         else:
             _run_distributed(dec, inp, todo, chunk, scheduler, record)
     finally:
@@ -563,6 +600,17 @@ def decode_file(
         manifest["complete"] = True
         _write_json_atomic(manifest_path, manifest)
     return arr
+
+
+#: Problems per decoder call inside a chunk: Python checks for Ctrl-C between calls.
+#: A multiple of 64, the LSTM-CS decoder's GEMM group, so results do not change.
+SLICE = 256
+
+
+def _decode_in_slices(dec: Decoder, Y: np.ndarray) -> np.ndarray:
+    if len(Y) <= SLICE:
+        return np.asarray(dec(Y))
+    return np.concatenate([np.asarray(dec(Y[i : i + SLICE])) for i in range(0, len(Y), SLICE)])
 
 
 def _run_distributed(
