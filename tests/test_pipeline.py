@@ -125,6 +125,20 @@ def test_async_stream(dec, rng) -> None:
 
     out = asyncio.run(main())
     np.testing.assert_array_equal(np.stack(out), dec(Y))
+    assert not any(t.is_alive() for t in stream_threads())
+
+    async def first_three() -> list[np.ndarray]:  # leave early: the helpers stop
+        got = []
+        agen = cscore.stream(dec, source(), batch=4, max_latency=0.0)
+        async for r in agen:
+            got.append(r)
+            if len(got) == 3:
+                break
+        await agen.aclose()
+        return got
+
+    np.testing.assert_array_equal(np.stack(asyncio.run(first_three())), dec(Y[:3]))
+    assert not any(t.is_alive() for t in stream_threads())
 
 
 # ---------------------------------------------------------------- decode_file
