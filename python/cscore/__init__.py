@@ -10,9 +10,11 @@ from __future__ import annotations
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
+from .decoder import Decoder, decoder, decoder_names, register_decoder
 from .greedy import omp, somp
 from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
+from .pipeline import decode_file, stream
 from .result import DecodeResult
 from .sbl import tmsbl, tsbl
 
@@ -23,16 +25,22 @@ __version__ = "0.1.0"
 __all__ = [
     "LSTMCS",
     "DecodeResult",
+    "Decoder",
     "__version__",
     "bcs",
+    "decode_file",
+    "decoder",
+    "decoder_names",
     "get_num_threads",
     "list_pretrained",
     "mtbcs",
     "num_threads",
     "omp",
     "pretrained",
+    "register_decoder",
     "set_num_threads",
     "somp",
+    "stream",
     "tmsbl",
     "train_lstm_cs",
     "tsbl",
