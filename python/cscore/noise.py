@@ -185,7 +185,6 @@ def _fit_paths(
     A: np.ndarray, Y: np.ndarray, atoms: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """QR of every item's path.  Returns (res2 (I, K+1), z (I, K), R (I, K, K), valid)."""
-    M = A.shape[0]
     K = atoms.shape[1]
     valid = atoms >= 0
     # A path stops early only at its end: keep the valid prefix.
@@ -201,7 +200,6 @@ def _fit_paths(
     res2[:, :K] = tail
     res2[:, K] = 0.0
     res2 += np.einsum("im,im->i", perp, perp)[:, None]
-    del M
     return res2, z, R, valid
 
 
