@@ -8,12 +8,15 @@ rule with one call of :func:`auto_decode_mmv` (OMP uses :func:`auto_decode_omp`)
 
 Method
 ------
-1. **Greedy path.**  The decoder runs ``K = ceil(M / 2)`` steps (capped at
-   ``min(M, N)``) and reports its atoms in selection order.  The residual norm
-   after every prefix of that path is recomputed here from one batched QR
-   factorization of the selected columns (the prefix least-squares fits are
-   exactly the decoder's, because a greedy decoder stopped by ``tol`` is the
-   same path cut short).
+1. **Greedy path.**  The decoder runs ``K = min(M - 1, N)`` steps and reports
+   its atoms in selection order.  (Decoders with one support per channel, such
+   as LSTM-CS, whose steps cost more, first run ``ceil(M / 2)`` steps; only
+   problems whose signal takes half of that path or more, step 2, run again to
+   the full length.)  The residual norm after every prefix of the path is
+   recomputed here from one batched QR factorization of the selected columns
+   (one per problem for a shared support, one per channel otherwise); the
+   prefix least-squares fits are exactly the decoder's, because a greedy
+   decoder stopped by ``tol`` is the same path cut short.
 2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
    Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
    channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
@@ -104,7 +107,7 @@ def is_auto(tol: Any) -> bool:
 
 
 def path_length(M: int, N: int) -> int:
-    """Greedy steps run to find where the signal ends: ``ceil(M / 2)``, capped.
+    """Longest greedy path run to find where the signal ends: ``M - 1``, capped.
 
     Parameters
     ----------
@@ -114,7 +117,7 @@ def path_length(M: int, N: int) -> int:
     Returns
     -------
     int
-        ``min(ceil(M / 2), min(M, N))``, at least 1.
+        ``min(M - 1, N)``, at least 1.
     """
     return max(1, min(M - 1, N))
 
@@ -184,7 +187,10 @@ class AutoStop:
 def _fit_paths(
     A: np.ndarray, Y: np.ndarray, atoms: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """QR of every item's path.  Returns (res2 (I, K+1), z (I, K), R (I, K, K), valid)."""
+    """QR of every item's path; ``Y`` (I, M, C) shares the item's atoms (I, K).
+
+    Returns (res2 (I, C, K+1), z (I, K, C), R (I, K, K), valid (I, K)).
+    """
     K = atoms.shape[1]
     valid = atoms >= 0
     # A path stops early only at its end: keep the valid prefix.
@@ -192,14 +198,13 @@ def _fit_paths(
     As = A.T[np.where(valid, atoms, 0)]  # (I, K, M)
     As[~valid] = 0.0
     Q, R = np.linalg.qr(As.transpose(0, 2, 1))  # (I, M, K), (I, K, K)
-    z = np.einsum("imk,im->ik", Q, Y)
+    z = np.einsum("imk,imc->ikc", Q, Y)
     z[~valid] = 0.0
-    perp = Y - np.einsum("imk,ik->im", Q, z)
-    tail = np.cumsum((z**2)[:, ::-1], axis=1)[:, ::-1]  # sum_{i>=k} z_i^2
-    res2 = np.empty((Y.shape[0], K + 1))
-    res2[:, :K] = tail
-    res2[:, K] = 0.0
-    res2 += np.einsum("im,im->i", perp, perp)[:, None]
+    perp = Y - np.einsum("imk,ikc->imc", Q, z)
+    tail = np.cumsum((z**2)[:, ::-1], axis=1)[:, ::-1]  # sum_{i>=k} z_i^2, (I, K, C)
+    res2 = np.zeros((Y.shape[0], Y.shape[2], K + 1))
+    res2[:, :, :K] = tail.transpose(0, 2, 1)
+    res2 += np.einsum("imc,imc->ic", perp, perp)[:, :, None]
     return res2, z, R, valid
 
 
@@ -233,22 +238,23 @@ def auto_stop(
     P, M, L = Y.shape
     N = A.shape[1]
     joint = atoms.ndim == 2
-    if joint:
-        atoms = np.repeat(atoms[:, None, :], L, axis=1)
-    K = atoms.shape[2]
-    items = P * L
-    Yi = Y.transpose(0, 2, 1).reshape(items, M)
-    ai = atoms.reshape(items, K)
-    res2 = np.empty((items, K + 1))
-    zs = np.empty((items, K))
+    K = atoms.shape[-1]
+    if joint:  # one QR per problem, shared by its channels
+        Yi, ai, C = Y, atoms, L
+    else:  # one QR per channel
+        Yi, ai, C = Y.transpose(0, 2, 1).reshape(P * L, M, 1), atoms.reshape(P * L, K), 1
+    items = ai.shape[0]
+    res2 = np.empty((items, C, K + 1))
+    zs = np.empty((items, K, C))
     Rs = np.empty((items, K, K))
     valid = np.empty((items, K), dtype=bool)
     for s in range(0, items, _CHUNK):
         sl = slice(s, s + _CHUNK)
         res2[sl], zs[sl], Rs[sl], valid[sl] = _fit_paths(A, Yi[sl], ai[sl])
-    res2 = np.maximum(res2, 0.0).reshape(P, L, K + 1)
-    E = res2.sum(axis=1)  # (P, K+1) squared Frobenius residual
-    total = np.sqrt(res2).sum(axis=1)  # (P, K+1) summed channel norms
+    res2 = np.maximum(res2, 0.0)
+    res2_p = res2.reshape(P, L, K + 1)
+    E = res2_p.sum(axis=1)  # (P, K+1) squared Frobenius residual
+    total = np.sqrt(res2_p).sum(axis=1)  # (P, K+1) summed channel norms
 
     # Residual ratio thresholding.
     k = np.arange(1, K + 1)
@@ -275,26 +281,62 @@ def auto_stop(
         n_iter = np.minimum(n_iter, max_atoms)
 
     # Least squares on the kept prefix of every item.
-    n_item = np.minimum(np.repeat(n_iter, L), valid.sum(axis=1))
+    n_item = np.minimum(n_iter if joint else np.repeat(n_iter, L), valid.sum(axis=1))
     keep = np.arange(K)[None, :] < n_item[:, None]
-    eye = np.broadcast_to(np.eye(K), Rs.shape)
     both = keep[:, :, None] & keep[:, None, :]
-    Rk = np.where(both, Rs, eye)
-    coef = np.linalg.solve(Rk, np.where(keep, zs, 0.0)[:, :, None])[:, :, 0]
-    x = np.zeros((items, N))
+    Rk = np.where(both, Rs, np.eye(K)[None])
+    coef = np.linalg.solve(Rk, np.where(keep[:, :, None], zs, 0.0))  # (I, K, C)
+    x = np.zeros((items, N, C))
     rows, cols = np.nonzero(keep)
-    x[rows, ai[rows, cols]] = coef[rows, cols]
+    x[rows, ai[rows, cols], :] = coef[rows, cols, :]
     kept = np.where(keep, ai, -1)
-    resid = np.sqrt(res2.reshape(items, K + 1)[np.arange(items), n_item])
+    resid = res2[np.arange(items), :, n_item]  # (I, C)
+    if joint:
+        X, kept3 = x, np.repeat(kept[:, None, :], L, axis=1)
+    else:
+        X = x[:, :, 0].reshape(P, L, N).transpose(0, 2, 1)
+        kept3 = kept.reshape(P, L, K)
     return AutoStop(
-        x=np.ascontiguousarray(x.reshape(P, L, N).transpose(0, 2, 1)),
-        atoms=kept.reshape(P, L, K),
-        residual=resid.reshape(P, L),
+        x=np.ascontiguousarray(X),
+        atoms=kept3,
+        residual=np.sqrt(resid).reshape(P, L),
         n_iter=n_iter.astype(np.int64),
         sigma=sigma,
         tol=tol,
         n_signal=n_sig.astype(np.int64),
     )
+
+
+def _two_stage(
+    decode_sub: Callable[[Any, int], np.ndarray],
+    A: np.ndarray,
+    Y3: np.ndarray,
+    n_nonzero: int | None,
+    alpha: float,
+    short_first: bool,
+) -> AutoStop:
+    """Path of ``ceil(M/2)`` steps; problems whose signal reaches its end get ``M - 1``.
+
+    ``decode_sub(index, K)`` returns the atoms of the problems ``index`` (None:
+    all) decoded with ``n_nonzero=K``.
+    """
+    M, N = A.shape
+    K_long = path_length(M, N)
+    K1 = min(K_long, max(1, (M + 1) // 2)) if short_first else K_long
+    if n_nonzero is not None:
+        K1 = max(K1, min(int(n_nonzero), K_long))
+    st = auto_stop(A, Y3, decode_sub(None, K1), alpha=alpha, max_atoms=n_nonzero)
+    redo = np.nonzero(st.n_signal >= K1 // 2)[0] if K1 < K_long else np.zeros(0, dtype=int)
+    if redo.size == 0:
+        return st
+    st2 = auto_stop(A, Y3[redo], decode_sub(redo, K_long), alpha=alpha, max_atoms=n_nonzero)
+    atoms = np.full((*st.atoms.shape[:2], K_long), -1, dtype=np.int64)
+    atoms[:, :, :K1] = st.atoms
+    atoms[redo] = st2.atoms
+    st.atoms = atoms
+    for name in ("x", "residual", "n_iter", "sigma", "tol", "n_signal"):
+        getattr(st, name)[redo] = getattr(st2, name)
+    return st
 
 
 def _extra(st: AutoStop, sel: Any) -> dict[str, Any]:
@@ -343,13 +385,15 @@ def auto_decode_mmv(
     single = Y.ndim == 2
     Y3 = Y[None] if single else Y
     A = np.asarray(A)
-    M, N = A.shape
-    K = path_length(M, N)
-    if n_nonzero is not None:
-        K = max(K, min(int(n_nonzero), M, N))
-    path = decode_path(Y3, K)
-    st = auto_stop(A, Y3, path.extra["atoms"], alpha=alpha, max_atoms=n_nonzero)
-    dtype = np.asarray(path.x).dtype
+    dtypes: list[np.dtype] = []
+
+    def sub(index: Any, K: int) -> np.ndarray:
+        res = decode_path(Y3 if index is None else Y3[index], K)
+        dtypes.append(np.asarray(res.x).dtype)
+        return np.asarray(res.extra["atoms"])
+
+    st = _two_stage(sub, A, Y3, n_nonzero, alpha, short_first=not joint)
+    dtype = dtypes[0]
     x = st.x.astype(dtype, copy=False)
     if not return_result:
         return x[0] if single else x
@@ -402,19 +446,20 @@ def auto_decode_omp(
     single = y.ndim == 1
     Y2 = y[:, None] if single else y
     A = np.asarray(A)
-    M, N = A.shape
-    K = path_length(M, N)
-    if n_nonzero is not None:
-        K = max(K, min(int(n_nonzero), M, N))
-    path = decode_path(y, K)
-    atoms = np.asarray(path.extra["atoms"]).reshape(Y2.shape[1], -1)
-    st = auto_stop(A, Y2.T[:, :, None], atoms, alpha=alpha, max_atoms=n_nonzero)
-    dtype = np.asarray(path.x).dtype
+    dtypes: list[np.dtype] = []
+
+    def sub(index: Any, K: int) -> np.ndarray:
+        res = decode_path(y if index is None else Y2[:, index], K)
+        dtypes.append(np.asarray(res.x).dtype)
+        return np.asarray(res.extra["atoms"]).reshape(-1, K)
+
+    st = _two_stage(sub, A, Y2.T[:, :, None], n_nonzero, alpha, short_first=False)
+    dtype = dtypes[0]
     X = np.ascontiguousarray(st.x[:, :, 0].T).astype(dtype, copy=False)
     if not return_result:
         return X[:, 0] if single else X
     kept = st.atoms[:, 0, :]
-    sup = np.zeros((N, X.shape[1]), dtype=bool)
+    sup = np.zeros(X.shape if X.ndim == 2 else (X.shape[0], 1), dtype=bool)
     b, j = np.nonzero(kept >= 0)
     sup[kept[b, j], b] = True
     sel: Any = 0 if single else slice(None)
