@@ -15,6 +15,8 @@ from cscore.bench.report import CSV_COLUMNS, summary
 from cscore.cli import main
 from cscore.metrics import nmse_per_item
 
+from conftest import requires_torch, shared_data
+
 pytest.importorskip("matplotlib")
 
 
@@ -133,3 +135,36 @@ def test_phase_reaches_rho_one_with_dt_curve(tmp_path):
     rows = _read_csv(tmp_path / "results.csv")
     assert {"delta", "rho", "success"} <= set(rows[0])
     assert (tmp_path / "phase.png").exists() and "phase.png" in (tmp_path / "report.md").read_text()
+
+
+def test_mnist_phase_curve_from_success_rates():
+    from cscore.bench.phase_mnist import mnist_phase
+
+    d = shared_data("mnist")
+    res = mnist_phase(d, ["somp"], ratios=[0.2, 0.5], rhos=[0.05, 0.3, 1.0], n_tuples=3,
+                      progress=False)  # fmt: skip
+    rate = np.asarray(res["rate"]["somp"])
+    assert rate.shape == (3, 2) and np.all((rate >= 0) & (rate <= 1))
+    for j, c in enumerate(res["curve"]["somp"]):
+        ok = rate[:, j] >= 0.9
+        expect = 0.0 if not ok[0] else [0.05, 0.3, 1.0][int(np.argmin(ok)) - 1 if not ok.all()
+                                                          else 2]  # fmt: skip
+        assert c == expect
+    assert {r["m"] for r in res["rows"]} == {29, 72}
+    with pytest.raises(ValueError, match="train-models"):
+        mnist_phase(d, ["lstm-cs"], ratios=[0.5], progress=False)
+
+
+@pytest.mark.torch
+@requires_torch
+def test_small_mnist_model_is_trained_once_and_cached(tmp_path):
+    from cscore.bench.phase_mnist import small_mnist_model
+
+    d = shared_data("mnist")
+    kw = {"n_tuples": 40, "n_cells": 8, "epochs": 1, "cache_dir": tmp_path}
+    m1 = small_mnist_model(24, d, **kw)
+    files = list(tmp_path.glob("*.npz"))
+    assert len(files) == 1 and m1.M == 24 and m1.N == 144
+    m2 = small_mnist_model(24, d, **kw)  # from the cache
+    np.testing.assert_array_equal(m1.weights.U, m2.weights.U)
+    np.testing.assert_array_equal(m1.A, m2.A)

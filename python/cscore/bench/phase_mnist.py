@@ -67,8 +67,9 @@ def small_mnist_model(
     The thesis' Fig. 4.8 uses "a simple LSTM-CS solver ... and just 200
     training images".  Training uses image tuples drawn from the digits before
     ``train_end`` (the last tenth of them for validation), ``paper_matrix(M,
-    144, seed)`` as the sensing matrix, and takes about 10-40 s per model on
-    one CPU core.
+    144, seed)`` as the sensing matrix, training sparsities ``M // 12 .. M // 2``
+    (at most 32) pixels per block, and takes about 10-25 s per model on one
+    CPU core.
 
     Parameters
     ----------
@@ -98,7 +99,9 @@ def small_mnist_model(
     from ..lstm_cs.train import TrainConfig, import_torch
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    name = f"mnist-m{M}-t{n_tuples}-c{n_cells}-e{epochs}-end{train_end}-s{seed}.npz"
+    k_range = (max(1, M // 12), max(2, min(32, M // 2)))
+    name = (f"mnist-m{M}-t{n_tuples}-c{n_cells}-e{epochs}-k{k_range[0]}-{k_range[1]}"
+            f"-end{train_end}-s{seed}.npz")  # fmt: skip
     path = cache / name
     if path.exists():
         return cscore.LSTMCS.load(path)
@@ -121,7 +124,7 @@ def small_mnist_model(
     cfg = TrainConfig(n_cells=n_cells, max_epochs=epochs, patience=2, seed=seed,
                       batch_size=128, n_threads=1, progress=progress)  # fmt: skip
     model = cscore.train_lstm_cs(
-        S_tr, S_va, A, spec, path=path, config=cfg, k_range=(5, 32),
+        S_tr, S_va, A, spec, path=path, config=cfg, k_range=k_range,
         info={"description": f"small MNIST model for `cscore bench phase` (M={M})"},
     )  # fmt: skip
     return model
