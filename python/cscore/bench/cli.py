@@ -471,7 +471,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_plot:
         from .plots import plot_sweep
 
-        figs.append(plot_sweep(res, out / f"{name}.png", title=name))
+        title = name
+        if args.data == "images":
+            folder = Path(args.images_dir).name
+            title = f"{name}: {folder}, {transform.upper()}, M = {A_img.shape[0]}"
+        elif args.data == "mnist":
+            title = f"{name}: digits from {args.first_index}, {args.model}"
+        figs.append(plot_sweep(res, out / f"{name}.png", title=title))
     what = {"mnist": f"MNIST digits from index {args.first_index} ({args.data_dir})",
             "demo": "the bundled demo images (PyWavelets)",
             "images": f"pictures in {args.images_dir} ({transform.upper()} blocks)",
