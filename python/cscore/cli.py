@@ -94,6 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
+    args._argv = ["cscore", *(sys.argv[1:] if argv is None else argv)]  # the exact command
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2

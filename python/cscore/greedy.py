@@ -34,6 +34,7 @@ from ._validation import (
     check_positive_int,
     common_float_dtype,
 )
+from .noise import auto_decode_mmv, auto_decode_omp, is_auto
 from .result import STOP_REASONS, DecodeResult
 
 __all__ = ["omp", "somp"]
@@ -148,7 +149,7 @@ def omp(
     y: Any,
     *,
     n_nonzero: int | None = None,
-    tol: float | None = None,
+    tol: float | str | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
 ) -> np.ndarray | DecodeResult:
@@ -173,6 +174,10 @@ def omp(
         both ``n_nonzero`` and ``tol``, whichever is reached first stops.  With
         neither, ``n_nonzero = max(1, int(0.1 * N))`` capped at ``min(M, N)`` (the
         scikit-learn default).  With ``tol`` alone, at most ``min(M, N)`` atoms.
+        ``tol="auto"`` estimates each column's noise level from its own greedy
+        path (residual ratio thresholding, :mod:`cscore.noise`) and stops once
+        the residual norm is ``<= sigma_hat * sqrt(M)``; ``extra`` then holds
+        ``sigma_hat``.
     n_threads : int, optional
         Threads used across the batch; default :func:`cscore.get_num_threads`.
         Results are bit-identical for every thread count.
@@ -235,6 +240,11 @@ def omp(
     >>> bool(np.allclose(x_hat, x))
     True
     """
+    if is_auto(tol):
+        return auto_decode_omp(
+            lambda y_, k: omp(A, y_, n_nonzero=k, n_threads=n_threads, return_result=True),
+            check_matrix("A", A), y, n_nonzero=n_nonzero, return_result=return_result,
+        )  # fmt: skip
     out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
     X = out["X"]
     if not return_result:
@@ -266,7 +276,7 @@ def somp(
     Y: Any,
     *,
     n_nonzero: int | None = None,
-    tol: float | None = None,
+    tol: float | str | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
 ) -> np.ndarray | DecodeResult:
@@ -288,7 +298,9 @@ def somp(
     tol : float, optional
         Stop once the SUM over channels of the channel residual l2 norms,
         ``sum_c ||y_c - A s_c||_2``, is ``<= tol`` (the rule of the LSTM-CS paper).
-        Defaults as in :func:`omp`.
+        Defaults as in :func:`omp`.  ``tol="auto"`` estimates each problem's
+        noise level from the measurements (:mod:`cscore.noise`) and uses the
+        paper's threshold ``L * sigma_hat * sqrt(M L)``.
     n_threads : int, optional
         Threads used across the batch; results do not depend on it.
     return_result : bool, default False
@@ -331,6 +343,12 @@ def somp(
     >>> bool(np.allclose(S_hat, S))
     True
     """
+    if is_auto(tol):
+        return auto_decode_mmv(
+            lambda Y_, k: somp(A, Y_, n_nonzero=k, n_threads=n_threads, return_result=True),
+            check_matrix("A", A), as_float_array("Y", Y, ndim=(2, 3)), n_nonzero=n_nonzero,
+            return_result=return_result, joint=True,
+        )  # fmt: skip
     out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
     X = out["X"]
     if not return_result:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +81,7 @@ _DATA_N = {"demo": 64, "mnist": 144}
 def _check_bench_args(args: argparse.Namespace, model: Any) -> str | None:
     """Return an error message for inconsistent ``cscore bench`` arguments, else None."""
     try:
-        ks = _ints(args.k)
+        ks = _ints(args.k or "5:30:5")
     except ValueError:
         return f"--k must be integers like '5,10,20' or '5:30:5', got {args.k!r}"
     try:
@@ -92,9 +94,13 @@ def _check_bench_args(args: argparse.Namespace, model: Any) -> str | None:
         return f"--sigma gives no noise level: {args.sigma!r}"
     if args.problems < 1:
         return f"--problems must be >= 1, got {args.problems}"
-    bad_stop = [r for r in args.stop.split(",") if r.strip() not in ("tol", "k")]
+    bad_stop = [r for r in args.stop.split(",") if r.strip() not in ("tol", "auto", "k")]
     if bad_stop or not args.stop.strip():
-        return f"--stop takes 'tol', 'k' or 'tol,k', got {args.stop!r}"
+        return f"--stop takes a list of tol, auto and k (like 'tol,auto'), got {args.stop!r}"
+    if args.first_index < 0:
+        return f"--first-index must be >= 0, got {args.first_index}"
+    if args.image_size < 1:
+        return f"--image-size must be >= 1, got {args.image_size}"
     for s in sigmas:
         if not np.isfinite(s) or s < 0:
             return f"--sigma must be finite and >= 0, got {s:g}"
@@ -112,6 +118,15 @@ def _check_bench_args(args: argparse.Namespace, model: Any) -> str | None:
                 return f"{name} must be >= 1, got {v}"
         if M > N:
             return f"--M ({M}) must not exceed --N ({N})"
+    elif args.data == "images":
+        N = model.N if model is not None else 64
+        b = math.isqrt(N)
+        if b * b != N:
+            return f"model {args.model} has N = {N}, not a square block of pixels"
+        if args.image_size % b:
+            return f"--image-size {args.image_size} must be a multiple of the block side {b}"
+        if model is None and not 1 <= args.M <= N:
+            return f"--M must be between 1 and N = {N} (8x8 blocks), got {args.M}"
     else:
         N = _DATA_N[args.data]
         if model is not None and model.N != N:
@@ -134,11 +149,40 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--data",
-        choices=["mnist", "demo", "synthetic"],
+        choices=["mnist", "demo", "images", "synthetic"],
         default="synthetic",
-        help="problem source (default: synthetic)",
+        help="problem source: MNIST digits, the bundled demo images (no path needed), "
+        "a folder of pictures, or random problems (default: synthetic)",
     )
     p.add_argument("--data-dir", help="folder with the MNIST IDX files (for --data mnist)")
+    p.add_argument(
+        "--first-index",
+        type=int,
+        default=6000,
+        help="mnist: use digits from this index on (default 6000: the shipped models "
+        "trained on MNIST t10k images before 6000; use 0 for your own or held-out files)",
+    )
+    p.add_argument("--images-dir", help="folder of pictures (for --data images)")
+    p.add_argument(
+        "--transform",
+        choices=["dct", "haar"],
+        default=None,
+        help="images: sparsifying transform (default: the model's, else dct)",
+    )
+    p.add_argument(
+        "--image-size", type=int, default=64, help="images: resized side (default 64)"
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a sub-minute run: 3 sparsities or noise levels, few problems, coarse phase grid",
+    )
+    p.add_argument(
+        "--train-models",
+        action="store_true",
+        help="phase --data mnist: train a small LSTM-CS model per M (PyTorch; cached)",
+    )
+    p.add_argument("--model-cache", help="folder for --train-models (default ~/.cache/cscore)")
     p.add_argument(
         "--model",
         help="pretrained model name or .npz file (needed for lstm-cs; "
@@ -150,7 +194,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"comma-separated, from: {', '.join(DECODERS)} "
         "(default: lstm-cs,somp,omp with a model, else somp,omp,tmsbl)",
     )
-    p.add_argument("--k", default="5:30:5", help="sparsities, '5,10,20' or '5:30:5' (default)")
+    p.add_argument(
+        "--k", default=None, help="sparsities, '5,10,20' or '5:30:5' (default 5:30:5)"
+    )
     p.add_argument(
         "--sigma",
         default="0.005",
@@ -158,9 +204,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--stop",
-        default="tol,k",
-        help="stopping rules for greedy decoders: tol (the paper's oracle "
-        "threshold), k (true sparsity), or both (default)",
+        default="tol,auto,k",
+        help="stopping rules for greedy decoders, comma-separated: tol (the paper's "
+        "threshold with the true noise level, an oracle), auto (the same rule on a noise "
+        "level estimated from the measurements), k (true sparsity); default tol,auto,k",
     )
     p.add_argument(
         "--problems",
@@ -168,7 +215,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=50,
         help="MNIST image tuples (4 problems each) or synthetic problems per point",
     )
-    p.add_argument("--M", type=int, default=72, help="synthetic: measurements (default 72)")
+    p.add_argument(
+        "--M",
+        type=int,
+        default=None,
+        help="measurements without a model: synthetic (default 72), images (default 25, "
+        "as in the paper's natural-image experiments)",
+    )
     p.add_argument("--N", type=int, default=144, help="synthetic: atoms (default 144)")
     p.add_argument("--L", type=int, default=4, help="synthetic: channels (default 4)")
     p.add_argument(
@@ -177,15 +230,144 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="synthetic: one support per channel instead of a joint one",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="bench-out", help="output folder for JSON and PNG")
+    p.add_argument(
+        "--out",
+        default="bench-out",
+        help="output folder: results.csv, JSON, PNG and report.md (default bench-out)",
+    )
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
     p.add_argument("--no-plot", action="store_true", help="skip the figure")
 
 
-def run(args: argparse.Namespace) -> int:
+def _pick3(values: list[Any]) -> list[Any]:
+    """First, middle and last of ``values`` (for --quick)."""
+    if len(values) <= 3:
+        return values
+    return [values[0], values[len(values) // 2], values[-1]]
+
+
+def _finish_run(
+    out: Path,
+    name: str,
+    title: str,
+    rows: list[dict[str, Any]],
+    by: tuple[str, ...],
+    figures: list[Path],
+    sections: list[tuple[str, str]],
+    args: argparse.Namespace,
+    t0: float,
+) -> None:
+    """Write results.csv and report.md; print where they are."""
+    import time
+
+    from .report import summary_table, write_csv, write_report
+
+    csv_path = write_csv(rows, out / "results.csv")
+    sections = [("Summary (NMSE per problem)", summary_table(rows, by)), *sections]
+    rep = write_report(out, title=title, seed=args.seed, sections=sections, figures=figures,
+                       argv=getattr(args, "_argv", None),
+                       seconds=time.perf_counter() - t0)  # fmt: skip
+    for f in figures:
+        print(f"figure: {f}")
+    print(f"results: {out / (name + '.json')}, {csv_path} ({len(rows)} rows)")
+    print(f"report: {rep}")
+
+
+def _run_phase(args: argparse.Namespace, decoders: list[str], out: Path, t0: float) -> int:
     from . import experiments as ex
 
+    progress = not args.no_progress
+    if args.data == "mnist":
+        from .phase_mnist import FIG48_RATIOS, mnist_phase, small_mnist_model
+
+        if not args.data_dir:
+            return _error("bench", "--data mnist needs --data-dir")
+        ratios: list[float] = list(FIG48_RATIOS)
+        rhos = [round(0.05 * i, 2) for i in range(1, 21)]
+        n_tuples = args.problems
+        if args.quick:
+            ratios, rhos, n_tuples = [0.1, 0.3, 0.5], [round(0.1 * i, 1) for i in range(1, 11)], 5
+        models = None
+        if args.train_models:
+            models = {}
+            for r in ratios:
+                M = max(1, round(r * 144))
+                t1 = time.perf_counter()
+                models[M] = small_mnist_model(
+                    M, args.data_dir, train_end=args.first_index, seed=args.seed,
+                    cache_dir=args.model_cache, progress=progress,
+                )  # fmt: skip
+                print(f"model M={M}: ready in {time.perf_counter() - t1:.1f} s")
+            if "lstm-cs" not in decoders:
+                decoders = ["lstm-cs", *decoders]
+        else:
+            decoders = [d for d in decoders if d != "lstm-cs"]
+        stop = next(s.strip() for s in args.stop.split(",") if s.strip())
+        sigma = _floats(args.sigma)[0]
+        res = mnist_phase(args.data_dir, decoders, ratios=ratios, rhos=rhos, models=models,
+                          sigma=sigma, n_tuples=n_tuples, first_index=args.first_index,
+                          stop=stop, seed=args.seed, progress=progress)  # fmt: skip
+        rows = res.pop("rows")
+        (out / "phase-mnist.json").write_text(json.dumps(res, indent=1))
+        figs = []
+        if not args.no_plot:
+            from .plots import plot_mnist_phase
+
+            figs.append(plot_mnist_phase(res, out / "phase-mnist.png"))
+        head = "| m/n | " + " | ".join(res["curve"]) + " |"
+        lines = [head, "|---" * (len(res["curve"]) + 1) + "|"]
+        for i, r in enumerate(res["ratios"]):
+            lines.append(f"| {r:.2f} | " + " | ".join(f"{c[i]:.2f}" for c in
+                                                      res["curve"].values()) + " |")
+        curve = "\n".join(lines)
+        print("largest k/m with >= 90% of problems at NMSE <= 0.6:")
+        print(curve)
+        _finish_run(out, "phase-mnist", "MNIST phase transition (thesis Fig. 4.8)", rows,
+                    ("decoder", "m", "k"), figs,
+                    [("Transition: largest k/m with >= 90% of problems at NMSE <= 0.6", curve)],
+                    args, t0)  # fmt: skip
+        return 0
+
+    N, n_trials = args.N, args.problems
+    deltas = np.linspace(0.1, 0.9, 9).tolist()
+    rhos = np.linspace(0.05, 1.0, 20).tolist()
+    if args.quick:
+        N, n_trials = min(N, 64), min(n_trials, 5)
+        deltas, rhos = np.linspace(0.2, 0.8, 4).tolist(), np.linspace(0.1, 1.0, 10).tolist()
+    pt = ex.phase_transition(
+        N,
+        deltas,
+        rhos,
+        [d for d in decoders if d != "lstm-cs"],
+        L=args.L,
+        n_trials=n_trials,
+        joint=not args.independent,
+        seed=args.seed,
+        progress=progress,
+    )
+    rows = pt.pop("rows")
+    (out / "phase.json").write_text(json.dumps(pt, indent=1))
+    figs = []
+    if not args.no_plot:
+        from .plots import plot_phase_transition
+
+        figs.append(plot_phase_transition(pt, out / "phase.png"))
+    _finish_run(out, "phase", f"Phase transition, N = {N}, L = {args.L}, noiseless", rows,
+                ("decoder", "m", "k"), figs, [], args, t0)  # fmt: skip
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    import time
+
+    from . import experiments as ex
+
+    t0 = time.perf_counter()
+    if args.data == "demo" and not args.model and args.experiment != "phase":
+        args.model = DEMO_MODEL
     model: Any = load_model(args.model) if args.model else None
+    if args.M is None:
+        args.M = 25 if args.data == "images" else 72
     problem = _check_bench_args(args, model)
     if problem:
         return _error("bench", problem)
@@ -198,51 +380,58 @@ def run(args: argparse.Namespace) -> int:
     unknown = [d for d in decoders if d not in DECODERS]
     if unknown:
         return _error("bench", f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}")
-    if "lstm-cs" in decoders and model is None:
+    if "lstm-cs" in decoders and model is None and not (
+        args.experiment == "phase" and args.train_models
+    ):
         return _error("bench", "lstm-cs needs --model (see `cscore models`)")
     progress = not args.no_progress
     stop = [s.strip() for s in args.stop.split(",") if s.strip()]
 
     if args.experiment == "phase":
-        pt = ex.phase_transition(
-            args.N,
-            np.linspace(0.1, 0.9, 9).tolist(),
-            np.linspace(0.05, 0.5, 10).tolist(),
-            [d for d in decoders if d != "lstm-cs"],
-            L=args.L,
-            n_trials=args.problems,
-            joint=not args.independent,
-            seed=args.seed,
-            progress=progress,
-        )
-        (out / "phase.json").write_text(json.dumps(pt, indent=1))
-        if not args.no_plot:
-            from .plots import plot_phase_transition
+        return _run_phase(args, decoders, out, t0)
 
-            print(f"figure: {plot_phase_transition(pt, out / 'phase.png')}")
-        print(f"results: {out / 'phase.json'}")
-        return 0
-
-    if args.data in ("mnist", "demo") and model is None:
-        return _error("bench", f"--data {args.data} needs --model (its sensing matrix is used)")
+    if args.data == "mnist" and model is None:
+        return _error("bench", "--data mnist needs --model (its sensing matrix is used)")
     if args.data == "mnist" and not args.data_dir:
         return _error("bench", "--data mnist needs --data-dir")
+    if args.data == "images" and not args.images_dir:
+        return _error("bench", "--data images needs --images-dir (a folder of pictures)")
     if args.data == "synthetic" and model is not None:
         args.M, args.N = model.A.shape
+    n_problems = min(args.problems, 10) if args.quick else args.problems
+    transform = args.transform or (
+        model.spec.transform if model is not None and model.spec.transform in ("dct", "haar")
+        else "dct"
+    )
+    if args.data == "images":
+        from ..datasets import paper_matrix
+
+        A_img = model.A if model is not None else paper_matrix(args.M, 64, seed=args.seed)
+        image_cache: dict[str, Any] = {}
 
     def make(k: int, sigma: float) -> ex.ProblemSet:
         if args.data == "mnist":
             return ex.mnist_problems(
-                args.data_dir, model.A, k, sigma=sigma, seed=args.seed, n_tuples=args.problems
-            )
+                args.data_dir, model.A, k, sigma=sigma, seed=args.seed, n_tuples=n_problems,
+                first_index=args.first_index,
+            )  # fmt: skip
         if args.data == "demo":
             return ex.demo_problems(model.A, k, sigma=sigma, seed=args.seed)
+        if args.data == "images":
+            if "imgs" not in image_cache:
+                from ..datasets import load_image_folder
+
+                image_cache["imgs"], _ = load_image_folder(args.images_dir, args.image_size)
+            return ex.image_problems(
+                image_cache["imgs"], A_img, k, sigma=sigma, seed=args.seed,
+                transform=transform, L=model.L if model is not None else args.L,
+            )  # fmt: skip
         ps = ex.synthetic_problems(
             args.M,
             args.N,
             args.L,
             k,
-            n_problems=args.problems,
+            n_problems=n_problems,
             sigma=sigma,
             joint=not args.independent,
             seed=args.seed,
@@ -254,41 +443,52 @@ def run(args: argparse.Namespace) -> int:
             ps.Y, _ = measure(model.A, ps.S, sigma, args.seed + 1)
         return ps
 
-    ks, sigmas = _ints(args.k), _floats(args.sigma)
+    ks, sigmas = _ints(args.k or "5:30:5"), _floats(args.sigma)
+    if args.quick:
+        ks, sigmas = _pick3(ks), _pick3(sigmas)
     if args.experiment == "sparsity":
         res = ex.sweep(
-            "k",
-            ks,
-            lambda k: make(k, sigmas[0]),
-            decoders,
-            stop=stop,
-            model=model,
-            progress=progress,
-        )
+            "k", ks, lambda k: make(k, sigmas[0]), decoders,
+            stop=stop, model=model, progress=progress,
+        )  # fmt: skip
     else:
         res = ex.sweep(
-            "sigma",
-            sigmas,
-            lambda s: make(ks[0], s),
-            decoders,
-            stop=stop,
-            model=model,
-            progress=progress,
-        )
+            "sigma", sigmas, lambda s: make(ks[0], s), decoders,
+            stop=stop, model=model, progress=progress,
+        )  # fmt: skip
     res.info.update(
-        {"data": args.data, "model": args.model, "seed": args.seed, "problems": args.problems}
-    )
+        {"data": args.data, "model": args.model, "seed": args.seed, "problems": n_problems,
+         "first_index": args.first_index if args.data == "mnist" else None,
+         "images_dir": args.images_dir, "transform": transform if args.data == "images" else None}
+    )  # fmt: skip
     name = f"{args.experiment}-{args.data}"
     res.save(out / f"{name}.json")
     print("NMSE (mean over problems):")
     print(res.table("nmse"))
     print("\nseconds per problem:")
     print(res.table("seconds"))
+    figs = []
     if not args.no_plot:
         from .plots import plot_sweep
 
-        print(f"figure: {plot_sweep(res, out / f'{name}.png', title=name)}")
-    print(f"results: {out / f'{name}.json'}")
+        title = name
+        if args.data == "images":
+            folder = Path(args.images_dir).name
+            title = f"{name}: {folder}, {transform.upper()}, M = {A_img.shape[0]}"
+        elif args.data == "mnist":
+            title = f"{name}: digits from {args.first_index}, {args.model}"
+        figs.append(plot_sweep(res, out / f"{name}.png", title=title))
+    what = {"mnist": f"MNIST digits from index {args.first_index} ({args.data_dir})",
+            "demo": "the bundled demo images (PyWavelets)",
+            "images": f"pictures in {args.images_dir} ({transform.upper()} blocks)",
+            "synthetic": "random problems"}[args.data]  # fmt: skip
+    model_txt = f"model {args.model}" if args.model else "no model"
+    _finish_run(
+        out, name, f"{args.experiment}: {what}, {model_txt}", res.rows,
+        ("decoder", "stop", res.param), figs,
+        [("Mean NMSE", res.table("nmse")), ("Seconds per problem", res.table("seconds"))],
+        args, t0,
+    )  # fmt: skip
     return 0
 
 

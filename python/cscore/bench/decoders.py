@@ -5,7 +5,8 @@
 
 Stopping: greedy decoders take either ``k`` (atoms per channel) or ``tol`` (the
 LSTM-CS paper's rule: stop once the sum over channels of residual norms is
-<= tol; single-channel OMP gets ``tol / L`` per channel).  The Bayesian
+<= tol; single-channel OMP gets ``tol / L`` per channel), or ``tol="auto"``
+(the noise level estimated from the measurements, :mod:`cscore.noise`).  The Bayesian
 decoders (BCS, MT-BCS, T-SBL, T-MSBL) use their own convergence rules and
 ignore both.
 """
@@ -31,18 +32,21 @@ def _columns_as_channels(X: np.ndarray, B: int, L: int) -> np.ndarray:
     return np.ascontiguousarray(X.reshape(N, B, L).transpose(1, 0, 2))
 
 
-def _omp(A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | None, **_: Any) -> np.ndarray:
+def _omp(
+    A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | str | None, **_: Any
+) -> np.ndarray:
     import cscore
 
     B, _, L = Y.shape
     X = np.asarray(
-        cscore.omp(A, _channels_as_columns(Y), n_nonzero=k, tol=None if tol is None else tol / L)
+        cscore.omp(A, _channels_as_columns(Y), n_nonzero=k,
+                   tol=tol if tol is None or isinstance(tol, str) else tol / L)
     )
     return _columns_as_channels(X, B, L)
 
 
 def _somp(
-    A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | None, **_: Any
+    A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | str | None, **_: Any
 ) -> np.ndarray:
     import cscore
 
@@ -50,7 +54,13 @@ def _somp(
 
 
 def _lstm(
-    A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | None, model: Any = None, **_: Any
+    A: np.ndarray,
+    Y: np.ndarray,
+    *,
+    k: int | None,
+    tol: float | str | None,
+    model: Any = None,
+    **_: Any,
 ) -> np.ndarray:
     if model is None:
         raise ValueError("the lstm-cs decoder needs a model (--model)")
@@ -105,7 +115,7 @@ def run_decoder(
     Y: np.ndarray,
     *,
     k: int | None = None,
-    tol: float | None = None,
+    tol: float | str | None = None,
     model: Any = None,
 ) -> np.ndarray:
     """Decode the batch ``Y`` (B, M, L) with decoder ``name``; return (B, N, L).

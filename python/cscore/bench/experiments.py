@@ -10,6 +10,7 @@ problem.  Noise is drawn fresh for every problem.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -21,10 +22,15 @@ import numpy as np
 from ..metrics import nmse_per_item
 from .decoders import DECODERS, run_decoder
 
+#: Stopping rules of the greedy decoders in :func:`sweep`.
+STOP_RULES = ("tol", "auto", "k")
+
 __all__ = [
+    "STOP_RULES",
     "ProblemSet",
     "SweepResult",
     "demo_problems",
+    "image_problems",
     "mnist_problems",
     "phase_transition",
     "sweep",
@@ -109,8 +115,10 @@ def mnist_problems(
         Noise level and seed (noise fresh per problem).
     n_tuples : int
         Image tuples (one image per digit); each gives 4 problems (blocks).
-    first_index : int
-        Only images with this index or later are used.
+    first_index : int, default 6000
+        Only images with this index or later are used.  The shipped MNIST
+        models were trained on the reference file's images before 6000; use
+        0 for a file of digits they never saw.
     digits : sequence of int
         Digit of each channel (L = len(digits)).
 
@@ -133,9 +141,15 @@ def mnist_problems(
     images, labels = load_mnist(imgs[0], labs[0])
     if labels is None:  # pragma: no cover - a labels file was given
         raise FileNotFoundError(f"no MNIST labels file in {data_dir}")
+    if first_index < 0:
+        raise ValueError(f"first_index must be >= 0, got {first_index}")
     pool = np.arange(first_index, labels.shape[0])
     if pool.size == 0:
-        raise ValueError(f"first_index={first_index} leaves no image of {labels.shape[0]}")
+        raise ValueError(
+            f"first_index={first_index} leaves no image: {data_dir} holds {labels.shape[0]} "
+            f"digits (the default 6000 skips the images the shipped models were trained on; "
+            f"use first_index=0, --first-index 0, for digit files they never saw)"
+        )
     tuples = mnist_tuples(labels, pool, digits, seed=seed)[:n_tuples]
     S = mnist_mmv_problems(images, tuples, k)
     return _finish(np.asarray(A, dtype=np.float64), S, sigma, seed + 1, k)
@@ -176,6 +190,66 @@ def demo_problems(
         tol=_tol(A.shape[0], data.S_test.shape[2], sigma),
         k=k,
     )
+
+
+def image_problems(
+    images: str | Path | np.ndarray,
+    A: np.ndarray,
+    k: int | None,
+    *,
+    sigma: float = 0.005,
+    seed: int = 0,
+    transform: str = "dct",
+    image_size: int = 64,
+    L: int = 4,
+    limit: int | None = None,
+) -> ProblemSet:
+    """Problems from any folder of pictures (the paper's natural-image experiments).
+
+    Every image is read as grayscale, resized to ``image_size`` squared, cut
+    into ``b x b`` blocks (``b = sqrt(N)``), transformed (DCT or Haar) and
+    sparsified to its ``k`` largest coefficients per block; ``L`` consecutive
+    blocks make one problem (:func:`cscore.datasets.image_mmv_problems`).
+
+    Parameters
+    ----------
+    images : path or ndarray (n, s, s)
+        A folder of images (any format Pillow reads) or the images themselves.
+    A : ndarray (M, N)
+        Sensing matrix; ``N`` must be a square (the block's pixels).
+    k : int or None
+        Coefficients kept per block (None: all).
+    sigma, seed : float, int
+        Noise level and seed.
+    transform : {"dct", "haar", "none"}
+        Sparsifying transform (a model's ``spec.transform``).
+    image_size : int, default 64
+        Side the images are resized to (a multiple of ``b``).
+    L : int, default 4
+        Blocks per problem.
+    limit : int, optional
+        Read at most this many files.
+
+    Returns
+    -------
+    ProblemSet
+    """
+    from ..datasets import image_mmv_problems, load_image_folder
+
+    A = np.asarray(A, dtype=np.float64)
+    N = A.shape[1]
+    b = math.isqrt(N)
+    if b * b != N:
+        raise ValueError(f"A must have a square number of columns (b x b blocks); got {N}")
+    if image_size % b:
+        raise ValueError(f"image_size {image_size} must be a multiple of the block side {b}")
+    k = _check_k(k, N, f"coefficients of a {b}x{b} block")
+    if isinstance(images, (str, Path)):
+        imgs, _ = load_image_folder(images, image_size, limit=limit)
+    else:
+        imgs = np.asarray(images, dtype=np.float64)
+    S = image_mmv_problems(imgs, block_size=b, transform=transform, k=k, L=L)
+    return _finish(A, S, sigma, seed + 1, k)
 
 
 def synthetic_problems(
@@ -262,6 +336,10 @@ class SweepResult:
         Decoder label -> CPU (wall) seconds per problem, per value.
     info : dict
         Settings of the run.
+    rows : list of dict
+        One record per decoder x stopping rule x value x problem (``decoder,
+        stop, k, m, sigma, problem, nmse, seconds``), for ``results.csv``; not
+        written to the JSON.
     """
 
     param: str
@@ -269,6 +347,7 @@ class SweepResult:
     nmse: dict[str, list[float]] = field(default_factory=dict)
     seconds: dict[str, list[float]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def table(self, what: str = "nmse") -> str:
         """The results as a Markdown table.
@@ -301,7 +380,9 @@ class SweepResult:
         path : path
             File to write (overwritten).
         """
-        Path(path).write_text(json.dumps(asdict(self), indent=1))
+        d = asdict(self)
+        d.pop("rows")
+        Path(path).write_text(json.dumps(d, indent=1))
 
     @classmethod
     def load(cls, path: str | Path) -> SweepResult:
@@ -347,11 +428,13 @@ def sweep(
         ``value -> ProblemSet``.
     decoders : sequence of str
         Names from :data:`cscore.bench.DECODERS`.
-    stop : sequence of {"tol", "k"}
+    stop : sequence of {"tol", "auto", "k"}
         Stopping rules to run the greedy decoders with: "tol" is the paper's
-        rule (``ProblemSet.tol``, which knows the noise level), "k" stops at
-        the true number of nonzeros per channel.  Each greedy decoder appears
-        once per rule, labelled ``name (rule)``.
+        rule (``ProblemSet.tol``, an oracle: it knows the noise level), "auto"
+        the same rule on a noise level estimated from the measurements
+        (``tol="auto"``, :mod:`cscore.noise`), "k" stops at the true number of
+        nonzeros per channel.  Each greedy decoder appears once per rule,
+        labelled ``name (rule)``.
     model : LSTMCS, optional
         For "lstm-cs".
     progress : bool
@@ -361,7 +444,9 @@ def sweep(
     -------
     SweepResult
         Mean per-problem NMSE (problems with a zero ground truth skipped) and
-        seconds per problem, for every run and value.
+        seconds per problem, for every run and value; ``rows`` holds every
+        problem's NMSE (``seconds`` there is the batch's time divided by its
+        problems).
     """
     from tqdm.auto import tqdm
 
@@ -369,8 +454,8 @@ def sweep(
         if name not in DECODERS:
             raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")
     for stop_rule in stop:
-        if stop_rule not in ("tol", "k"):
-            raise ValueError(f"stop rules are 'tol' and 'k', got {stop_rule!r}")
+        if stop_rule not in STOP_RULES:
+            raise ValueError(f"stop rules are {', '.join(STOP_RULES)}; got {stop_rule!r}")
     result = SweepResult(param=param, values=list(values), info={"stop": list(stop)})
     runs: list[tuple[str, str, str | None]] = []
     for name in decoders:
@@ -387,12 +472,21 @@ def sweep(
         for label, name, rule in runs:
             bar.set_postfix_str(f"{param}={value} {label}")
             k = ps.k if rule == "k" else None
-            tol = ps.tol if rule == "tol" else None
+            rules: dict[str, float | str] = {"tol": ps.tol, "auto": "auto"}
+            tol = rules.get(rule or "")
             t0 = time.perf_counter()
             S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=model)
             dt = time.perf_counter() - t0
-            result.nmse[label].append(_nmse(np.asarray(S_hat, dtype=np.float64), ps.S))
+            per = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S, zero="nan")
+            result.nmse[label].append(float(np.nanmean(per)) if np.isfinite(per).any() else
+                                      float("nan"))
             result.seconds[label].append(dt / ps.S.shape[0])
+            result.rows += [
+                {"decoder": name, "stop": rule or "own", "k": ps.k, "m": ps.A.shape[0],
+                 "sigma": ps.sigma, param: value, "problem": i, "nmse": float(e),
+                 "seconds": dt / ps.S.shape[0]}
+                for i, e in enumerate(per)
+            ]  # fmt: skip
             bar.update()
     bar.close()
     return result
@@ -444,29 +538,41 @@ def phase_transition(
     Returns
     -------
     dict
-        ``{"deltas", "rhos", "success": {decoder: (len(rhos), len(deltas)) list}}``.
+        ``{"deltas", "rhos", "success": {decoder: (len(rhos), len(deltas)) list},
+        "rows": per-problem records for results.csv}``.
     """
     from tqdm.auto import tqdm
 
     success = {name: np.zeros((len(rhos), len(deltas))) for name in decoders}
+    rows: list[dict[str, Any]] = []
     bar = tqdm(total=len(deltas) * len(rhos), disable=not progress, desc="phase transition")
     for di, delta in enumerate(deltas):
         M = max(1, round(delta * N))
         for ri, rho in enumerate(rhos):
-            k = max(1, round(rho * M))
+            k = min(M, max(1, round(rho * M)))
             ps = synthetic_problems(
                 M, N, L, k, n_problems=n_trials, joint=joint, seed=seed + 1000 * di + ri
             )
             for name in decoders:
+                t0 = time.perf_counter()
                 S_hat = run_decoder(name, ps.A, ps.Y, k=k)
+                dt = (time.perf_counter() - t0) / n_trials
                 err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 success[name][ri, di] = float(np.mean(err < threshold))
+                rows += [
+                    {"decoder": name, "stop": "k" if DECODERS[name][1] else "own", "k": k,
+                     "m": M, "sigma": 0.0, "problem": i, "nmse": float(e), "seconds": dt,
+                     "n": N, "delta": delta, "rho": rho, "success": bool(e < threshold)}
+                    for i, e in enumerate(err)
+                ]  # fmt: skip
             bar.update()
     bar.close()
     return {
         "N": N,
         "L": L,
+        "threshold": threshold,
         "deltas": list(deltas),
         "rhos": list(rhos),
         "success": {k: v.tolist() for k, v in success.items()},
+        "rows": rows,
     }

@@ -1,4 +1,4 @@
-"""Figures for the experiments (matplotlib is imported lazily; ``pip install cscore[plot]``)."""
+"""Figures for the experiments (matplotlib, a dependency, is imported lazily)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 import numpy as np
 
 from .experiments import SweepResult
+from .theory import weak_threshold
 
-__all__ = ["plot_images", "plot_phase_transition", "plot_sweep"]
+__all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_sweep"]
 
 
 def _pyplot() -> Any:
@@ -19,7 +20,8 @@ def _pyplot() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("plots need matplotlib: pip install 'cscore[plot]'") from exc
+        raise ImportError("plots need matplotlib (a dependency of cscore): "
+                          "pip install matplotlib") from exc
     return plt
 
 
@@ -99,11 +101,17 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
             vmax=1,
             cmap="viridis",
         )
+        d = np.linspace(max(1e-3, extent[0]), extent[1], 60)
+        ax.plot(d, weak_threshold(d), color="w", ls="--", lw=1.2,
+                label="l1 weak threshold (Donoho-Tanner)")  # fmt: skip
+        ax.set_ylim(extent[2], extent[3])
         ax.set_title(name)
         ax.set_xlabel("delta = M / N")
         if i == 0:
             ax.set_ylabel("rho = k / M")
-    fig.suptitle(f"success rate (NMSE < 1e-2), N = {pt['N']}, L = {pt['L']}, noiseless")
+            ax.legend(fontsize=7, loc="upper left")
+    thr = pt.get("threshold", 1e-2)
+    fig.suptitle(f"success rate (NMSE < {thr:g}), N = {pt['N']}, L = {pt['L']}, noiseless")
     fig.colorbar(im, ax=axes[0].tolist(), label="success rate")
     path = Path(path)
     fig.savefig(path, dpi=120)
@@ -159,6 +167,42 @@ def plot_images(
         axes[0][j].set_title(title, fontsize=9)
     if crop:
         axes[1][0].set_ylabel(f"center {crop}x{crop}", fontsize=8)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
+    """The thesis' Fig. 4.8: largest successful k/m against m/n, one curve per decoder.
+
+    Parameters
+    ----------
+    res : dict
+        Output of :func:`cscore.bench.phase_mnist.mnist_phase`.
+    path : path
+        Output image.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for name, c in res["curve"].items():
+        ax.plot(res["ratios"], c, marker="o", label=name)
+    d = np.linspace(min(res["ratios"]), max(res["ratios"]), 60)
+    ax.plot(d, weak_threshold(d), "k--", lw=1, label="l1 weak threshold (Donoho-Tanner)")
+    ax.set_xlabel("m / n")
+    ax.set_ylabel("k / m")
+    ax.set_ylim(0, 1.02)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title(
+        f"MNIST: >= {res['fraction']:.0%} of problems at NMSE <= {res['nmse_ok']:g}", fontsize=10
+    )
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

@@ -17,6 +17,7 @@ from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
 from .._validation import as_float_array, check_nonnegative_float, check_positive_int
+from ..noise import auto_decode_mmv, is_auto
 from ..result import STOP_REASONS, DecodeResult
 from .model import LSTMCSWeights, ModelFileError, ProblemSpec, load_model_file, save_model_file
 
@@ -253,7 +254,7 @@ class LSTMCS:
         Y: np.ndarray,
         *,
         n_nonzero: int | None = None,
-        tol: float | None = None,
+        tol: float | str | None = None,
         exclude_selected: bool = True,
         n_threads: int | None = None,
         return_result: bool = False,
@@ -276,7 +277,11 @@ class LSTMCS:
             Atoms per channel (greedy iterations), ``1 <= n_nonzero <= min(M, N)``.
         tol : float, optional
             Stop a problem once the sum over channels of residual l2 norms is
-            ``<= tol`` (checked before each greedy iteration).
+            ``<= tol`` (checked before each greedy iteration).  ``tol="auto"``
+            estimates each problem's noise level from the measurements
+            (residual ratio thresholding on the decoder's own greedy path, see
+            :mod:`cscore.noise`) and uses the paper's threshold with it,
+            ``L * sigma_hat * sqrt(M L)``; ``extra["sigma_hat"]`` reports it.
         exclude_selected : bool, default True
             Take the argmax over atoms not yet in the channel's support.  With
             False, re-selecting an atom stops that channel.
@@ -309,6 +314,14 @@ class LSTMCS:
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
         Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))
+        if is_auto(tol):
+            return auto_decode_mmv(
+                lambda Y_, k: self.decode(
+                    Y_, n_nonzero=k, exclude_selected=exclude_selected, n_threads=n_threads,
+                    return_result=True, _lstm_dtype=_lstm_dtype, _chunk=_chunk,
+                ),
+                self._A, Y, n_nonzero=n_nonzero, return_result=return_result,
+            )  # fmt: skip
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y

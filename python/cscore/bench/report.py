@@ -1,0 +1,217 @@
+"""Tidy results and a shareable report for every ``cscore bench`` run.
+
+* ``results.csv``: one row per decoder x stopping rule x setting x problem
+  (columns :data:`CSV_COLUMNS` first, then any extra ones).
+* ``report.md``: the exact command, seed, versions and machine, a summary table
+  (mean and spread per decoder and setting) and the figures, embedded.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import os
+import platform
+import shlex
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CSV_COLUMNS", "summary", "summary_table", "versions", "write_csv", "write_report"]
+
+#: Columns every ``results.csv`` starts with.
+CSV_COLUMNS = ("decoder", "stop", "k", "m", "sigma", "problem", "nmse", "seconds")
+
+
+def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Write ``rows`` as CSV: :data:`CSV_COLUMNS` first, then the other keys in order seen.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        One record per problem.
+    path : path
+        File to write (overwritten).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    cols = list(CSV_COLUMNS)
+    for r in rows:
+        cols += [c for c in r if c not in cols]
+    path = Path(path)
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in cols})
+    return path
+
+
+def summary(
+    rows: Sequence[dict[str, Any]], by: Sequence[str], value: str = "nmse"
+) -> list[dict[str, Any]]:
+    """Mean, standard deviation, median and count of ``value`` per group.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+    by : sequence of str
+        Keys that define a group (for example ``("decoder", "stop", "k")``).
+    value : str, default "nmse"
+        The measured column.
+
+    Returns
+    -------
+    list of dict
+        One record per group (in order of first appearance) with the ``by``
+        keys and ``mean``, ``std``, ``median``, ``n`` (NaNs ignored).
+    """
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    for r in rows:
+        groups.setdefault(tuple(r.get(b) for b in by), []).append(float(r[value]))
+    out = []
+    for key, vals in groups.items():
+        v = np.asarray(vals, dtype=np.float64)
+        v = v[np.isfinite(v)]
+        rec = dict(zip(by, key))
+        rec.update(
+            mean=float(v.mean()) if v.size else float("nan"),
+            std=float(v.std()) if v.size else float("nan"),
+            median=float(np.median(v)) if v.size else float("nan"),
+            n=int(v.size),
+        )
+        out.append(rec)
+    return out
+
+
+def summary_table(rows: Sequence[dict[str, Any]], by: Sequence[str], value: str = "nmse") -> str:
+    """:func:`summary` as a Markdown table.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+    by : sequence of str
+    value : str, default "nmse"
+
+    Returns
+    -------
+    str
+        Markdown table with columns ``by``, mean, std, median, n.
+    """
+    recs = summary(rows, by, value)
+    head = "| " + " | ".join([*by, f"mean {value}", "std", "median", "n"]) + " |"
+    sep = "|---" * (len(by) + 4) + "|"
+    lines = [head, sep]
+    for r in recs:
+        cells = [str(r[b]) for b in by]
+        cells += [f"{r['mean']:.4g}", f"{r['std']:.3g}", f"{r['median']:.4g}", str(r["n"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and of the packages a run depends on.
+
+    Returns
+    -------
+    dict
+        Package -> version (``"absent"`` when not installed).
+    """
+    out = {"python": platform.python_version()}
+    for pkg in ("cscore", "numpy", "scipy", "PyWavelets", "matplotlib", "torch"):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "absent"
+    if out["cscore"] == "absent":
+        import cscore
+
+        out["cscore"] = f"{cscore.__version__} (source tree)"
+    return out
+
+
+def machine() -> str:
+    """One line describing this machine (OS, CPU, cores, BLAS threads).
+
+    Returns
+    -------
+    str
+    """
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    import cscore
+
+    return (
+        f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} logical CPUs, "
+        f"cscore threads {cscore.get_num_threads()}"
+    )
+
+
+def write_report(
+    out: str | Path,
+    *,
+    title: str,
+    seed: int,
+    sections: Sequence[tuple[str, str]],
+    figures: Sequence[str | Path] = (),
+    argv: Sequence[str] | None = None,
+    seconds: float | None = None,
+) -> Path:
+    """Write ``out/report.md``.
+
+    Parameters
+    ----------
+    out : path
+        The run's output folder (figures are linked relative to it).
+    title : str
+        Heading.
+    seed : int
+        The run's seed.
+    sections : sequence of (heading, markdown)
+        Tables and notes, in order.
+    figures : sequence of path
+        Images to embed.
+    argv : sequence of str, optional
+        The command line (default ``sys.argv``).
+    seconds : float, optional
+        Wall time of the run.
+
+    Returns
+    -------
+    pathlib.Path
+        The report's path.
+    """
+    out = Path(out)
+    argv = list(sys.argv if argv is None else argv)
+    if argv and Path(argv[0]).name in ("cscore", "__main__.py"):
+        argv[0] = "cscore"
+    lines = [f"# {title}", "", "```", shlex.join(argv), "```", ""]
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines += [f"- date: {stamp}", f"- seed: {seed}"]
+    if seconds is not None:
+        lines.append(f"- wall time: {seconds:.1f} s")
+    lines.append(f"- machine: {machine()}")
+    lines.append("- versions: " + ", ".join(f"{k} {v}" for k, v in versions().items()))
+    lines += ["- per-problem results: [results.csv](results.csv)", ""]
+    for fig in figures:
+        name = Path(fig).name
+        lines += [f"![{name}]({name})", ""]
+    for heading, body in sections:
+        lines += [f"## {heading}", "", body, ""]
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path
