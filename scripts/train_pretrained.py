@@ -228,8 +228,8 @@ def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
     S_tr = image_mmv_problems(tr, block_size=8, transform="dct", k=None, L=L)
     S_va = image_mmv_problems(va, block_size=8, transform="dct", k=None, L=L)
     res = fit_cdsn(S_tr, S_va, A, window=5, n_modules=3, n_hidden=64, n_steps=16,
-                   k_range=(2, 16), sigma=0.005, n_problems=1200, mu=0.01, rbm_epochs=10,
-                   rbm_lr=0.01, n_iter=150, lr=0.5, batch_size=4096, seed=seed,
+                   k_range=(2, 16), sigma=0.005, n_problems=4000, mu=0.01, rbm_epochs=20,
+                   rbm_lr=0.01, n_iter=1500, lr=200.0, batch_size=4096, seed=seed,
                    max_seconds=max_seconds, verbose=True)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform="dct", image_size=64,
                        dataset="msrc-v2 (all classes; buildings 13-22 held out)")

@@ -41,7 +41,9 @@ def load_model(name_or_path: str) -> Any:
 
     path = Path(name_or_path)
     if path.suffix == ".npz" or path.exists():
-        return cscore.LSTMCS.load(path)
+        from ..learned import load_model as load_any_model
+
+        return load_any_model(path)  # LSTMCS, NWSOMP or CDSNCS by the file's arch
     return cscore.pretrained(name_or_path)
 
 
@@ -194,12 +196,15 @@ def run(args: argparse.Namespace) -> int:
     if args.decoders:
         decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
     else:
-        decoders = ["lstm-cs", "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
+        learned = {"nwsomp": "nwsomp", "cdsn": "cdsn-cs"}.get(getattr(model, "ARCH", ""),
+                                                               "lstm-cs")
+        decoders = [learned, "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
     unknown = [d for d in decoders if d not in DECODERS]
     if unknown:
         return _error("bench", f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}")
-    if "lstm-cs" in decoders and model is None:
-        return _error("bench", "lstm-cs needs --model (see `cscore models`)")
+    for d in ("lstm-cs", "nwsomp", "cdsn-cs"):
+        if d in decoders and model is None:
+            return _error("bench", f"{d} needs --model (see `cscore models`)")
     progress = not args.no_progress
     stop = [s.strip() for s in args.stop.split(",") if s.strip()]
 
@@ -208,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             args.N,
             np.linspace(0.1, 0.9, 9).tolist(),
             np.linspace(0.05, 0.5, 10).tolist(),
-            [d for d in decoders if d != "lstm-cs"],
+            [d for d in decoders if d not in ("lstm-cs", "nwsomp", "cdsn-cs")],
             L=args.L,
             n_trials=args.problems,
             joint=not args.independent,

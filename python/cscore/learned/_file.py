@@ -73,7 +73,9 @@ def save_arch_file(
     blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
     out = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
     with open(Path(path), "wb") as fh:
-        np.savez_compressed(fh, meta=blob, A=np.ascontiguousarray(A, dtype=np.float64), **out)
+        entries: dict[str, Any] = {"meta": blob, "A": np.ascontiguousarray(A, dtype=np.float64),
+                                   **out}
+        np.savez_compressed(fh, **entries)
 
 
 def _parse_meta(path: Path, raw: np.ndarray) -> dict[str, Any]:

@@ -79,7 +79,7 @@ def greedy_decode(
     stop : ndarray (B,) int64
         Stop codes (see :data:`cscore.result.STOP_REASONS`).
     """
-    B, M, L = Y.shape
+    B, _, L = Y.shape
     N = A.shape[1]
     col_norms = np.linalg.norm(A, axis=0)
     S = np.zeros((B, N, L))
@@ -108,7 +108,6 @@ def _chunk(
     N = A.shape[1]
     # per-channel bookkeeping; with joint supports all channels share the atoms
     R = Y.transpose(0, 2, 1).copy()  # (b, L, M) residuals
-    Yc = Y.transpose(0, 2, 1)
     Q = np.zeros((b, L, M, k_max))
     Rt = np.zeros((b, L, k_max, k_max))
     coef = np.zeros((b, L, k_max))
@@ -119,7 +118,6 @@ def _chunk(
     n_iter = np.zeros(b, dtype=np.int64)
     stop = np.full(b, -1, dtype=np.int64)
     running = np.ones(b, dtype=bool)
-    ch = np.arange(L)
     for _ in range(k_max):
         if tol >= 0:
             hit = running & (np.linalg.norm(R, axis=2).sum(axis=1) <= tol)

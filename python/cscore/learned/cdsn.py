@@ -84,7 +84,7 @@ def window_inputs(X: np.ndarray, window: int) -> np.ndarray:
 
 
 def _with_one(x: np.ndarray) -> np.ndarray:
-    return np.concatenate([x, np.ones(x.shape[:-1] + (1,), dtype=x.dtype)], axis=-1)
+    return np.concatenate([x, np.ones((*x.shape[:-1], 1), dtype=x.dtype)], axis=-1)
 
 
 def cdsn_forward(modules: list[tuple[np.ndarray, np.ndarray]], R: np.ndarray) -> list[np.ndarray]:
