@@ -9,7 +9,7 @@ The shipped files came from (torch CPU, 1 thread, 2026-11-22)::
         --lr 5e-4 --max-seconds 900 --init python/cscore/models/mnist-m36.npz
     PYTHONPATH=python python scripts/train_pretrained.py demo-dct-m32 --threads 1
     OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
-        nwsomp-mnist-m72 --threads 1 --max-epochs 25 --max-seconds 540
+        nwsomp-mnist-m72 --threads 1 --max-epochs 40 --max-seconds 540
     OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
         cdsn-msrc-dct-m25 --max-seconds 540
 
@@ -168,7 +168,7 @@ def train_nwsomp(name: str, data: Path, out: Path, threads: int | None, max_epoc
     S_tr = mnist_mmv_problems(images, tr, None)
     S_va = mnist_mmv_problems(images, va, None)
     res = fit_nwsomp(S_tr, S_va, A, n_hidden=512, n_steps=32, k_range=(5, 32), sigma=0.005,
-                     problems_per_epoch=1000, epochs=max_epochs, lr=1e-3, batch_size=256,
+                     problems_per_epoch=2500, epochs=max_epochs, lr=1e-3, batch_size=256,
                      patience=3, seed=seed, n_threads=threads, max_seconds=max_seconds,
                      verbose=True)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=12, transform="none", image_size=24,

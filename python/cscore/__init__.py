@@ -11,6 +11,7 @@ from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
+from .learned import CDSNCS, NWSOMP
 from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .result import DecodeResult
@@ -21,7 +22,9 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
+    "CDSNCS",
     "LSTMCS",
+    "NWSOMP",
     "DecodeResult",
     "__version__",
     "bcs",

@@ -144,12 +144,13 @@ def _chunk(
         at = pick[bi, li]
         t = count[pi, li]
         a = A[:, at].T.copy()  # (c, M)
+        kk = int(t.max()) if t.size else 0  # basis columns in use
         proj = np.zeros((pi.size, k_max))
-        Qs = Q[pi, li]  # (c, M, k_max), zero beyond count
+        Qs = Q[pi, li, :, :kk]  # (c, M, kk)
         for _rep in range(2):
             c = np.einsum("cmk,cm->ck", Qs, a)
             a -= np.einsum("cmk,ck->cm", Qs, c)
-            proj += c
+            proj[:, :kk] += c
         nrm = np.linalg.norm(a, axis=1)
         ok = (nrm > _DEP_RTOL * col_norms[at]) & ~selected[pi, li, at]
         live[pi[~ok], li[~ok]] = False

@@ -101,12 +101,14 @@ def cdsn_forward(modules: list[tuple[np.ndarray, np.ndarray]], R: np.ndarray) ->
     list of ndarray (..., N)
         ``v(1), ..., v(n)``.
     """
+    shape = R.shape
+    R2 = R.reshape(-1, shape[-1])  # 2-D GEMMs
     outs: list[np.ndarray] = []
     for W1, W2 in modules:
-        z = _with_one(np.concatenate([*outs, R], axis=-1))
+        z = _with_one(np.concatenate([*outs, R2], axis=-1))
         h = _sigmoid(z @ W1.T)
         outs.append(_with_one(h) @ W2)
-    return outs
+    return [v.reshape(*shape[:-1], v.shape[-1]) for v in outs]
 
 
 def closed_form_output_weights(H: np.ndarray, T: np.ndarray, mu: float = 0.01) -> np.ndarray:

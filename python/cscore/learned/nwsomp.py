@@ -49,11 +49,14 @@ def nwsomp_probs(weights: dict[str, np.ndarray], X: np.ndarray) -> np.ndarray:
     ndarray (..., N)
         Softmax over atoms.
     """
-    h = _sigmoid(X @ weights["W1"].T + weights["b1"])
+    shape = X.shape
+    X2 = X.reshape(-1, shape[-1])  # one 2-D GEMM (a stacked matmul is much slower)
+    h = _sigmoid(X2 @ weights["W1"].T + weights["b1"])
     z = h @ weights["W2"].T + weights["b2"]
-    z = z - z.max(axis=-1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=-1, keepdims=True)
+    z -= z.max(axis=-1, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=-1, keepdims=True)
+    return z.reshape(*shape[:-1], z.shape[-1])
 
 
 class NWSOMP(LearnedGreedyDecoder):
