@@ -178,8 +178,8 @@ def _chunk(
     Rt_full = np.where(used[:, :, :, None] & used[:, :, None, :], Rt, 0.0)
     Rt_full += eye * (~used)[:, :, :, None]
     x = np.linalg.solve(Rt_full, np.where(used, coef, 0.0)[..., None])[..., 0]
-    bb, ll, kk = np.nonzero(used)
-    S[bb, atoms[bb, ll, kk], ll] = x[bb, ll, kk]
+    bb, ll, jj = np.nonzero(used)
+    S[bb, atoms[bb, ll, jj], ll] = x[bb, ll, jj]
     resid = np.linalg.norm(R, axis=2).sum(axis=1)
     if tol >= 0:
         stop[(stop < 0) & (resid <= tol) & (count.max(axis=1) < k_max)] = _TOL
