@@ -20,7 +20,7 @@ from cscore.learned.cdsn import (
 from cscore.lstm_cs import ModelFileError, ProblemSpec
 from cscore.lstm_cs.reference import normalize_maxabs
 
-from conftest import requires_torch
+from conftest import requires_torch, shared_data
 
 M, N, L, H = 10, 20, 4, 7
 
@@ -395,3 +395,36 @@ def test_fit_nwsomp_learns_a_planted_rule(A):
                      lr=1e-2, batch_size=64, seed=0, n_threads=1)
     assert res.history[-1]["val_loss"] < res.history[0]["val_loss"]
     assert res.weights["W1"].shape == (16, M) and res.weights["W2"].shape == (N, 16)
+
+
+def test_shipped_models_beat_somp_on_held_out_data():
+    """The shipped models on a few held-out problems (the benchmark's protocol, smaller)."""
+    import cscore
+    from cscore.datasets import (
+        expected_noise_tol,
+        image_mmv_problems,
+        load_image_folder,
+        load_mnist,
+        measure,
+        mnist_mmv_problems,
+        mnist_tuples,
+    )
+    from cscore.metrics import nmse
+
+    mnist = shared_data("mnist")
+    nw = cscore.pretrained("nwsomp-mnist-m72")
+    assert isinstance(nw, NWSOMP) and nw.spec.M == 72
+    images, labels = load_mnist(mnist / "images-idx3-ubyte.gz", mnist / "labels-idx1-ubyte.gz")
+    S = mnist_mmv_problems(images, mnist_tuples(labels, np.arange(6000, 8000))[:6], 20)
+    Y, _ = measure(nw.A, S, 0.005, seed=0)
+    tol = expected_noise_tol(72, 4, 0.005)
+    assert nmse(nw.decode(Y, tol=tol), S) < 0.7 * nmse(cscore.somp(nw.A, Y, tol=tol), S)
+
+    cd = cscore.pretrained("cdsn-msrc-dct-m25")
+    assert isinstance(cd, CDSNCS) and (cd.L, cd.window) == (8, 5)
+    imgs, names = load_image_folder(shared_data("msrc-v2", "buildings"), 64)
+    test = imgs[[names.index(n) for n in ("18.png", "19.png")]]
+    S = image_mmv_problems(test, block_size=8, transform="dct", k=8, L=8)
+    Y, _ = measure(cd.A, S, 0.005, seed=0)
+    tol = expected_noise_tol(25, 8, 0.005)
+    assert nmse(cd.decode(Y, tol=tol), S) < 0.7 * nmse(cscore.somp(cd.A, Y, tol=tol), S)
