@@ -395,8 +395,8 @@ def fit_cdsn(
     rbm_lr: float = 0.01,
     rbm_batch: int = 100,
     rbm_init: bool = True,
-    n_iter: int = 100,
-    lr: float = 0.5,
+    n_iter: int = 400,
+    lr: float = 200.0,
     batch_size: int = 4096,
     seed: int = 0,
     max_seconds: float | None = None,
@@ -430,10 +430,11 @@ def fit_cdsn(
         CD-1 pretraining of module 1's input weights.
     rbm_init : bool, default True
         False: random initialization of module 1 instead.
-    n_iter : int, default 100
+    n_iter : int, default 400
         FISTA iterations per module (one minibatch each).
-    lr : float, default 0.5
-        Step on the minibatch-mean gradient.
+    lr : float, default 200
+        Step on the minibatch-mean gradient (the gradient of the mean squared error
+        against one-hot targets is small; steps below ~10 barely move).
     batch_size : int, default 4096
         Samples per FISTA iteration.
     seed : int, default 0

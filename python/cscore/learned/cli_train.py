@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hidden", type=int, default=None,
                    help="nwsomp/cdsn: hidden units (default 512 / 64)")
     p.add_argument("--rbm-epochs", type=int, default=10, help="cdsn: CD-1 pretraining epochs")
-    p.add_argument("--fista-iters", type=int, default=100, help="cdsn: FISTA iterations/module")
+    p.add_argument("--fista-iters", type=int, default=400, help="cdsn: FISTA iterations/module")
 
 
 def train_learned(args: argparse.Namespace, S_tr: np.ndarray, S_va: np.ndarray, A: np.ndarray,
@@ -77,7 +77,7 @@ def train_learned(args: argparse.Namespace, S_tr: np.ndarray, S_va: np.ndarray, 
                     n_hidden=args.hidden or 64, n_steps=args.n_steps, k_range=k_range,
                     sigma=args.sigma, n_problems=args.problems_per_epoch,
                     rbm_epochs=args.rbm_epochs, n_iter=args.fista_iters,
-                    lr=args.lr or 0.5, seed=args.seed, verbose=not args.quiet)
+                    lr=args.lr or 200.0, seed=args.seed, verbose=not args.quiet)
     info["training"] = {**cres.settings, "seconds": round(cres.seconds, 1),
                         "history": cres.history[-args.modules:]}
     CDSNCS(cres.modules, cres.window, A, spec, info).save(args.out)

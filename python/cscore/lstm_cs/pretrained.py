@@ -160,7 +160,11 @@ def pretrained(name: str) -> Any:
     if name not in files:
         known = ", ".join(files) if files else "none installed"
         raise ValueError(f"unknown pretrained model {name!r}; known models: {known}")
-    if _read_meta(files[name]).get("arch", "lstm") in ("nwsomp", "cdsn"):
+    try:
+        arch = _read_meta(files[name]).get("arch", "lstm")
+    except Exception:  # the loader below reports what is wrong
+        arch = "lstm"
+    if arch in ("nwsomp", "cdsn"):
         from ..learned import load_model
 
         return load_model(files[name])
