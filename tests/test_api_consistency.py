@@ -475,6 +475,9 @@ def test_synthetic_problems_checks_k():
 
 _DOC_MODULES = [
     "cscore",
+    "cscore.learned",
+    "cscore.learned.cdsn",
+    "cscore.learned.train",
     "cscore.metrics",
     "cscore.datasets",
     "cscore.bench",

@@ -12,6 +12,7 @@ from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .decoder import Decoder, decoder, decoder_names, register_decoder
 from .greedy import omp, somp
+from .learned import CDSNCS, NWSOMP
 from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .pipeline import decode_file, stream
@@ -23,7 +24,9 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
+    "CDSNCS",
     "LSTMCS",
+    "NWSOMP",
     "DecodeResult",
     "Decoder",
     "__version__",

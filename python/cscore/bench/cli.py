@@ -43,7 +43,9 @@ def load_model(name_or_path: str) -> Any:
 
     path = Path(name_or_path)
     if path.suffix == ".npz" or path.exists():
-        return cscore.LSTMCS.load(path)
+        from ..learned import load_model as load_any_model
+
+        return load_any_model(path)  # LSTMCS, NWSOMP or CDSNCS by the file's arch
     return cscore.pretrained(name_or_path)
 
 
@@ -302,6 +304,7 @@ def _run_phase(args: argparse.Namespace, decoders: list[str], out: Path, t0: flo
                 decoders = ["lstm-cs", *decoders]
         else:
             decoders = [d for d in decoders if d != "lstm-cs"]
+        decoders = [d for d in decoders if d not in ("nwsomp", "cdsn-cs")]
         stop = next(s.strip() for s in args.stop.split(",") if s.strip())
         sigma = _floats(args.sigma)[0]
         res = mnist_phase(args.data_dir, decoders, ratios=ratios, rhos=rhos, models=models,
@@ -376,14 +379,17 @@ def run(args: argparse.Namespace) -> int:
     if args.decoders:
         decoders = [d.strip() for d in args.decoders.split(",") if d.strip()]
     else:
-        decoders = ["lstm-cs", "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
+        learned = {"nwsomp": "nwsomp", "cdsn": "cdsn-cs"}.get(getattr(model, "ARCH", ""),
+                                                               "lstm-cs")
+        decoders = [learned, "somp", "omp"] if model is not None else ["somp", "omp", "tmsbl"]
     unknown = [d for d in decoders if d not in DECODERS]
     if unknown:
         return _error("bench", f"unknown decoder(s) {unknown}; known: {', '.join(DECODERS)}")
-    if "lstm-cs" in decoders and model is None and not (
-        args.experiment == "phase" and args.train_models
-    ):
-        return _error("bench", "lstm-cs needs --model (see `cscore models`)")
+    for d in ("lstm-cs", "nwsomp", "cdsn-cs"):
+        if d in decoders and model is None and not (
+            d == "lstm-cs" and args.experiment == "phase" and args.train_models
+        ):
+            return _error("bench", f"{d} needs --model (see `cscore models`)")
     progress = not args.no_progress
     stop = [s.strip() for s in args.stop.split(",") if s.strip()]
 

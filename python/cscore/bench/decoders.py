@@ -63,7 +63,7 @@ def _lstm(
     **_: Any,
 ) -> np.ndarray:
     if model is None:
-        raise ValueError("the lstm-cs decoder needs a model (--model)")
+        raise ValueError("this learned decoder (lstm-cs, nwsomp, cdsn-cs) needs a model (--model)")
     if not np.array_equal(np.asarray(model.A), A):
         raise ValueError("the problems were not measured with the model's sensing matrix")
     return model.decode(Y, n_nonzero=k, tol=tol)
@@ -90,6 +90,8 @@ def _batch_call(name: str) -> Decoder:
 DECODERS: dict[str, tuple[Decoder, bool, str]] = {
     "lstm-cs": (_lstm, True, "LSTM-CS (Palangi et al. 2016), per-channel supports"),
     "somp": (_somp, True, "simultaneous OMP, joint support"),
+    "nwsomp": (_lstm, True, "NWSOMP (Palangi et al. 2013), learned SOMP; needs a model"),
+    "cdsn-cs": (_lstm, True, "CDSN-CS (Palangi thesis 4.7), per-channel; needs a model"),
     "omp": (_omp, True, "OMP on each channel independently"),
     "bcs": (_bcs, False, "Bayesian CS (Ji et al. 2008) per channel"),
     "mtbcs": (_batch_call("mtbcs"), False, "multitask BCS (Ji et al. 2009)"),

@@ -53,6 +53,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--arch", choices=("lstm", "nwsomp", "cdsn"), default="lstm",
+                   help="network: LSTM-CS (default), NWSOMP or CDSN-CS (numpy, no torch)")
+    from ..learned.cli_train import add_arguments as add_learned_arguments
+
+    add_learned_arguments(p)
 
 
 def _mnist(args: argparse.Namespace):
@@ -163,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
     """
     from .train import import_torch
 
-    import_torch()  # a clear ImportError before any work when PyTorch is missing
+    if args.arch != "cdsn":
+        import_torch()  # a clear ImportError before any work when PyTorch is missing
     _check_args(args)
 
     from ..datasets import paper_matrix
@@ -178,6 +184,11 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"-M ({M}) must not exceed N = {N} (atoms per block)")
     A = paper_matrix(M, N, seed=args.matrix_seed)
     k_range = (args.k_min or k_default[0], args.k_max or k_default[1])
+    if args.arch != "lstm":
+        from ..learned.cli_train import train_learned
+
+        return train_learned(args, S_tr, S_va, A, ProblemSpec(M=M, N=N, L=args.L, **spec_kw),
+                             k_range)
     cfg = TrainConfig(n_cells=args.cells, cell=args.cell, optimizer=args.optimizer, lr=args.lr,
                       batch_size=args.batch_size, max_epochs=args.epochs,
                       patience=args.patience, seed=args.seed, n_threads=args.threads,

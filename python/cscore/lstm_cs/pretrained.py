@@ -132,7 +132,7 @@ def list_pretrained() -> list[tuple[str, str]]:
     return [(e.name, e.description or f"unreadable: {e.error}") for e in pretrained_entries()]
 
 
-def pretrained(name: str) -> LSTMCS:
+def pretrained(name: str) -> Any:
     """Load the pretrained model ``name``.
 
     Parameters
@@ -142,8 +142,8 @@ def pretrained(name: str) -> LSTMCS:
 
     Returns
     -------
-    LSTMCS
-        The loaded model.
+    LSTMCS, NWSOMP or CDSNCS
+        The loaded model, of the class its file's ``arch`` names.
 
     Raises
     ------
@@ -158,4 +158,12 @@ def pretrained(name: str) -> LSTMCS:
     if name not in files:
         known = ", ".join(files) if files else "none installed"
         raise ValueError(f"unknown pretrained model {name!r}; known models: {known}")
+    try:
+        arch = _read_meta(files[name]).get("arch", "lstm")
+    except Exception:  # the loader below reports what is wrong
+        arch = "lstm"
+    if arch in ("nwsomp", "cdsn"):
+        from ..learned import load_model
+
+        return load_model(files[name])
     return LSTMCS.load(files[name])
