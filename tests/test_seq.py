@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import requires_torch
 
 from cscore.seq import (
     ESN,
     RDSN,
     SeqModelFileError,
+    _ops,
     frame_error,
     load_japanese_vowels,
     load_model,
     read_ts,
     utterance_error,
 )
-from cscore.seq import _ops
 from cscore.seq._gradients import closed_form_gradients, thesis_A, thesis_rec_gradient
+
+from conftest import requires_torch
 
 
 def _toy(rng, n_seq=5, D=3, C=3, lo=2, hi=7):
@@ -44,7 +45,7 @@ def _small_case(rng, N=7, D=4, C=3, lengths=(4, 1, 6, 3)):
 # ----------------------------------------------------------------- kernels
 @pytest.mark.parametrize("m", [0, 1, 3])
 def test_kernels_match_numpy_reference(rng, m):
-    X, W, rec, offsets, T = _small_case(rng)
+    X, W, rec, offsets, _T = _small_case(rng)
     A = X @ W
     H = _ops.forward(A, rec, offsets)
     np.testing.assert_allclose(H, _ops.forward_numpy(A, rec, offsets), rtol=1e-13, atol=1e-14)
@@ -71,7 +72,7 @@ def test_kernels_independent_of_thread_count(rng):
 def test_kernel_rejects_bad_csr(rng):
     from cscore import _core
 
-    X, W, rec, offsets, T = _small_case(rng)
+    X, W, rec, offsets, _T = _small_case(rng)
     bad = rec.indices.copy()
     bad[0] = rec.n + 5
     with pytest.raises(ValueError, match="W_rec"):
@@ -146,8 +147,8 @@ def test_closed_form_gradients_match_autograd(rng, m):
 def test_full_dependency_is_bptt(rng):
     """m >= longest sequence - 1 gives the untruncated gradient (full BPTT)."""
     X, W, rec, offsets, T = _small_case(rng)
-    _, gW5, gR5, _, _ = closed_form_gradients(X, W, rec, offsets, T, 0.05, 5)
-    _, gW9, gR9, _, _ = closed_form_gradients(X, W, rec, offsets, T, 0.05, 9)
+    _, gW5, _gR5, _, _ = closed_form_gradients(X, W, rec, offsets, T, 0.05, 5)
+    _, gW9, _gR9, _, _ = closed_form_gradients(X, W, rec, offsets, T, 0.05, 9)
     np.testing.assert_allclose(gW5, gW9, atol=1e-14)
     _, gW1, _, _, _ = closed_form_gradients(X, W, rec, offsets, T, 0.05, 1)
     assert np.abs(gW1 - gW5).max() > 1e-6
@@ -233,7 +234,7 @@ def test_bad_input_errors_name_the_argument(rng):
     with pytest.raises(ValueError, match="at least one sequence"):
         model.fit([], [])
     with pytest.raises(ValueError, match=r"y\[0\] has a label out of range"):
-        model.fit(X, [-np.ones_like(y[0])] + y[1:])
+        model.fit(X, [-np.ones_like(y[0]), *y[1:]])
     with pytest.raises(ValueError, match="spectral_radius must be < 4"):
         ESN(spectral_radius=4.0).fit(X, y)
     with pytest.raises(ValueError, match="learn: unknown"):
@@ -241,7 +242,7 @@ def test_bad_input_errors_name_the_argument(rng):
     with pytest.raises(ValueError, match="context must be odd"):
         ESN(context=2).fit(X, y)
     with pytest.raises(ValueError, match=r"y\[1\] must be"):
-        model.fit(X, [y[0], y[1][:-1]] + y[2:])
+        model.fit(X, [y[0], y[1][:-1], *y[2:]])
     with pytest.raises(TypeError, match="list of"):
         model.fit(X[0], y[0])
     model.fit(X, y)
@@ -296,3 +297,16 @@ def test_read_ts_errors(tmp_path):
         load_japanese_vowels("train", path=tmp_path)
     with pytest.raises(ValueError, match="split"):
         load_japanese_vowels("dev")
+
+
+# ----------------------------------------------------------------- bench CLI
+def test_seq_bench_quick(tmp_path):
+    from cscore.cli import main
+
+    rc = main(["seq", "bench", "--quick", "--no-plot", "--out", str(tmp_path)])
+    assert rc == 0
+    rows = (tmp_path / "seq_runs.csv").read_text().splitlines()
+    assert rows[0].startswith("size,model,seed,frame_error")
+    models = {r.split(",")[1] for r in rows[1:]}
+    assert {"ESN", "W m=1", "W+W_rec m=1", "R-DSN 2"} <= models
+    assert "Frame error" in (tmp_path / "seq_table.md").read_text()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import numbers
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,7 +170,9 @@ def _check_learn(learn: Any) -> tuple[str, ...]:
     try:
         items = tuple(learn)
     except TypeError:
-        raise TypeError(f"learn must be a tuple of names from {_LEARNABLE}, got {learn!r}") from None
+        raise TypeError(
+            f"learn must be a tuple of names from {_LEARNABLE}, got {learn!r}"
+        ) from None
     for it in items:
         if it not in _LEARNABLE:
             raise ValueError(f"learn: unknown weight {it!r}; choose from {_LEARNABLE}")
@@ -202,6 +205,9 @@ class _SeqBase:
     """Shared machinery: parameters, input preparation, prediction, save/load."""
 
     _kind = "base"
+    random_state: int | None
+    n_threads: int | None
+    context: int
 
     # -- sklearn-style parameters
     @classmethod
@@ -239,7 +245,9 @@ class _SeqBase:
         valid = self._param_names()
         for k, v in params.items():
             if k not in valid:
-                raise ValueError(f"invalid parameter {k!r} for {type(self).__name__}; valid: {valid}")
+                raise ValueError(
+                    f"invalid parameter {k!r} for {type(self).__name__}; valid: {valid}"
+                )
             setattr(self, k, v)
         return self
 
@@ -395,6 +403,8 @@ class _SeqBase:
         rng = np.random.default_rng(self.random_state)
         n_threads = self.n_threads if self.n_threads is not None else get_num_threads()
         modules: list[_Module] = []
+        self.fit_seconds_: list[float] = []
+        t0 = time.perf_counter()
         inp = Xb
         for level in range(n_modules):
             D_in = inp.shape[1]
@@ -406,6 +416,7 @@ class _SeqBase:
             rec = self._new_rec(v, rng)
             mod = self._train_module(inp, offsets, T, W0, rec, v, n_threads)
             modules.append(mod)
+            self.fit_seconds_.append(time.perf_counter() - t0)
             if level + 1 < n_modules:
                 scores = self._module_scores(mod, inp, offsets, n_threads)
                 inp = np.ascontiguousarray(np.hstack([Xb, scores]))
@@ -419,49 +430,56 @@ class _SeqBase:
         H = forward(inp @ mod.W, mod.rec, offsets, n_threads)
         return np.asarray(np.hstack([H, inp]) @ mod.U)
 
-    def _scores(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+    def _scores(self, X: Any, n_modules: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         self._check_fitted()
+        mods = self.modules_
+        if n_modules is not None:
+            mods = mods[: check_positive_int("n_modules", n_modules, upper=len(mods))]
         Xs = _check_X("X", X, self.n_features_in_)
         Xb, offsets = self._frames(Xs, int(self.context))
         n_threads = self.n_threads if self.n_threads is not None else get_num_threads()
         inp = Xb
         scores = Xb[:, :0]
-        for level, mod in enumerate(self.modules_):
+        for level, mod in enumerate(mods):
             if level > 0:
                 inp = np.ascontiguousarray(np.hstack([Xb, scores]))
             scores = self._module_scores(mod, inp, offsets, n_threads)
         return scores, offsets
 
-    def decision_function(self, X: Any) -> list[np.ndarray]:
+    def decision_function(self, X: Any, n_modules: int | None = None) -> list[np.ndarray]:
         """Readout scores of every frame.
 
         Parameters
         ----------
         X : list of ndarray
             Sequences, each (T_i, D).
+        n_modules : int, optional
+            Use only the lowest ``n_modules`` modules of a stack (R-DSN); default all.
 
         Returns
         -------
         list of ndarray
             One (T_i, C) array per sequence; column ``j`` scores ``classes_[j]``.
         """
-        S, off = self._scores(X)
+        S, off = self._scores(X, n_modules)
         return [S[off[i] : off[i + 1]] for i in range(len(off) - 1)]
 
-    def predict(self, X: Any) -> list[np.ndarray]:
+    def predict(self, X: Any, n_modules: int | None = None) -> list[np.ndarray]:
         """Frame labels.
 
         Parameters
         ----------
         X : list of ndarray
             Sequences, each (T_i, D).
+        n_modules : int, optional
+            Use only the lowest ``n_modules`` modules of a stack (R-DSN); default all.
 
         Returns
         -------
         list of ndarray
             One (T_i,) array of labels (from ``classes_``) per sequence.
         """
-        S, off = self._scores(X)
+        S, off = self._scores(X, n_modules)
         lab = self.classes_[np.argmax(S, axis=1)]
         return [lab[off[i] : off[i + 1]] for i in range(len(off) - 1)]
 
@@ -624,12 +642,12 @@ def load_model(path: str | Path) -> Any:
 #: (benchmarks/results/seq.md tells how).
 _DEFAULTS: dict[str, Any] = {
     "spectral_radius": 2.0,
-    "input_scaling": 1.0,
+    "input_scaling": 0.5,
     "n_connections": 10,
     "ridge": 1.0,
     "context": 3,
     "n_epochs": 20,
-    "step_size": 0.1,
+    "step_size": 1.0,
     "grad_clip": 1.0,
 }
 
@@ -656,7 +674,7 @@ class ESN(_SeqBase):
         Steps of dependency in the gradients (0 = none).
     spectral_radius : float, default 2.0
         Largest eigenvalue magnitude lambda of ``W_rec`` (eq. 2.3); must be < 4.
-    input_scaling : float, default 1.0
+    input_scaling : float, default 0.5
         Standard deviation of each unit's input drive at initialization (the
         entries of ``W`` are N(0, (input_scaling^2) / D_in)).
     n_connections : int, default 10
@@ -668,7 +686,7 @@ class ESN(_SeqBase):
     n_epochs : int, default 20
         Epochs of weight learning (ignored when ``learn=()``).  The epoch with
         the lowest training cost is kept.
-    step_size : float, default 0.1
+    step_size : float, default 1.0
         alpha of eq. 2.36 (applied to the per-frame mean cost).
     grad_clip : float, default 1.0
         Gradients whose norm exceeds this are rescaled to it.
@@ -686,6 +704,8 @@ class ESN(_SeqBase):
         The labels seen in ``fit``.
     modules_ : list
         The trained module (weights ``W``, ``rec``, readout ``U``, cost history).
+    fit_seconds_ : list of float
+        Wall time of ``fit`` up to the end of each module.
 
     Examples
     --------
@@ -773,6 +793,8 @@ n_epochs, step_size, grad_clip, momentum, random_state, n_threads
         The labels seen in ``fit``.
     modules_ : list
         The trained modules, lowest first.
+    fit_seconds_ : list of float
+        Wall time of ``fit`` up to the end of each module (cumulative).
     """
 
     _kind = "rdsn"

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 import scipy.sparse
 import scipy.sparse.linalg
 
@@ -195,11 +196,20 @@ def rec_grad(
 
 
 def ridge_readout(Hc: np.ndarray, T: np.ndarray, mu: float) -> np.ndarray:
-    """``U = (Hc^T Hc + mu I)^{-1} Hc^T T`` (eq. 2.9 for row-major frames)."""
-    gram = Hc.T @ Hc
+    """``U = (Hc^T Hc + mu I)^{-1} Hc^T T`` (eq. 2.9 for row-major frames).
+
+    The Gram matrix is one BLAS ``syrk`` (upper triangle) and the solve a
+    Cholesky factorization; a singular system (``mu`` tiny) falls back to
+    least squares.
+    """
+    Hf = np.asfortranarray(Hc)
+    gram = scipy.linalg.blas.dsyrk(1.0, Hf, trans=1, lower=0)  # Hc^T Hc, upper part
     gram.flat[:: gram.shape[0] + 1] += mu
     rhs = Hc.T @ T
     try:
-        return np.asarray(scipy.linalg.solve(gram, rhs, assume_a="pos", check_finite=False))
+        c = scipy.linalg.cho_factor(gram, lower=False, overwrite_a=True, check_finite=False)
+        return np.asarray(scipy.linalg.cho_solve(c, rhs, check_finite=False))
     except (np.linalg.LinAlgError, scipy.linalg.LinAlgError):
-        return np.asarray(np.linalg.lstsq(gram, rhs, rcond=None)[0])
+        full = Hc.T @ Hc
+        full.flat[:: full.shape[0] + 1] += mu
+        return np.asarray(np.linalg.lstsq(full, rhs, rcond=None)[0])
