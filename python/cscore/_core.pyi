@@ -71,3 +71,30 @@ def _lstm_decode_f64(
     n_threads: int,
     chunk: int = 64,
 ) -> tuple[Any, Any, Any, Any, Any]: ...
+def esn_forward(
+    A: Any,
+    indptr: Any,
+    indices: Any,
+    data: Any,
+    offsets: Any,
+    n_threads: int = 1,
+) -> Any: ...
+def esn_backward(
+    H: Any,
+    G: Any,
+    indptr: Any,
+    indices: Any,
+    data: Any,
+    offsets: Any,
+    m: int,
+    n_threads: int = 1,
+) -> Any: ...
+def esn_rec_grad(
+    D: Any,
+    H: Any,
+    indptr: Any,
+    indices: Any,
+    data: Any,
+    offsets: Any,
+    n_threads: int = 1,
+) -> Any: ...

@@ -27,6 +27,7 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "train": "cscore.lstm_cs.cli_train",
     "models": "cscore.lstm_cs.cli_models",
     "decode": "cscore.cli_decode",
+    "seq": "cscore.seq.cli",
 }
 
 
