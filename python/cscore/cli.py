@@ -26,6 +26,7 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "bench": "cscore.bench.cli",
     "train": "cscore.lstm_cs.cli_train",
     "models": "cscore.lstm_cs.cli_models",
+    "text": "cscore.text.cli",
 }
 
 
