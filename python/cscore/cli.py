@@ -28,6 +28,7 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "models": "cscore.lstm_cs.cli_models",
     "decode": "cscore.cli_decode",
     "seq": "cscore.seq.cli",
+    "text": "cscore.text.cli",
 }
 
 

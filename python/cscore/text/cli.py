@@ -1,0 +1,202 @@
+"""``cscore text``: train, evaluate, search and analyze sentence-embedding models.
+
+* ``cscore text train --kind lstm --out model.npz``
+* ``cscore text eval --out-dir results/`` (a markdown table and a figure)
+* ``cscore text search "query text"`` (top documents with scores)
+* ``cscore text analyze "query text" --out-dir analysis/`` (the chapter's pictures)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``text`` sub-subcommands to ``parser``."""
+    sub = parser.add_subparsers(dest="text_command", metavar="ACTION")
+    data_help = "Cranfield directory (cran.all.1400, cran.qry, cranqrel); default: shipped copy"
+
+    p = sub.add_parser("train", help="train a model on Cranfield (needs torch)")
+    p.add_argument("--kind", default="lstm", choices=["lstm", "rnn", "bilstm", "dssm"])
+    p.add_argument("--out", required=True, help="model file to write (.npz)")
+    p.add_argument("--data", default=None, help=data_help)
+    p.add_argument("--epochs", type=int, default=None, help="maximum epochs")
+    p.add_argument("--optimizer", choices=["nesterov", "adam"], default=None)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--n-cells", type=int, default=None)
+    p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--init", choices=["lsa", "random"], default=None)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("eval", help="NDCG table and figure on the Cranfield test queries")
+    p.add_argument("--model", action="append", default=None, metavar="NAME=MODEL",
+                   help="display name and pretrained name or file (repeatable); default: "
+                        "LSTM, RNN and DSSM shipped models")
+    p.add_argument("--data", default=None, help=data_help)
+    p.add_argument("--out-dir", default="text-eval", help="where table and figure go")
+
+    p = sub.add_parser("search", help="rank the Cranfield documents for a query")
+    p.add_argument("query")
+    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--data", default=None, help=data_help)
+
+    p = sub.add_parser("analyze", help="input gates, cell activations, keywords, topic cells")
+    p.add_argument("text", help="query (or, with --document, document) text")
+    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
+    p.add_argument("--document", action="store_true", help="analyze with the document tower")
+    p.add_argument("--out-dir", default="text-analysis")
+    p.add_argument("--topic-queries", type=int, default=20,
+                   help="Cranfield queries added to the topic-cell table")
+
+
+def _load_model(spec: str):  # type: ignore[no-untyped-def]
+    from .model import RetrievalModel
+    from .pretrained import list_pretrained, pretrained
+
+    if spec in list_pretrained():
+        return pretrained(spec)
+    path = Path(spec)
+    if path.is_file():
+        return RetrievalModel.load(path)
+    known = ", ".join(list_pretrained())
+    raise ValueError(f"--model {spec!r} is neither a pretrained model ({known}) nor a file")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .cranfield import training_pairs, validation_scorer
+    from .data import load_cranfield, split_queries
+    from .train import train_retrieval_model
+
+    c = load_cranfield(args.data)
+    split = split_queries(c)
+    kw = {"kind": args.kind, "seed": args.seed, "progress": not args.quiet}
+    for k in ("optimizer", "lr", "n_cells", "max_seconds", "init"):
+        if getattr(args, k) is not None:
+            kw[k] = getattr(args, k)
+    if args.epochs is not None:
+        kw["max_epochs"] = args.epochs
+    cfg = recipe(args.kind, **kw)
+    res = train_retrieval_model(
+        training_pairs(c, split, sentences_per_doc=1, seed=args.seed),
+        vocab_texts=c.documents + c.titles + [c.queries[q] for q in split.train],
+        lsa_texts=c.documents, evaluate=validation_scorer(c, split.val), config=cfg,
+        info={"dataset": "cranfield", "split": {"train": list(split.train),
+                                                  "val": list(split.val),
+                                                  "test": list(split.test)}})
+    res.model.save(args.out)
+    print(f"wrote {args.out}: best epoch {res.best_epoch}, validation NDCG@10 "
+          f"{res.model.info['training']['best_val_score']:.3f}, {res.seconds:.0f} s")
+    return 0
+
+
+def recipe(kind: str, **overrides: object):  # type: ignore[no-untyped-def]
+    """The settings that trained the shipped ``cranfield-<kind>`` models."""
+    from .train import TextTrainConfig
+
+    base: dict[str, object] = {"kind": kind, "optimizer": "adam", "lr": 3e-4,
+                               "max_epochs": 8, "n_threads": 1}
+    base.update(overrides)
+    return TextTrainConfig(**base)  # type: ignore[arg-type]
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from .cranfield import as_dict, evaluate_methods, format_table
+    from .data import load_cranfield, split_queries
+
+    specs = args.model or ["LSTM=cranfield-lstm", "RNN=cranfield-rnn", "DSSM=cranfield-dssm"]
+    models = {}
+    for s in specs:
+        name, _, m = s.partition("=")
+        if not m:
+            name, m = Path(s).stem, s
+        models[name] = _load_model(m)
+    c = load_cranfield(args.data)
+    split = split_queries(c)
+    rows = evaluate_methods(c, split, models,
+                            interpolate_with="LSTM" if "LSTM" in models else next(iter(models)))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = format_table(rows)
+    (out / "table.md").write_text(
+        f"Cranfield, {len(split.test)} test queries; rerank = BM25's top 100 reordered\n\n"
+        + table + "\n", encoding="utf-8")
+    (out / "table.json").write_text(json.dumps(as_dict(rows), indent=1), encoding="utf-8")
+    print(table)
+    try:
+        fig = plot_table(rows, out / "ndcg.png")
+        print(f"wrote {out / 'table.md'} and {fig}")
+    except ImportError as exc:
+        print(f"wrote {out / 'table.md'} (no figure: {exc})")
+    return 0
+
+
+def plot_table(rows, path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """Grouped bars of NDCG@1, 3, 10 per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    ks = (1, 3, 10)
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    x = np.arange(len(rows))
+    for j, k in enumerate(ks):
+        ax.bar(x + (j - 1) * 0.27, [r.full[k] for r in rows], 0.27, label=f"NDCG@{k}")
+    ax.set_xticks(x)
+    ax.set_xticklabels([r.name for r in rows], rotation=20, ha="right", fontsize=8)
+    ax.set_ylabel("NDCG (test queries)")
+    ax.legend(fontsize=8)
+    ax.set_title("Cranfield: ranking all 1400 documents", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
+def _search(args: argparse.Namespace) -> int:
+    from .data import load_cranfield
+
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1, got {args.top}")
+    model = _load_model(args.model)
+    c = load_cranfield(args.data)
+    hits = model.rank(args.query, c.documents, top_k=args.top)
+    if not model.words(args.query):
+        print("note: no word of the query is known to the model; all scores are 0")
+    for rank, (i, s) in enumerate(hits, 1):
+        print(f"{rank:3d}  {s:+.3f}  doc {c.doc_ids[i]:4d}  {c.titles[i][:90]}")
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from .analysis import write_analysis
+    from .data import load_cranfield
+
+    model = _load_model(args.model)
+    topic = []
+    if args.topic_queries > 0:
+        topic = load_cranfield().queries[: args.topic_queries]
+    paths = write_analysis(model, args.text, args.out_dir,
+                           side="document" if args.document else "query", topic_texts=topic)
+    for name, p in paths.items():
+        print(f"{name}: {p}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch ``cscore text <action>``; return the exit status."""
+    actions = {"train": _train, "eval": _eval, "search": _search, "analyze": _analyze}
+    action = getattr(args, "text_command", None)
+    if action not in actions:
+        print("usage: cscore text {train,eval,search,analyze} ...  (cscore text -h)")
+        return 2
+    return actions[action](args)

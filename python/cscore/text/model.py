@@ -1,0 +1,325 @@
+"""A two-tower retrieval model: hashing, word embedding, query and document encoders.
+
+File format
+-----------
+An ``.npz`` archive (``numpy.savez_compressed``, read with ``allow_pickle=False``):
+``embedding`` (V, d) float32 (the trigram embedding shared by both towers),
+``query.<name>`` and ``document.<name>`` (each tower's weights, float32), and
+``meta``: a uint8 array holding UTF-8 JSON with ``format``, ``version``, the
+trigram vocabulary, both towers' configs, ``max_words`` and free-form ``info``.
+"""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+
+from .encoders import Encoder, encoder_from_arrays
+from .hashing import TrigramHasher, check_texts
+
+__all__ = ["FORMAT_NAME", "RetrievalModel", "TextModelFileError", "cosine_scores"]
+
+FORMAT_NAME = "cscore.text"
+FORMAT_VERSION = 1
+SIDES = ("query", "document")
+
+
+class TextModelFileError(ValueError):
+    """A text model file is malformed or of another format."""
+
+
+def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """Cosine similarities between rows of ``Q`` and rows of ``D`` (zero rows score 0).
+
+    Parameters
+    ----------
+    Q : ndarray (nq, k)
+    D : ndarray (nd, k)
+
+    Returns
+    -------
+    ndarray (nq, nd) float32
+    """
+    Q = np.asarray(Q, dtype=np.float32)
+    D = np.asarray(D, dtype=np.float32)
+    if Q.ndim != 2 or D.ndim != 2 or Q.shape[1] != D.shape[1]:
+        raise ValueError(f"Q (nq, k) and D (nd, k) must agree; got {Q.shape} and {D.shape}")
+    qn = np.linalg.norm(Q, axis=1, keepdims=True)
+    dn = np.linalg.norm(D, axis=1, keepdims=True)
+    Qh = np.divide(Q, qn, out=np.zeros_like(Q), where=qn > 0)
+    Dh = np.divide(D, dn, out=np.zeros_like(D), where=dn > 0)
+    return Qh @ Dh.T
+
+
+class RetrievalModel:
+    """Letter-trigram hashing, a shared trigram embedding, and two encoders.
+
+    Parameters
+    ----------
+    hasher : TrigramHasher
+    embedding : ndarray (V, d)
+        Trigram embeddings; a word's vector is the sum over its trigrams.
+    query_encoder, document_encoder : Encoder
+        The two towers (input size d each; equal output sizes).
+    max_words : int or None
+        Words read per text (the rest is ignored); None reads everything.
+    info : dict, optional
+        Free-form provenance (training settings, results).
+    """
+
+    def __init__(self, hasher: TrigramHasher, embedding: Any, query_encoder: Encoder,
+                 document_encoder: Encoder, *, max_words: int | None = None,
+                 info: dict[str, Any] | None = None) -> None:
+        E = np.ascontiguousarray(embedding, dtype=np.float32)
+        if E.ndim != 2 or E.shape[0] != len(hasher):
+            raise ValueError(
+                f"embedding must be (V={len(hasher)}, d); got shape {E.shape}"
+            )
+        if not np.isfinite(E).all():
+            raise ValueError("embedding contains NaN or infinity")
+        for name, enc in (("query_encoder", query_encoder),
+                          ("document_encoder", document_encoder)):
+            if enc.n_in != E.shape[1]:
+                raise ValueError(f"{name} reads {enc.n_in}-dim words; embedding is {E.shape[1]}")
+        if query_encoder.out_dim != document_encoder.out_dim:
+            raise ValueError("query and document encoders must have the same output size")
+        if max_words is not None and (not isinstance(max_words, int) or max_words < 1):
+            raise ValueError(f"max_words must be a positive int or None, got {max_words!r}")
+        self.hasher = hasher
+        self.embedding = E
+        self.query_encoder = query_encoder
+        self.document_encoder = document_encoder
+        self.max_words = max_words
+        self.info: dict[str, Any] = dict(info or {})
+
+    # ------------------------------------------------------------------ encoding
+    @property
+    def dim(self) -> int:
+        """Embedding size."""
+        return int(self.query_encoder.out_dim)
+
+    @property
+    def kind(self) -> str:
+        """The document encoder's kind ("lstm", "rnn", "bilstm" or "dssm")."""
+        return self.document_encoder.kind
+
+    def _encoder(self, side: str) -> Encoder:
+        if side not in SIDES:
+            raise ValueError(f"side must be 'query' or 'document', got {side!r}")
+        return self.query_encoder if side == "query" else self.document_encoder
+
+    def words(self, text: str) -> list[str]:
+        """The words of ``text`` the model reads (known trigrams, at most ``max_words``)."""
+        w = self.hasher.words(text)
+        return w if self.max_words is None else w[: self.max_words]
+
+    def _sequences(self, texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
+        vocab: dict[str, int] = {}
+        seqs = []
+        for t in texts:
+            ws = self.words(t)
+            seqs.append(np.array([vocab.setdefault(w, len(vocab)) for w in ws], dtype=np.int64))
+        table = np.zeros((len(vocab), self.embedding.shape[1]), dtype=np.float32)
+        for w, k in vocab.items():
+            table[k] = self.embedding[self.hasher.word_ids(w)].sum(0)
+        return seqs, table
+
+    def encode(self, texts: Sequence[str], side: str = "document", *,
+               normalize: bool = False, batch_size: int = 2048) -> np.ndarray:
+        """Embed ``texts`` with one tower.
+
+        Parameters
+        ----------
+        texts : list of str
+            Empty texts, or texts with no known trigram, get the zero vector.
+        side : {"document", "query"}
+        normalize : bool
+            Scale every non-zero row to unit length.
+        batch_size : int
+            Texts per batch.
+
+        Returns
+        -------
+        ndarray (len(texts), dim) float32
+        """
+        texts = check_texts("texts", texts)
+        enc = self._encoder(side)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for s in range(0, len(texts), batch_size):
+            seqs, table = self._sequences(texts[s : s + batch_size])
+            out[s : s + len(seqs)] = enc.encode(seqs, table)
+        if normalize:
+            n = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, n, out=out, where=n > 0)
+        return out
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query-side embeddings, (n, dim) float32."""
+        return self.encode(texts, "query")
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Document-side embeddings, (n, dim) float32 (a document: title + abstract)."""
+        return self.encode(texts, "document")
+
+    def score(self, queries: Sequence[str], documents: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Cosine similarity of every query with every document.
+
+        Parameters
+        ----------
+        queries : list of str
+        documents : list of str, or ndarray (nd, dim)
+            Texts, or embeddings from :meth:`encode_documents`.
+
+        Returns
+        -------
+        ndarray (nq, nd) float32
+            In [-1, 1]; 0 where either side has no known word.
+        """
+        Q = self.encode_queries(queries)
+        D = self._doc_matrix(documents)
+        return cosine_scores(Q, D)
+
+    def _doc_matrix(self, documents: Sequence[str] | np.ndarray) -> np.ndarray:
+        if isinstance(documents, np.ndarray) and documents.dtype.kind == "f":
+            if documents.ndim != 2 or documents.shape[1] != self.dim:
+                raise ValueError(
+                    f"documents as embeddings must be (n, {self.dim}); got {documents.shape}"
+                )
+            return documents
+        return self.encode_documents(documents)  # type: ignore[arg-type]
+
+    def rank(self, query: str, documents: Sequence[str] | np.ndarray,
+             top_k: int | None = 10) -> list[tuple[int, float]]:
+        """Rank ``documents`` for ``query`` by cosine similarity.
+
+        Parameters
+        ----------
+        query : str
+        documents : list of str, or ndarray (nd, dim) of document embeddings
+        top_k : int or None
+            How many to return (None: all).
+
+        Returns
+        -------
+        list of (int, float)
+            Document index and score, best first (ties in document order).
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+        s = self.score([query], documents)[0]
+        order = np.argsort(-s, kind="stable")
+        if top_k is not None:
+            order = order[:top_k]
+        return [(int(i), float(s[i])) for i in order]
+
+    def trace(self, text: str, side: str = "query") -> tuple[list[str], dict[str, np.ndarray]]:
+        """Per-word activations of one text (LSTM, BiLSTM and RNN encoders).
+
+        Parameters
+        ----------
+        text : str
+        side : {"query", "document"}
+
+        Returns
+        -------
+        words : list of str
+            The words read.
+        activations : dict
+            Name -> (n_words, n_cells) float32 (see ``LSTMEncoder.trace``).
+        """
+        enc = self._encoder(side)
+        if not hasattr(enc, "trace"):
+            raise ValueError(f"a {enc.kind} encoder has no per-word activations")
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        seqs, table = self._sequences([text])
+        return self.words(text), enc.trace(seqs[0], table)  # type: ignore[attr-defined]
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: Union[str, Path]) -> Path:
+        """Write the model as a compressed ``.npz`` (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+
+        Returns
+        -------
+        Path
+        """
+        path = Path(path)
+        meta = {
+            "format": FORMAT_NAME, "version": FORMAT_VERSION,
+            "hasher": self.hasher.to_json(),
+            "query_encoder": self.query_encoder.config(),
+            "document_encoder": self.document_encoder.config(),
+            "max_words": self.max_words, "info": self.info,
+        }
+        arrays: dict[str, np.ndarray] = {"embedding": self.embedding}
+        for side, enc in (("query", self.query_encoder), ("document", self.document_encoder)):
+            for k, v in enc.params().items():
+                arrays[f"{side}.{k}"] = np.asarray(v, dtype=np.float32)
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+        with open(path, "wb") as f:
+            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
+        return path
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> RetrievalModel:
+        """Read a model written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : str or Path
+
+        Returns
+        -------
+        RetrievalModel
+
+        Raises
+        ------
+        TextModelFileError
+            Not a cscore text model, or inconsistent.
+        """
+        path = Path(path)
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {k: npz[k] for k in npz.files}
+        except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+            raise TextModelFileError(f"{path} is not a readable .npz model: {exc}") from None
+        if "meta" not in arrays or "embedding" not in arrays:
+            raise TextModelFileError(f"{path} lacks 'meta' or 'embedding'")
+        try:
+            meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise TextModelFileError(f"{path}: unreadable metadata ({exc})") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+            raise TextModelFileError(f"{path} is not a {FORMAT_NAME} model file")
+        if int(meta.get("version", 0)) > FORMAT_VERSION:
+            raise TextModelFileError(
+                f"{path} has format version {meta.get('version')}; this cscore reads "
+                f"up to {FORMAT_VERSION}"
+            )
+        try:
+            hasher = TrigramHasher.from_json(meta["hasher"])
+            towers = []
+            for side in SIDES:
+                pre = f"{side}."
+                towers.append(encoder_from_arrays(
+                    meta[f"{side}_encoder"],
+                    {k[len(pre):]: v for k, v in arrays.items() if k.startswith(pre)}))
+            return cls(hasher, arrays["embedding"], towers[0], towers[1],
+                       max_words=meta.get("max_words"), info=meta.get("info") or {})
+        except (KeyError, ValueError, TypeError) as exc:
+            raise TextModelFileError(f"{path}: inconsistent model ({exc})") from None
+
+    def __repr__(self) -> str:
+        return (f"RetrievalModel(kind={self.kind!r}, dim={self.dim}, "
+                f"trigrams={len(self.hasher)}, max_words={self.max_words})")

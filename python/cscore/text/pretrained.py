@@ -1,0 +1,70 @@
+"""Pretrained text models shipped in ``cscore/text/models/`` (``<name>.npz``).
+
+Directories in ``CSCORE_TEXT_MODEL_PATH`` (separated by ``os.pathsep``) are
+searched first.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .model import RetrievalModel
+
+__all__ = ["list_pretrained", "model_dirs", "pretrained"]
+
+_PACKAGE_MODELS = Path(__file__).resolve().parent / "models"
+
+
+def model_dirs() -> list[Path]:
+    """Directories searched for pretrained text models, in search order."""
+    dirs = [Path(p) for p in os.environ.get("CSCORE_TEXT_MODEL_PATH", "").split(os.pathsep)
+            if p]
+    dirs.append(_PACKAGE_MODELS)
+    return dirs
+
+
+def _files() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in model_dirs():
+        if d.is_dir():
+            for f in sorted(d.glob("*.npz")):
+                found.setdefault(f.stem, f)
+    return dict(sorted(found.items()))
+
+
+def list_pretrained() -> list[str]:
+    """Names of the pretrained text models (e.g. ``"cranfield-lstm"``).
+
+    Returns
+    -------
+    list of str
+    """
+    return list(_files())
+
+
+def pretrained(name: str) -> RetrievalModel:
+    """Load a pretrained text model.
+
+    Parameters
+    ----------
+    name : str
+        ``"cranfield-lstm"``, ``"cranfield-rnn"``, ``"cranfield-dssm"`` (or
+        another name from :func:`list_pretrained`).
+
+    Returns
+    -------
+    RetrievalModel
+
+    Raises
+    ------
+    ValueError
+        Unknown name (the message lists the known ones).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    files = _files()
+    if name not in files:
+        known = ", ".join(files) if files else "none installed"
+        raise ValueError(f"unknown pretrained text model {name!r}; known: {known}")
+    return RetrievalModel.load(files[name])

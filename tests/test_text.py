@@ -1,0 +1,318 @@
+"""cscore.text: hashing, encoders, model files, metrics, data, training, CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from cscore import text
+from cscore.text.encoders import (
+    BiLSTMEncoder,
+    DSSMEncoder,
+    LSTMEncoder,
+    RNNEncoder,
+    encoder_from_arrays,
+)
+from cscore.text.hashing import TrigramHasher, tokenize, word_trigrams
+from cscore.text.metrics import mean_ndcg, ndcg_at_k
+from cscore.text.model import RetrievalModel, TextModelFileError, cosine_scores
+
+from conftest import requires_torch, shared_data
+
+CORPUS = [
+    "supersonic flow over a wedge",
+    "heat transfer in hypersonic boundary layers",
+    "buckling of thin cylindrical shells under pressure",
+    "wing flutter at transonic speeds",
+]
+
+
+def tiny_model(kind: str = "lstm", d: int = 6, H: int = 4, seed: int = 0, **kw) -> RetrievalModel:
+    h = TrigramHasher.fit(CORPUS)
+    rng = np.random.default_rng(seed)
+    E = rng.standard_normal((len(h), d)).astype(np.float32) * 0.3
+
+    def enc(s: int):
+        if kind == "lstm":
+            return LSTMEncoder.random(d, H, seed=s, **kw)
+        if kind == "rnn":
+            return RNNEncoder.random(d, H, seed=s)
+        if kind == "bilstm":
+            return BiLSTMEncoder(LSTMEncoder.random(d, H // 2, seed=s),
+                                 LSTMEncoder.random(d, H // 2, seed=s + 7, reverse=True))
+        return DSSMEncoder.random(d, 5, H, seed=s)
+
+    return RetrievalModel(h, E, enc(seed + 1), enc(seed + 2), max_words=None)
+
+
+# ----------------------------------------------------------------------------- hashing
+def test_tokenize_and_trigrams():
+    assert tokenize("Mach-2 Flow, over a WEDGE.") == ["mach", "2", "flow", "over", "a", "wedge"]
+    assert word_trigrams("flow") == ["#fl", "flo", "low", "ow#"]
+    assert word_trigrams("a") == ["#a#"]
+    with pytest.raises(TypeError, match="text must be a str"):
+        tokenize(3)  # type: ignore[arg-type]
+
+
+def test_hasher_drops_unknown_trigrams_and_words():
+    h = TrigramHasher.fit(["flow flows"])
+    assert set(h.trigrams) == {"#fl", "flo", "low", "ow#", "ows", "ws#"}
+    # "glow" shares "low" and "ow#"; "xyz" has no known trigram and is dropped
+    assert sorted(h.trigrams[i] for i in h.word_ids("glow")) == ["low", "ow#"]
+    assert h.words("xyz glow") == ["glow"]
+    assert h.bag("flow flow").sum() == 8
+    h2 = TrigramHasher.from_json(json.loads(json.dumps(h.to_json())))
+    assert h2.trigrams == h.trigrams
+    assert len(TrigramHasher.fit(CORPUS, max_size=5)) == 5
+    with pytest.raises(ValueError, match="no words"):
+        TrigramHasher.fit(["", "  ,. "])
+
+
+# ----------------------------------------------------------------------------- encoders
+def _lstm_reference(enc: LSTMEncoder, X: np.ndarray) -> np.ndarray:
+    """Eq. 3.2 one word at a time, float64."""
+    H = enc.n_cells
+    W, R, b, p = (a.astype(np.float64) for a in (enc.W, enc.R, enc.b, enc.p))
+    p = p if enc.peepholes else 0 * p
+    sig = lambda z: 1 / (1 + np.exp(-z))  # noqa: E731
+    y, c = np.zeros(H), np.zeros(H)
+    for x in (X[::-1] if enc.reverse else X):
+        a = W @ x + R @ y + b
+        i = sig(a[:H] + p[0] * c)
+        f = sig(a[H : 2 * H] + p[1] * c) if enc.forget_gate else 1.0
+        c = f * c + i * np.tanh(a[2 * H : 3 * H])
+        o = sig(a[3 * H :] + p[2] * c)
+        y = o * np.tanh(c)
+    return y
+
+
+@pytest.mark.parametrize("kw", [{}, {"forget_gate": False}, {"peepholes": False},
+                                {"reverse": True}])
+def test_lstm_batched_matches_one_word_at_a_time(rng, kw):
+    enc = LSTMEncoder.random(5, 4, seed=3, **kw)
+    enc.p[:] = rng.uniform(-0.5, 0.5, enc.p.shape)
+    table = rng.standard_normal((9, 5)).astype(np.float32)
+    seqs = [rng.integers(0, 9, n) for n in (3, 0, 7, 1, 7)]
+    out = enc.encode(seqs, table)
+    assert out.dtype == np.float32 and out.shape == (5, 4)
+    for s, row in zip(seqs, out):
+        want = _lstm_reference(enc, table[s]) if len(s) else np.zeros(4)
+        np.testing.assert_allclose(row, want, atol=1e-5)
+    tr = enc.trace(seqs[2], table)
+    assert tr["input_gate"].shape == (7, 4)
+    row = tr["output"][0] if enc.reverse else tr["output"][-1]
+    np.testing.assert_allclose(row, out[2], atol=1e-6)
+
+
+def test_rnn_and_dssm_match_their_equations(rng):
+    table = rng.standard_normal((6, 3)).astype(np.float32)
+    seq = np.array([0, 4, 2])
+    rnn = RNNEncoder.random(3, 4, seed=1)
+    y = np.zeros(4)
+    for x in table[seq]:
+        y = np.tanh(rnn.W @ x + rnn.R @ y + rnn.b)
+    np.testing.assert_allclose(rnn.encode([seq], table)[0], y, atol=1e-5)
+    dssm = DSSMEncoder.random(3, 5, 4, seed=2)
+    s = table[seq].sum(0)
+    want = np.tanh(dssm.W2 @ np.tanh(dssm.W1 @ s + dssm.b1) + dssm.b2)
+    out = dssm.encode([seq, np.array([], dtype=int)], table)
+    np.testing.assert_allclose(out[0], want, atol=1e-5)
+    assert not out[1].any()  # no words: the zero vector
+
+
+def test_encoder_configs_roundtrip():
+    for kind in ("lstm", "rnn", "bilstm", "dssm"):
+        enc = tiny_model(kind).document_encoder
+        back = encoder_from_arrays(json.loads(json.dumps(enc.config())), enc.params())
+        assert back.config() == enc.config()
+        for k, v in enc.params().items():
+            np.testing.assert_array_equal(back.params()[k], v)
+    with pytest.raises(ValueError, match="unknown encoder kind"):
+        encoder_from_arrays({"kind": "gru"}, {})
+    with pytest.raises(ValueError, match="missing the array"):
+        encoder_from_arrays({"kind": "rnn"}, {"W": np.zeros((2, 2))})
+
+
+# ----------------------------------------------------------------------------- model
+@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm"])
+def test_model_save_load_roundtrip(tmp_path, kind):
+    m = tiny_model(kind)
+    m.info["note"] = "x"
+    path = m.save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as npz:  # no pickle needed
+        assert all(npz[k].dtype in (np.float32, np.uint8) for k in npz.files)
+    m2 = RetrievalModel.load(path)
+    assert m2.kind == kind and m2.info["note"] == "x"
+    np.testing.assert_array_equal(m2.encode_documents(CORPUS), m.encode_documents(CORPUS))
+    np.testing.assert_array_equal(m2.encode_queries(CORPUS), m.encode_queries(CORPUS))
+
+
+def test_model_file_errors(tmp_path):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(TextModelFileError):
+        RetrievalModel.load(bad)
+    other = tmp_path / "other.npz"
+    np.savez(other, embedding=np.zeros((2, 2)),
+             meta=np.frombuffer(b'{"format": "cscore.lstm_cs"}', dtype=np.uint8))
+    with pytest.raises(TextModelFileError, match=r"not a cscore\.text"):
+        RetrievalModel.load(other)
+
+
+def test_encode_edge_cases():
+    m = tiny_model()
+    long_query = " ".join(CORPUS * 50)  # far longer than any "training" text
+    texts = ["", "   ", "qqq zzz", "flow", long_query]
+    for side in ("query", "document"):
+        E = m.encode(texts, side)
+        assert E.dtype == np.float32 and E.shape == (5, m.dim)
+        assert np.isfinite(E).all()
+        assert not E[:3].any()  # empty, blank, only unknown trigrams: zero vectors
+        assert E[3].any() and E[4].any()
+    S = m.score(texts, CORPUS)
+    assert np.isfinite(S).all() and not S[:3].any()
+    assert (np.abs(S) <= 1 + 1e-6).all()
+    hits = m.rank("", CORPUS)
+    assert [s for _, s in hits] == [0.0] * 4
+    with pytest.raises(TypeError, match=r"texts\[1\] must be a str"):
+        m.encode_queries(["ok", 3])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="not a single str"):
+        m.encode_documents("one text")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="query must be a str"):
+        m.rank(None, CORPUS)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="top_k"):
+        m.rank("flow", CORPUS, top_k=0)
+    with pytest.raises(ValueError, match="side"):
+        m.encode(CORPUS, "both")
+
+
+def test_rank_orders_by_cosine_and_accepts_embeddings():
+    m = tiny_model()
+    D = m.encode_documents(CORPUS)
+    hits = m.rank("hypersonic heat", D, top_k=None)
+    scores = [s for _, s in hits]
+    assert scores == sorted(scores, reverse=True) and len(hits) == 4
+    want = cosine_scores(m.encode_queries(["hypersonic heat"]), D)[0]
+    assert hits[0] == (int(np.argmax(want)), pytest.approx(float(want.max()), abs=1e-6))
+    assert m.rank("hypersonic heat", CORPUS, top_k=2) == hits[:2]
+    m.max_words = 2
+    assert m.words("heat transfer in hypersonic") == ["heat", "transfer"]
+
+
+# ----------------------------------------------------------------------------- metrics
+def test_ndcg():
+    grades = {3: 4, 7: 1}
+    assert ndcg_at_k([3, 7, 0], grades, 3) == pytest.approx(1.0)
+    assert ndcg_at_k([0, 1, 2], grades, 3) == 0.0
+    # exponential gains: (2^1-1)/log2(2) + (2^4-1)/log2(3) over the ideal
+    want = (1 + 15 / np.log2(3)) / (15 + 1 / np.log2(3))
+    assert ndcg_at_k([7, 3], grades, 2) == pytest.approx(want)
+    lin = (1 + 4 / np.log2(3)) / (4 + 1 / np.log2(3))
+    assert ndcg_at_k([7, 3], grades, 2, gain="linear") == pytest.approx(lin)
+    assert ndcg_at_k([1], {}, 10) == 0.0
+    S = np.array([[0.0, 1.0, 0.5], [1.0, 0.0, 0.0]])
+    res = mean_ndcg(S, {0: {1: 2}, 1: {2: 3}}, [0, 1], (1,))
+    assert res[1] == pytest.approx(0.5)
+    res = mean_ndcg(S, {0: {1: 2}, 1: {2: 3}}, [0, 1], (1,), candidates=np.array([[1], [2]]))
+    assert res[1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        mean_ndcg(np.array([[np.nan]]), {}, [0])
+
+
+# ----------------------------------------------------------------------------- data
+def test_shipped_cranfield():
+    c = text.load_cranfield()
+    assert c.n_docs == 1400 and len(c.queries) == 150
+    assert c.documents[0].startswith("experimental investigation of the aerodynamics")
+    assert all(1 <= g <= 4 for rel in c.qrels.values() for g in rel.values())
+    sp = text.split_queries(c)
+    assert (len(sp.train), len(sp.val), len(sp.test)) == (80, 20, 50)
+    assert not set(sp.train) & set(sp.test) and not set(sp.val) & set(sp.test)
+    assert text.split_queries(c) == sp
+    with pytest.raises(ValueError, match="no training queries"):
+        text.split_queries(c, n_val=100, n_test=50)
+    with pytest.raises(FileNotFoundError):
+        text.load_cranfield("/nonexistent/dir")
+
+
+def test_cranfield_from_a_user_directory():
+    path = shared_data("cranfield")
+    a, b = text.load_cranfield(path), text.load_cranfield()
+    assert a.titles == b.titles and a.abstracts == b.abstracts and a.qrels == b.qrels
+
+
+# ----------------------------------------------------------------------------- training
+@requires_torch
+@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm"])
+def test_torch_forward_matches_numpy(kind):
+    import torch
+
+    from cscore.text import train as T
+
+    m = tiny_model(kind, seed=5)
+    enc = m.document_encoder
+    P = {k: torch.from_numpy(v.copy()) for k, v in enc.params().items()}
+    seqs = [m.words(t) for t in [*CORPUS, ""]]
+    batch = T._Batch(torch, seqs, m.hasher)
+    with torch.no_grad():
+        out = T._torch_encode(torch, kind, enc.config(), P, torch.from_numpy(m.embedding), batch)
+    np.testing.assert_allclose(out.numpy(), m.encode_documents([*CORPUS, ""]), atol=1e-5)
+
+
+@requires_torch
+def test_training_learns_a_toy_task():
+    # queries are two words of their document; the model must find the document
+    rng = np.random.default_rng(0)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    words = ["".join(rng.choice(letters, 5)) for _ in range(40)]
+    docs = [" ".join(rng.choice(words, 5, replace=False)) for _ in range(16)]
+
+    def pairs(epoch):
+        r = np.random.default_rng(epoch)
+        return [(" ".join(r.choice(d.split(), 2, replace=False)), d, i, i)
+                for i, d in enumerate(docs) for _ in range(2)]
+
+    held = pairs(99)
+
+    def top1(model):
+        S = cosine_scores(model.encode_queries([q for q, *_ in held]),
+                          model.encode_documents(docs))
+        return float(np.mean(S.argmax(1) == np.array([k for *_, k in held])))
+
+    res = text.train_retrieval_model(
+        pairs, vocab_texts=docs, evaluate=top1, kind="lstm", n_cells=16, embed_dim=16,
+        init="random", optimizer="adam", lr=0.02, batch_size=16, max_epochs=8, patience=8,
+        n_negatives=None, progress=False, max_words=None)
+    first = res.history[0]["val_score"]
+    assert res.model.info["training"]["best_val_score"] == pytest.approx(
+        max(h["val_score"] for h in res.history), abs=1e-4)
+    assert top1(res.model) > first + 0.3
+    with pytest.raises(ValueError, match="kind"):
+        text.TextTrainConfig(kind="gru")
+
+
+# ----------------------------------------------------------------------------- pretrained
+@pytest.mark.parametrize("name", ["cranfield-lstm", "cranfield-rnn", "cranfield-dssm"])
+def test_pretrained_models(name):
+    m = text.pretrained(name)
+    q = m.encode_queries(["what is the heat transfer to a blunt body", ""])
+    d = m.encode_documents(text.load_cranfield().documents[:5])
+    assert q.dtype == d.dtype == np.float32 and q.shape[1] == d.shape[1] == m.dim
+    assert not q[1].any() and np.isfinite(d).all()
+    with pytest.raises(ValueError, match="unknown pretrained text model"):
+        text.pretrained("nope")
+
+
+def test_cli_search_and_analyze(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from cscore import cli
+
+    assert cli.main(["text", "search", "heat transfer to blunt bodies", "--top", "3"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 3 and out[0].lstrip().startswith("1")
+    assert cli.main(["text", "analyze", "heat transfer in hypersonic flow", "--out-dir",
+                     str(tmp_path), "--topic-queries", "3"]) == 0
+    for f in ("activations.png", "keywords.png", "analysis.md"):
+        assert (tmp_path / f).stat().st_size > 0
