@@ -10,5 +10,6 @@ void register_greedy(pybind11::module_& m);
 void register_bcs(pybind11::module_& m);
 void register_sbl(pybind11::module_& m);
 void register_lstm(pybind11::module_& m);
+void register_blstm(pybind11::module_& m);
 
 }  // namespace cscore::bindings

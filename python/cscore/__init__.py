@@ -11,7 +11,7 @@ from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
-from .lstm_cs import LSTMCS, list_pretrained, pretrained
+from .lstm_cs import BLSTMCS, LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .result import DecodeResult
 from .sbl import tmsbl, tsbl
@@ -21,6 +21,7 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
+    "BLSTMCS",
     "LSTMCS",
     "DecodeResult",
     "__version__",

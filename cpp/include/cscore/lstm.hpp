@@ -51,7 +51,9 @@ struct Weights {
     const T* b = nullptr;
     const T* U = nullptr;
     const T* c_out = nullptr;
+    int ldU = 0;  // row stride of U (0: H; 2H when U is one half of a BLSTM's (N, 2H))
     int gates() const { return cell == Cell::paper ? 3 : 4; }
+    int u_ld() const { return ldU > 0 ? ldU : H; }
 };
 
 // ---------------------------------------------------------------------------
@@ -311,26 +313,27 @@ struct LstmWork {
     T logit(idx b, idx a) const { return z[static_cast<std::size_t>(b + a * chunk)]; }
 };
 
-// C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
+// C (n x m) = X (n x k) * Wt (k x m) + beta C, X and C problem-fastest with leading
 // dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
 // a row-major (m, ldw) weight array, using its first k columns).
 template <class T>
-void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
+void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C,
+                   T beta = T(0)) {
     // One or two problems: BLAS gemv (a GEMM packs its operands on every call,
     // which for one or two problems costs more than the product itself).
     if (n <= 2 && blas::has_gemv<T>()) {
         for (int b = 0; b < n; ++b)
-            blas::gemv<T>(true, k, m, T(1), Wt, ldw, X + b, chunk, T(0), C + b, chunk);
+            blas::gemv<T>(true, k, m, T(1), Wt, ldw, X + b, chunk, beta, C + b, chunk);
         return;
     }
-    blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, T(0), C, chunk);
+    blas::gemm<T>(false, false, n, m, k, T(1), X, chunk, Wt, ldw, beta, C, chunk);
 }
 
-// One LSTM step for problems 0..n-1 of `work` (inputs set by the caller).
-// first: zero incoming state (channel 0), so R v is skipped.  On return the new
-// state v is in columns M.. of xv and the logits (without c_out) in work.z.
+// The cell part of one LSTM step for problems 0..n-1 of `work` (inputs set by the
+// caller): gates and state update, no logits.  first: zero incoming state, so
+// R v is skipped.  On return the new state v is in columns M.. of xv.
 template <class T>
-void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+void lstm_cell(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
     const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld, ch = work.chunk;
     // gates = [x v] [W | R]^T  (only x W^T at channel 0)
     times_weights<T>(n, GH, first ? M : ld, work.xv.data(), ch, w.WR, ld, work.g.data());
@@ -346,9 +349,22 @@ void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
         detail::activate<T>(w.cell, n, r, work.c.data() + static_cast<idx>(h) * ch,
                             work.xv.data() + static_cast<idx>(M + h) * ch, first);
     }
-    // logits = v U^T
-    times_weights<T>(n, w.N, H, work.xv.data() + static_cast<idx>(M) * ch, ch, w.U, H,
-                     work.z.data());
+}
+
+// z (problem-fastest, leading dimension work.chunk) = v U^T + beta z, for the
+// state v of problems 0..n-1 left in `work` by lstm_cell (no c_out).
+template <class T>
+void add_logits(const Weights<T>& w, const LstmWork<T>& work, int n, T* z, T beta) {
+    const int ch = work.chunk;
+    times_weights<T>(n, w.N, w.H, work.xv.data() + static_cast<idx>(w.M) * ch, ch, w.U,
+                     w.u_ld(), z, beta);
+}
+
+// One LSTM step: lstm_cell, then the logits (without c_out) into work.z.
+template <class T>
+void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+    lstm_cell(w, work, n, first);
+    add_logits(w, work, n, work.z.data(), T(0));
 }
 
 // Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
@@ -480,19 +496,35 @@ struct ChannelLS {
     }
 };
 
-// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
-// column by column: At (N, M) row-major (= A column-major), col_norms (N).
-// `out.S` must be zero-initialized by the caller.
-template <class T>
-void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
-            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
-    const int M = w.M, N = w.N, k_max = opt.k_max;
+// The greedy loop of Algorithm 2, shared by LSTM-CS and BLSTM-CS (blstm.hpp).
+//
+// Per greedy iteration, for the problems still active in a chunk:
+//   1. every channel's current residual is normalized, x_j = r_j / max|r_j|
+//      (zero stays zero), into `xin` (L blocks of chunk x M, problem-fastest);
+//   2. predict(n, xin, zall) fills `zall` (L blocks of chunk x N, problem-fastest)
+//      with every channel's logits, without c_out;
+//   3. for each channel j: the largest logit + c_out (over atoms not yet in the
+//      channel's support when exclude_selected) is its new atom, and the channel
+//      is re-fitted by least squares (ChannelLS::append).
+// For the unidirectional LSTM this is the same as interleaving 2 and 3 channel
+// by channel (channel j's input does not depend on other channels' refits).
+//
+// `make_predictor()` is called once per worker thread; it returns a callable
+// `void(int n, const T* xin, T* zall)` holding that thread's work buffers.
+// Results do not depend on the number of threads (chunks are fixed).
+template <class T, class MakePredictor>
+void greedy_decode(int M, int N, const T* c_out, const double* At, const double* col_norms,
+                   const double* Y, idx B, int L, const DecodeOptions& opt,
+                   const DecodeOutput& out, MakePredictor make_predictor) {
+    const int k_max = opt.k_max;
     const idx chunk = opt.chunk;
     const idx n_chunks = (B + chunk - 1) / chunk;
     parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
-        LstmWork<T> work(w, opt.chunk);
+        auto predict = make_predictor();
         std::vector<ChannelLS> ls(static_cast<std::size_t>(chunk * L));
         std::vector<double> ybuf(static_cast<std::size_t>(M));
+        std::vector<T> xin(static_cast<std::size_t>(L * chunk * M), T(0));
+        std::vector<T> zall(static_cast<std::size_t>(L * chunk * N), T(0));
         std::vector<idx> active;
         active.reserve(static_cast<std::size_t>(chunk));
         for (idx ch = c0; ch < c1; ++ch) {
@@ -533,16 +565,22 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 active.resize(keep);
                 if (active.empty()) break;
                 const int n = static_cast<int>(active.size());
+                // 1. x = r / max|r| for every channel (zero stays zero)
                 for (int j = 0; j < L; ++j) {
-                    // x = r / max|r| (zero stays zero)
+                    T* xj = xin.data() + static_cast<idx>(j) * chunk * M;
                     for (int col = 0; col < n; ++col) {
                         const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         double mx = 0.0;
                         for (double v : c.r) mx = std::max(mx, std::abs(v));
                         for (idx m = 0; m < M; ++m)
-                            work.x(col, m) = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
+                            xj[col + m * chunk] = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
                     }
-                    lstm_step(w, work, n, j == 0);
+                }
+                // 2. logits of every channel
+                predict(n, xin.data(), zall.data());
+                // 3. each channel's atom, then its least-squares refit
+                for (int j = 0; j < L; ++j) {
+                    const T* zj = zall.data() + static_cast<idx>(j) * chunk * N;
                     for (int col = 0; col < n; ++col) {
                         ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         if (c.stopped) continue;
@@ -550,7 +588,7 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                         T best_v = T(0);
                         for (int a = 0; a < N; ++a) {
                             if (opt.exclude_selected && c.chosen[static_cast<std::size_t>(a)]) continue;
-                            const T v = work.logit(col, a) + w.c_out[a];
+                            const T v = zj[col + static_cast<idx>(a) * chunk] + c_out[a];
                             if (best < 0 || v > best_v) {
                                 best = a;
                                 best_v = v;
@@ -576,6 +614,32 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 }
             }
         }
+    });
+}
+
+// Copies channel block `xj` (chunk x M, problem-fastest) into the LSTM input.
+template <class T>
+inline void set_input(LstmWork<T>& work, const T* xj, int M) {
+    std::copy(xj, xj + static_cast<idx>(M) * work.chunk, work.xv.data());
+}
+
+// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
+// column by column: At (N, M) row-major (= A column-major), col_norms (N).
+// `out.S` must be zero-initialized by the caller.  The LSTM runs over channels
+// 0..L-1 with its state carried from channel to channel (zero at channel 0).
+template <class T>
+void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
+            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out) {
+    const int chunk = opt.chunk, M = w.M, N = w.N;
+    greedy_decode<T>(M, N, w.c_out, At, col_norms, Y, B, L, opt, out, [&]() {
+        return [&w, chunk, L, M, N, work = LstmWork<T>(w, chunk)](int n, const T* xin,
+                                                                  T* zall) mutable {
+            for (int j = 0; j < L; ++j) {
+                set_input(work, xin + static_cast<idx>(j) * chunk * M, M);
+                lstm_cell(w, work, n, j == 0);
+                add_logits(w, work, n, zall + static_cast<idx>(j) * chunk * N, T(0));
+            }
+        };
     });
 }
 

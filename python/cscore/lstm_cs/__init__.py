@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from .blstm import BLSTMCS, blstm_logits_native
 from .decoder import LSTMCS, lstm_logits_native
 from .model import (
+    BLSTMCSWeights,
     CELL_GATES,
     LSTMCSWeights,
     ModelFileError,
@@ -14,12 +16,15 @@ from .model import (
 from .pretrained import list_pretrained, pretrained
 
 __all__ = [
+    "BLSTMCS",
+    "BLSTMCSWeights",
     "CELL_GATES",
     "LSTMCS",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
     "list_pretrained",
+    "blstm_logits_native",
     "load_model_file",
     "lstm_logits_native",
     "pretrained",
