@@ -5,8 +5,8 @@ from __future__ import annotations
 from .blstm import BLSTMCS, blstm_logits_native
 from .decoder import LSTMCS, lstm_logits_native
 from .model import (
-    BLSTMCSWeights,
     CELL_GATES,
+    BLSTMCSWeights,
     LSTMCSWeights,
     ModelFileError,
     ProblemSpec,
@@ -17,14 +17,14 @@ from .pretrained import list_pretrained, pretrained
 
 __all__ = [
     "BLSTMCS",
-    "BLSTMCSWeights",
     "CELL_GATES",
     "LSTMCS",
+    "BLSTMCSWeights",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
-    "list_pretrained",
     "blstm_logits_native",
+    "list_pretrained",
     "load_model_file",
     "lstm_logits_native",
     "pretrained",

@@ -5,6 +5,7 @@ Examples::
     cscore train --data mnist --mnist-dir ../shared/data/mnist -M 72 --out m72.npz
     cscore train --data folder --images-dir photos/ --transform dct -M 32 --out img.npz
     cscore train --data demo --cells 256 --out demo.npz
+    cscore train --data demo --arch blstm --cells 128 --out demo-blstm.npz
 """
 
 from __future__ import annotations
@@ -42,7 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k-max", type=int, default=None, help="largest training sparsity")
     p.add_argument("--n-steps", type=int, default=None, help="greedy steps per problem")
     p.add_argument("--sigma", type=float, default=0.005, help="noise std (default 0.005)")
-    p.add_argument("--cells", type=int, default=512, help="LSTM cells (default 512)")
+    p.add_argument("--arch", choices=("lstm", "blstm"), default="lstm",
+                   help="lstm: LSTM-CS; blstm: bidirectional LSTM-CS (default lstm)")
+    p.add_argument("--cells", type=int, default=512,
+                   help="LSTM cells, per direction for blstm (default 512)")
     p.add_argument("--cell", choices=("paper", "lstm"), default="paper")
     p.add_argument("--optimizer", choices=("adam", "nesterov"), default="adam")
     p.add_argument("--lr", type=float, default=None)
@@ -178,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"-M ({M}) must not exceed N = {N} (atoms per block)")
     A = paper_matrix(M, N, seed=args.matrix_seed)
     k_range = (args.k_min or k_default[0], args.k_max or k_default[1])
-    cfg = TrainConfig(n_cells=args.cells, cell=args.cell, optimizer=args.optimizer, lr=args.lr,
+    cfg = TrainConfig(n_cells=args.cells, arch=args.arch, cell=args.cell,
+                      optimizer=args.optimizer, lr=args.lr,
                       batch_size=args.batch_size, max_epochs=args.epochs,
                       patience=args.patience, seed=args.seed, n_threads=args.threads,
                       progress=not args.quiet)

@@ -137,7 +137,7 @@ class LSTMCS:
 
     def __init__(
         self,
-        weights: LSTMCSWeights,
+        weights: LSTMCSWeights | BLSTMCSWeights,
         A: np.ndarray,
         spec: ProblemSpec,
         info: dict[str, Any] | None = None,
@@ -155,7 +155,7 @@ class LSTMCS:
         if np.any(norms == 0):
             raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
         weights.validate(spec.M, spec.N)
-        self._weights = weights.astype(np.float32)
+        self._weights: Any = weights.astype(np.float32)
         self._A = A
         self._A.setflags(write=False)
         self._At = np.ascontiguousarray(A.T)
@@ -213,7 +213,8 @@ class LSTMCS:
     def __repr__(self) -> str:
         s = self._spec
         return (
-            f"{type(self).__name__}(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, cell={self.cell!r}, "
+            f"{type(self).__name__}(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, "
+            f"cell={self.cell!r}, "
             f"transform={s.transform!r}, dataset={s.dataset!r})"
         )
 

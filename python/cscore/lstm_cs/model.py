@@ -59,10 +59,10 @@ import numpy as np
 
 __all__ = [
     "ARCH_ARRAYS",
-    "BLSTMCSWeights",
     "CELL_GATES",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "BLSTMCSWeights",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
