@@ -89,6 +89,11 @@ def lstm_logits_native(
     dtype = np.dtype(dtype).type
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, LSTMCSWeights):
+        raise TypeError(
+            f"weights must be LSTMCSWeights, got {type(weights).__name__} "
+            "(blstm_logits_native runs BLSTMCSWeights)"
+        )
     X = as_float_array("X", X, ndim=3, dtype=dtype)
     M = X.shape[2]
     N = weights.U.shape[0]

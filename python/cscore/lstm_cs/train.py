@@ -103,6 +103,10 @@ class TrainConfig:
         Wall-clock budget: stop after the minibatch that exceeds it (the
         partial epoch is still validated).  None: no limit.  A run cut by the
         budget depends on the machine's speed; one that is not is reproducible.
+    max_cpu_seconds : float or None
+        Like ``max_seconds`` but in CPU seconds of this process
+        (:func:`time.process_time`), so a budget that does not shrink when the
+        machine is busy.  None: no limit.
     n_threads : int or None
         torch CPU threads (None: leave torch's setting).
     progress : bool
@@ -122,6 +126,7 @@ class TrainConfig:
     output_bias: bool = True
     seed: int = 0
     max_seconds: float | None = None
+    max_cpu_seconds: float | None = None
     n_threads: int | None = None
     progress: bool = True
 
@@ -346,6 +351,7 @@ def fit_sequences(
     bad = 0
     update = 0
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -367,7 +373,9 @@ def fit_sequences(
             run_loss, run_n = 0.0, 0
             out_of_time = False
             for i in range(0, X_train.shape[0], cfg.batch_size):
-                if cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds:
+                if (cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds) or (
+                        cfg.max_cpu_seconds is not None
+                        and time.process_time() - cpu0 > cfg.max_cpu_seconds):
                     out_of_time = True
                     break
                 idx = perm[i : i + cfg.batch_size]
@@ -399,7 +407,8 @@ def fit_sequences(
             val_acc = _accuracy(torch, params, Xv, Tv, cfg.cell)
             history.append({"epoch": epoch + 1, "train_loss": run_loss / max(run_n, 1),
                             "val_loss": val_loss, "val_acc": val_acc, "lr": lr,
-                            "seconds": time.perf_counter() - t0})
+                            "seconds": time.perf_counter() - t0,
+                            "cpu_seconds": time.process_time() - cpu0})
             if bar is not None:
                 bar.set_postfix(epoch=epoch + 1, train=f"{run_loss / max(run_n, 1):.3f}",
                                 val=f"{val_loss:.3f}", acc=f"{val_acc:.3f}")
