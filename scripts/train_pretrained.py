@@ -248,12 +248,72 @@ def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
     path = out / f"{name}.npz"
     CDSNCS(res.modules, res.window, A, spec, info).save(path)
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {res.seconds:.0f} s")
+MSRC_DATA = ROOT.parent / "shared" / "data" / "msrc-v2"
+#: name -> (transform, arch)
+MSRC_CFG = {
+    f"msrc-buildings-{t}-m32-{a}": (t, a) for t in ("dct", "haar") for a in ("lstm", "blstm")
+}
+#: training settings of the msrc-* models (cells per direction for blstm)
+MSRC_TRAIN = {"lstm": {"n_cells": 256}, "blstm": {"n_cells": 224}}
+
+
+def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
+               max_cpu_seconds: float | None, data: Path = MSRC_DATA,
+               n_cells: int | None = None, init: Path | None = None, lr: float = 1e-3) -> None:
+    from cscore.datasets.msrc import HELD_OUT, load_msrc_split
+
+    transform, arch = MSRC_CFG[name]
+    M, N, L, size = 32, 64, 4, 64
+    A = paper_matrix(M, N, seed=0)  # the demo model's matrix
+    train, val, _, names = load_msrc_split(data, size)
+    aug = np.stack([d for im in train for d in _dihedral(im)])
+    S_tr = image_mmv_problems(aug, block_size=8, transform=transform, k=None, L=L)
+    S_va = image_mmv_problems(val, block_size=8, transform=transform, k=None, L=L)
+    H = n_cells or MSRC_TRAIN[arch]["n_cells"]
+    w0, previous = None, None
+    if init is not None:
+        from cscore.lstm_cs.model import load_model_file
+
+        w0, A0, _, previous = load_model_file(init)
+        if not np.array_equal(A0, A):
+            raise SystemExit(f"{init} was trained for another sensing matrix")
+        H = w0.n_cells
+    cfg = TrainConfig(n_cells=H, arch=arch, cell="paper", optimizer="adam", lr=lr,
+                      batch_size=128, max_epochs=max_epochs, patience=3, clip=100.0, seed=0,
+                      n_threads=threads, max_cpu_seconds=max_cpu_seconds, progress=False)
+    res = fit_lstm_cs(S_tr, S_va, A, n_steps=20, k_range=(2, 20), sigma=0.005,
+                      problems_per_epoch=16000, config=cfg, init=w0)
+    spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform=transform,
+                       levels=3 if transform == "haar" else 0, image_size=size,
+                       dataset="msrc-v2 (20 classes; buildings/cows/flowers test images held out)")
+    info = {
+        "name": name,
+        "description": (f"{'BLSTM' if arch == 'blstm' else 'LSTM'}-CS, MSRC-v2 64x64 "
+                        f"{transform} 8x8 blocks, M=32, L=4"),
+        "data": {
+            "source": "../shared/data/msrc-v2 (grayscale PNGs, 20 classes), resized to 64x64",
+            "split": "cscore.datasets.msrc.load_msrc_split",
+            "held_out_seeds": HELD_OUT,
+            "test": names["test"],
+            "validation": names["val"],
+            "n_train_images": len(names["train"]),
+            "augmentation": "8 flips/transposes of every training image",
+            "protocol": f"8x8 blocks, {transform}, L = 4 consecutive blocks (column-major)",
+        },
+        "sensing_matrix": f"paper_matrix({M}, {N}, seed=0)",
+        "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
+        "script": "scripts/train_pretrained.py",
+    }
+    if previous is not None:
+        info["continued_from"] = previous.get("training", {})
+    _save(name, out, res, A, spec, info)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+",
-                    choices=[*MNIST_CFG, "demo-dct-m32", "nwsomp-mnist-m72", "cdsn-msrc-dct-m25"])
+                    choices=[*MNIST_CFG, "demo-dct-m32", *MSRC_CFG, "nwsomp-mnist-m72",
+                             "cdsn-msrc-dct-m25"])
     ap.add_argument("--msrc", type=Path, default=DEFAULT_DATA.parent / "msrc-v2")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
@@ -262,6 +322,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--max-epochs", type=int, default=30)
+    ap.add_argument("--n-cells", type=int, default=None,
+                    help="override the cells of an msrc-* model")
+    ap.add_argument("--max-cpu-seconds", type=float, default=None,
+                    help="CPU-time budget per model (msrc-* models)")
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="wall-clock budget per model (the shipped MNIST models: 1200)")
     args = ap.parse_args()
@@ -275,10 +339,17 @@ def main() -> None:
             train_cdsn(name, args.msrc, args.out, args.max_seconds, args.seed)
         elif name == "demo-dct-m32":
             train_demo(name, args.out, args.threads, args.max_epochs)
+        elif name in MSRC_CFG:
+            train_msrc(name, args.out, args.threads, args.max_epochs, args.max_cpu_seconds,
+                       n_cells=args.n_cells, init=args.init, lr=args.lr)
         else:
             train_mnist(name, args.data, args.out, args.threads, args.max_epochs,
                         args.max_seconds, args.init, args.seed, args.lr)
-        print(f"{name}: total {time.perf_counter() - t0:.0f} s")
+        import resource
+
+        cpu = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"{name}: total {time.perf_counter() - t0:.0f} s wall, "
+              f"{cpu.ru_utime + cpu.ru_stime:.0f} s CPU (process so far)")
 
 
 if __name__ == "__main__":

@@ -43,4 +43,5 @@ PYBIND11_MODULE(_core, m) {
     cscore::bindings::register_sbl(m);
     cscore::bindings::register_lstm(m);
     cscore::bindings::register_esn(m);
+    cscore::bindings::register_blstm(m);
 }

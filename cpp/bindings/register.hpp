@@ -11,5 +11,6 @@ void register_bcs(pybind11::module_& m);
 void register_sbl(pybind11::module_& m);
 void register_lstm(pybind11::module_& m);
 void register_esn(pybind11::module_& m);
+void register_blstm(pybind11::module_& m);
 
 }  // namespace cscore::bindings

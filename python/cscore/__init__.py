@@ -14,6 +14,7 @@ from .decoder import Decoder, decoder, decoder_names, register_decoder
 from .greedy import omp, somp
 from .learned import CDSNCS, NWSOMP
 from .lstm_cs import LSTMCS, list_pretrained, pretrained
+from .lstm_cs import BLSTMCS, LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .pipeline import decode_file, stream
 from .result import DecodeResult
@@ -25,6 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CDSNCS",
+    "BLSTMCS",
     "LSTMCS",
     "NWSOMP",
     "DecodeResult",

@@ -44,6 +44,11 @@ constexpr int kChunk = 64;
 // Work buffers hold whole multiples of this many problem rows (SIMD padding).
 constexpr int kPadRows = 16;
 
+// `chunk` rounded up to whole kPadRows: the leading dimension of every
+// problem-fastest buffer (LstmWork's and the greedy loop's), so that the SIMD
+// lanes past the last problem stay inside them.
+inline int padded_chunk(int chunk) { return (chunk + kPadRows - 1) / kPadRows * kPadRows; }
+
 // Relative size below which a new atom's component orthogonal to the support
 // counts as zero (the atom is linearly dependent on the support).
 constexpr double kDependentTol = 1e-10;
@@ -58,7 +63,9 @@ struct Weights {
     const T* b = nullptr;
     const T* U = nullptr;
     const T* c_out = nullptr;
+    int ldU = 0;  // row stride of U (0: H; 2H when U is one half of a BLSTM's (N, 2H))
     int gates() const { return cell == Cell::paper ? 3 : 4; }
+    int u_ld() const { return ldU > 0 ? ldU : H; }
 };
 
 // ---------------------------------------------------------------------------
@@ -310,7 +317,7 @@ struct LstmWork {
     // `chunk` (the leading dimension) is rounded up to whole kPadRows so that the
     // SIMD lanes past the last problem stay inside the buffers.
     LstmWork(const Weights<T>& w, int chunk_)
-        : LstmWork(w, (chunk_ + kPadRows - 1) / kPadRows * kPadRows, 0) {}
+        : LstmWork(w, padded_chunk(chunk_), 0) {}
     LstmWork(const Weights<T>& w, int padded, int)
         : chunk(padded),
           ld(w.M + w.H),
@@ -326,12 +333,13 @@ struct LstmWork {
     T logit(idx b, idx a) const { return z[static_cast<std::size_t>(b + a * chunk)]; }
 };
 
-// C (n x m) = X (n x k) * Wt (k x m), X and C problem-fastest with leading
+// C (n x m) = X (n x k) * Wt (k x m) + beta C, X and C problem-fastest with leading
 // dimension ldx = ldc = chunk, Wt column-major with leading dimension ldw (that is,
 // a row-major (m, ldw) weight array, using its first k columns).
 //
 // Batch independence: every entry C[b, j] is computed by the same sequence of
-// operations whatever n is and wherever problem b sits in the chunk: acc = 0,
+// operations whatever n is and wherever problem b sits in the chunk: acc = 0
+// (beta = 0) or acc = C[b, j] (beta = 1, the only other value allowed),
 // then acc = acc + W[j, kk] * X[b, kk] for kk = 0..k-1 in order (one fused
 // multiply-add per step on CPUs with FMA, chosen once per process; a multiply
 // and an add otherwise).  The vector code runs problems in SIMD lanes, which are
@@ -344,11 +352,12 @@ namespace detail {
 
 template <class T>
 void times_weights_generic(int n, int m, int k, const T* X, int ldx, const T* W, int ldw,
-                           T* C) {
+                           T* C, bool accumulate = false) {
     for (int j = 0; j < m; ++j) {
         T* c = C + static_cast<idx>(j) * ldx;
         const T* w = W + static_cast<idx>(j) * ldw;
-        for (int b = 0; b < n; ++b) c[b] = T(0);
+        if (!accumulate)
+            for (int b = 0; b < n; ++b) c[b] = T(0);
         for (int kk = 0; kk < k; ++kk) {
             const T wk = w[kk];
             const T* x = X + static_cast<idx>(kk) * ldx;
@@ -364,10 +373,13 @@ void times_weights_generic(int n, int m, int k, const T* X, int ldx, const T* W,
 // J weight rows times V vectors of 8 problems (8 * V lanes starting at b0).
 template <int J, int V>
 CSCORE_FMA_FN inline void fma_block8(int k, const float* X, int ldx, const float* W, int ldw,
-                                     float* C, int b0, int j0) {
+                                     float* C, int b0, int j0, bool accumulate) {
     __m256 acc[J][V];
     for (int r = 0; r < J; ++r)
-        for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_ps();
+        for (int v = 0; v < V; ++v)
+            acc[r][v] = accumulate
+                            ? _mm256_loadu_ps(C + static_cast<idx>(j0 + r) * ldx + b0 + 8 * v)
+                            : _mm256_setzero_ps();
     const float* w = W + static_cast<idx>(j0) * ldw;
     for (int kk = 0; kk < k; ++kk) {
         const float* x = X + static_cast<idx>(kk) * ldx + b0;
@@ -386,9 +398,11 @@ CSCORE_FMA_FN inline void fma_block8(int k, const float* X, int ldx, const float
 // The same on 4 lanes (few problems): identical per-lane arithmetic.
 template <int J>
 CSCORE_FMA_FN inline void fma_block4(int k, const float* X, int ldx, const float* W, int ldw,
-                                     float* C, int b0, int j0) {
+                                     float* C, int b0, int j0, bool accumulate) {
     __m128 acc[J];
-    for (int r = 0; r < J; ++r) acc[r] = _mm_setzero_ps();
+    for (int r = 0; r < J; ++r)
+        acc[r] = accumulate ? _mm_loadu_ps(C + static_cast<idx>(j0 + r) * ldx + b0)
+                            : _mm_setzero_ps();
     const float* w = W + static_cast<idx>(j0) * ldw;
     for (int kk = 0; kk < k; ++kk) {
         const __m128 xv = _mm_loadu_ps(X + static_cast<idx>(kk) * ldx + b0);
@@ -400,22 +414,24 @@ CSCORE_FMA_FN inline void fma_block4(int k, const float* X, int ldx, const float
 
 template <int J>
 CSCORE_FMA_FN inline void fma_rows(int n, int k, const float* X, int ldx, const float* W,
-                                   int ldw, float* C, int j0) {
+                                   int ldw, float* C, int j0, bool acc) {
     int b = 0;
-    for (; n - b > 8; b += 16) fma_block8<J, 2>(k, X, ldx, W, ldw, C, b, j0);
-    for (; n - b > 4; b += 8) fma_block8<J, 1>(k, X, ldx, W, ldw, C, b, j0);
-    for (; n - b > 0; b += 4) fma_block4<J>(k, X, ldx, W, ldw, C, b, j0);
+    for (; n - b > 8; b += 16) fma_block8<J, 2>(k, X, ldx, W, ldw, C, b, j0, acc);
+    for (; n - b > 4; b += 8) fma_block8<J, 1>(k, X, ldx, W, ldw, C, b, j0, acc);
+    for (; n - b > 0; b += 4) fma_block4<J>(k, X, ldx, W, ldw, C, b, j0, acc);
 }
 
+// accumulate: C += X W^T (each lane starts from its own C entry), else C = X W^T.
 CSCORE_FMA_FN inline void times_weights_fma(int n, int m, int k, const float* X, int ldx,
-                                            const float* W, int ldw, float* C) {
+                                            const float* W, int ldw, float* C,
+                                            bool accumulate) {
     int j = 0;
     if (n > 4) {
-        for (; j + 6 <= m; j += 6) fma_rows<6>(n, k, X, ldx, W, ldw, C, j);
+        for (; j + 6 <= m; j += 6) fma_rows<6>(n, k, X, ldx, W, ldw, C, j, accumulate);
     } else {
-        for (; j + 8 <= m; j += 8) fma_rows<8>(n, k, X, ldx, W, ldw, C, j);
+        for (; j + 8 <= m; j += 8) fma_rows<8>(n, k, X, ldx, W, ldw, C, j, accumulate);
     }
-    for (; j < m; ++j) fma_rows<1>(n, k, X, ldx, W, ldw, C, j);
+    for (; j < m; ++j) fma_rows<1>(n, k, X, ldx, W, ldw, C, j, accumulate);
 }
 
 inline bool cpu_has_fma() {
@@ -428,27 +444,29 @@ inline bool cpu_has_fma() {
 }  // namespace detail
 
 template <class T>
-void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C) {
-    detail::times_weights_generic<T>(n, m, k, X, chunk, Wt, ldw, C);
+void times_weights(int n, int m, int k, const T* X, int chunk, const T* Wt, int ldw, T* C,
+                   T beta = T(0)) {
+    detail::times_weights_generic<T>(n, m, k, X, chunk, Wt, ldw, C, beta != T(0));
 }
 
 template <>
 inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
-                                 const float* Wt, int ldw, float* C) {
+                                 const float* Wt, int ldw, float* C, float beta) {
+    const bool acc = beta != 0.0f;
 #ifdef CSCORE_LSTM_FMA
     if (detail::cpu_has_fma()) {
-        detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C);
+        detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
 #endif
-    detail::times_weights_generic<float>(n, m, k, X, chunk, Wt, ldw, C);
+    detail::times_weights_generic<float>(n, m, k, X, chunk, Wt, ldw, C, acc);
 }
 
-// One LSTM step for problems 0..n-1 of `work` (inputs set by the caller).
-// first: zero incoming state (channel 0), so R v is skipped.  On return the new
-// state v is in columns M.. of xv and the logits (without c_out) in work.z.
+// The cell part of one LSTM step for problems 0..n-1 of `work` (inputs set by the
+// caller): gates and state update, no logits.  first: zero incoming state, so
+// R v is skipped.  On return the new state v is in columns M.. of xv.
 template <class T>
-void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+void lstm_cell(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
     const int H = w.H, M = w.M, GH = w.gates() * w.H, ld = work.ld, ch = work.chunk;
     // gates = [x v] [W | R]^T  (only x W^T at channel 0)
     times_weights<T>(n, GH, first ? M : ld, work.xv.data(), ch, w.WR, ld, work.g.data());
@@ -464,9 +482,22 @@ void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
         detail::activate<T>(w.cell, n, r, work.c.data() + static_cast<idx>(h) * ch,
                             work.xv.data() + static_cast<idx>(M + h) * ch, first);
     }
-    // logits = v U^T
-    times_weights<T>(n, w.N, H, work.xv.data() + static_cast<idx>(M) * ch, ch, w.U, H,
-                     work.z.data());
+}
+
+// z (problem-fastest, leading dimension work.chunk) = v U^T + beta z, for the
+// state v of problems 0..n-1 left in `work` by lstm_cell (no c_out).
+template <class T>
+void add_logits(const Weights<T>& w, const LstmWork<T>& work, int n, T* z, T beta) {
+    const int ch = work.chunk;
+    times_weights<T>(n, w.N, w.H, work.xv.data() + static_cast<idx>(w.M) * ch, ch, w.U,
+                     w.u_ld(), z, beta);
+}
+
+// One LSTM step: lstm_cell, then the logits (without c_out) into work.z.
+template <class T>
+void lstm_step(const Weights<T>& w, LstmWork<T>& work, int n, bool first) {
+    lstm_cell(w, work, n, first);
+    add_logits(w, work, n, work.z.data(), T(0));
 }
 
 // Forward pass over channels: X (B, L, M) row-major -> out (B, L, N) with the
@@ -598,20 +629,36 @@ struct ChannelLS {
     }
 };
 
-// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
-// column by column: At (N, M) row-major (= A column-major), col_norms (N).
-// `out.S` must be zero-initialized by the caller.
-template <class T>
-void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
-            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out,
-            Control* ctl = nullptr) {
-    const int M = w.M, N = w.N, k_max = opt.k_max;
-    const idx chunk = opt.chunk;
+// The greedy loop of Algorithm 2, shared by LSTM-CS and BLSTM-CS (blstm.hpp).
+//
+// Per greedy iteration, for the problems still active in a chunk:
+//   1. every channel's current residual is normalized, x_j = r_j / max|r_j|
+//      (zero stays zero), into `xin` (L blocks of chunk x M, problem-fastest);
+//   2. predict(n, xin, zall) fills `zall` (L blocks of chunk x N, problem-fastest)
+//      with every channel's logits, without c_out;
+//   3. for each channel j: the largest logit + c_out (over atoms not yet in the
+//      channel's support when exclude_selected) is its new atom, and the channel
+//      is re-fitted by least squares (ChannelLS::append).
+// For the unidirectional LSTM this is the same as interleaving 2 and 3 channel
+// by channel (channel j's input does not depend on other channels' refits).
+//
+// `make_predictor()` is called once per worker thread; it returns a callable
+// `void(int n, const T* xin, T* zall)` holding that thread's work buffers.
+// Results do not depend on the number of threads (chunks are fixed).
+template <class T, class MakePredictor>
+void greedy_decode(int M, int N, const T* c_out, const double* At, const double* col_norms,
+                   const double* Y, idx B, int L, const DecodeOptions& opt,
+                   const DecodeOutput& out, MakePredictor make_predictor,
+                   Control* ctl = nullptr) {
+    const int k_max = opt.k_max;
+    const idx chunk = padded_chunk(opt.chunk);
     const idx n_chunks = (B + chunk - 1) / chunk;
     parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
-        LstmWork<T> work(w, opt.chunk);
+        auto predict = make_predictor();
         std::vector<ChannelLS> ls(static_cast<std::size_t>(chunk * L));
         std::vector<double> ybuf(static_cast<std::size_t>(M));
+        std::vector<T> xin(static_cast<std::size_t>(L * chunk * M), T(0));
+        std::vector<T> zall(static_cast<std::size_t>(L * chunk * N), T(0));
         std::vector<idx> active;
         active.reserve(static_cast<std::size_t>(chunk));
         for (idx ch = c0; ch < c1 && !should_stop(ctl); ++ch) {
@@ -652,16 +699,22 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 active.resize(keep);
                 if (active.empty()) break;
                 const int n = static_cast<int>(active.size());
+                // 1. x = r / max|r| for every channel (zero stays zero)
                 for (int j = 0; j < L; ++j) {
-                    // x = r / max|r| (zero stays zero)
+                    T* xj = xin.data() + static_cast<idx>(j) * chunk * M;
                     for (int col = 0; col < n; ++col) {
                         const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         double mx = 0.0;
                         for (double v : c.r) mx = std::max(mx, std::abs(v));
                         for (idx m = 0; m < M; ++m)
-                            work.x(col, m) = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
+                            xj[col + m * chunk] = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
                     }
-                    lstm_step(w, work, n, j == 0);
+                }
+                // 2. logits of every channel
+                predict(n, xin.data(), zall.data());
+                // 3. each channel's atom, then its least-squares refit
+                for (int j = 0; j < L; ++j) {
+                    const T* zj = zall.data() + static_cast<idx>(j) * chunk * N;
                     for (int col = 0; col < n; ++col) {
                         ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
                         if (c.stopped) continue;
@@ -669,7 +722,7 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                         T best_v = T(0);
                         for (int a = 0; a < N; ++a) {
                             if (opt.exclude_selected && c.chosen[static_cast<std::size_t>(a)]) continue;
-                            const T v = work.logit(col, a) + w.c_out[a];
+                            const T v = zj[col + static_cast<idx>(a) * chunk] + c_out[a];
                             if (best < 0 || v > best_v) {
                                 best = a;
                                 best_v = v;
@@ -695,6 +748,33 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 }
             }
         }
+    }, ctl);
+}
+
+// Copies channel block `xj` (chunk x M, problem-fastest) into the LSTM input.
+template <class T>
+inline void set_input(LstmWork<T>& work, const T* xj, int M) {
+    std::copy(xj, xj + static_cast<idx>(M) * work.chunk, work.xv.data());
+}
+
+// Decodes B problems Y (B, M, L) row-major float64 with the sensing matrix given
+// column by column: At (N, M) row-major (= A column-major), col_norms (N).
+// `out.S` must be zero-initialized by the caller.  The LSTM runs over channels
+// 0..L-1 with its state carried from channel to channel (zero at channel 0).
+template <class T>
+void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
+            idx B, int L, const DecodeOptions& opt, const DecodeOutput& out,
+            Control* ctl = nullptr) {
+    const int chunk = padded_chunk(opt.chunk), M = w.M, N = w.N;
+    greedy_decode<T>(M, N, w.c_out, At, col_norms, Y, B, L, opt, out, [&]() {
+        return [&w, chunk, L, M, N, work = LstmWork<T>(w, chunk)](int n, const T* xin,
+                                                                  T* zall) mutable {
+            for (int j = 0; j < L; ++j) {
+                set_input(work, xin + static_cast<idx>(j) * chunk * M, M);
+                lstm_cell(w, work, n, j == 0);
+                add_logits(w, work, n, zall + static_cast<idx>(j) * chunk * N, T(0));
+            }
+        };
     }, ctl);
 }
 

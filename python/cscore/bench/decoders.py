@@ -69,6 +69,16 @@ def _lstm(
     return model.decode(Y, n_nonzero=k, tol=tol)
 
 
+def _blstm(
+    A: np.ndarray, Y: np.ndarray, *, k: int | None, tol: float | None, model: Any = None, **_: Any
+) -> np.ndarray:
+    from ..lstm_cs.blstm import BLSTMCS
+
+    if not isinstance(model, BLSTMCS):
+        raise ValueError("the blstm-cs decoder needs a bidirectional model (a BLSTMCS)")
+    return _lstm(A, Y, k=k, tol=tol, model=model)
+
+
 def _bcs(A: np.ndarray, Y: np.ndarray, **_: Any) -> np.ndarray:
     import cscore
 
@@ -89,6 +99,7 @@ def _batch_call(name: str) -> Decoder:
 #: name -> (decoder, uses stopping rule, description)
 DECODERS: dict[str, tuple[Decoder, bool, str]] = {
     "lstm-cs": (_lstm, True, "LSTM-CS (Palangi et al. 2016), per-channel supports"),
+    "blstm-cs": (_blstm, True, "bidirectional LSTM-CS (Palangi's thesis 4.6)"),
     "somp": (_somp, True, "simultaneous OMP, joint support"),
     "nwsomp": (_lstm, True, "NWSOMP (Palangi et al. 2013), learned SOMP; needs a model"),
     "cdsn-cs": (_lstm, True, "CDSN-CS (Palangi thesis 4.7), per-channel; needs a model"),
@@ -133,7 +144,7 @@ def run_decoder(
     tol : float, optional
         Residual threshold (greedy decoders; see the module docstring).
     model : LSTMCS, optional
-        Needed by ``"lstm-cs"``.
+        Needed by ``"lstm-cs"`` (and a :class:`~cscore.BLSTMCS` by ``"blstm-cs"``).
 
     Returns
     -------

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from .blstm import BLSTMCS, blstm_logits_native
 from .decoder import LSTMCS, lstm_logits_native
 from .model import (
     CELL_GATES,
+    BLSTMCSWeights,
     LSTMCSWeights,
     ModelFileError,
     ProblemSpec,
@@ -14,11 +16,14 @@ from .model import (
 from .pretrained import list_pretrained, pretrained
 
 __all__ = [
+    "BLSTMCS",
     "CELL_GATES",
     "LSTMCS",
+    "BLSTMCSWeights",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
+    "blstm_logits_native",
     "list_pretrained",
     "load_model_file",
     "lstm_logits_native",

@@ -5,6 +5,7 @@ Examples::
     cscore train --data mnist --mnist-dir ../shared/data/mnist -M 72 --out m72.npz
     cscore train --data folder --images-dir photos/ --transform dct -M 32 --out img.npz
     cscore train --data demo --cells 256 --out demo.npz
+    cscore train --data demo --arch blstm --cells 128 --out demo-blstm.npz
 """
 
 from __future__ import annotations
@@ -42,7 +43,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k-max", type=int, default=None, help="largest training sparsity")
     p.add_argument("--n-steps", type=int, default=None, help="greedy steps per problem")
     p.add_argument("--sigma", type=float, default=0.005, help="noise std (default 0.005)")
-    p.add_argument("--cells", type=int, default=512, help="LSTM cells (default 512)")
+    p.add_argument("--arch", choices=("lstm", "blstm", "nwsomp", "cdsn"), default="lstm",
+                   help="lstm: LSTM-CS (default); blstm: bidirectional LSTM-CS; nwsomp: "
+                        "NWSOMP; cdsn: CDSN-CS (numpy, no torch)")
+    p.add_argument("--cells", type=int, default=512,
+                   help="LSTM cells, per direction for blstm (default 512)")
     p.add_argument("--cell", choices=("paper", "lstm"), default="paper")
     p.add_argument("--optimizer", choices=("adam", "nesterov"), default="adam")
     p.add_argument("--lr", type=float, default=None)
@@ -53,8 +58,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--arch", choices=("lstm", "nwsomp", "cdsn"), default="lstm",
-                   help="network: LSTM-CS (default), NWSOMP or CDSN-CS (numpy, no torch)")
     from ..learned.cli_train import add_arguments as add_learned_arguments
 
     add_learned_arguments(p)
@@ -184,12 +187,13 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"-M ({M}) must not exceed N = {N} (atoms per block)")
     A = paper_matrix(M, N, seed=args.matrix_seed)
     k_range = (args.k_min or k_default[0], args.k_max or k_default[1])
-    if args.arch != "lstm":
+    if args.arch in ("nwsomp", "cdsn"):
         from ..learned.cli_train import train_learned
 
         return train_learned(args, S_tr, S_va, A, ProblemSpec(M=M, N=N, L=args.L, **spec_kw),
                              k_range)
-    cfg = TrainConfig(n_cells=args.cells, cell=args.cell, optimizer=args.optimizer, lr=args.lr,
+    cfg = TrainConfig(n_cells=args.cells, arch=args.arch, cell=args.cell,
+                      optimizer=args.optimizer, lr=args.lr,
                       batch_size=args.batch_size, max_epochs=args.epochs,
                       patience=args.patience, seed=args.seed, n_threads=args.threads,
                       progress=not args.quiet)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,7 +19,14 @@ from .._config import resolve_threads
 from .._validation import as_float_array, check_nonnegative_float, check_positive_int
 from ..noise import auto_decode_mmv, is_auto
 from ..result import STOP_REASONS, DecodeResult
-from .model import LSTMCSWeights, ModelFileError, ProblemSpec, load_model_file, save_model_file
+from .model import (
+    BLSTMCSWeights,
+    LSTMCSWeights,
+    ModelFileError,
+    ProblemSpec,
+    load_model_file,
+    save_model_file,
+)
 
 __all__ = ["LSTMCS", "lstm_logits_native"]
 
@@ -83,6 +90,11 @@ def lstm_logits_native(
     dtype = np.dtype(dtype).type
     if dtype not in (np.float32, np.float64):
         raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, LSTMCSWeights):
+        raise TypeError(
+            f"weights must be LSTMCSWeights, got {type(weights).__name__} "
+            "(blstm_logits_native runs BLSTMCSWeights)"
+        )
     X = as_float_array("X", X, ndim=3, dtype=dtype)
     M = X.shape[2]
     N = weights.U.shape[0]
@@ -125,15 +137,21 @@ class LSTMCS:
     (16, 2)
     """
 
+    #: weights class this decoder takes, and the compiled kernels' name prefix
+    _weights_type: ClassVar[type] = LSTMCSWeights
+    _kernel: ClassVar[str] = "lstm"
+
     def __init__(
         self,
-        weights: LSTMCSWeights,
+        weights: LSTMCSWeights | BLSTMCSWeights,
         A: np.ndarray,
         spec: ProblemSpec,
         info: dict[str, Any] | None = None,
     ) -> None:
-        if not isinstance(weights, LSTMCSWeights):
-            raise TypeError(f"weights must be LSTMCSWeights, got {type(weights).__name__}")
+        if not isinstance(weights, self._weights_type):
+            raise TypeError(
+                f"weights must be {self._weights_type.__name__}, got {type(weights).__name__}"
+            )
         if not isinstance(spec, ProblemSpec):
             raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
         A = as_float_array("A", A, ndim=2, dtype=np.float64)
@@ -143,14 +161,14 @@ class LSTMCS:
         if np.any(norms == 0):
             raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
         weights.validate(spec.M, spec.N)
-        self._weights = weights.astype(np.float32)
+        self._weights: Any = weights.astype(np.float32)
         self._A = A
         self._A.setflags(write=False)
         self._At = np.ascontiguousarray(A.T)
         self._norms = norms
         self._spec = spec
         self._info = dict(info or {})
-        self._prepared: dict[str, _Prepared] = {}
+        self._prepared: dict[str, Any] = {}
 
     # -- properties ---------------------------------------------------------
     @property
@@ -164,8 +182,8 @@ class LSTMCS:
         return self._spec
 
     @property
-    def weights(self) -> LSTMCSWeights:
-        """The LSTM weights (float32)."""
+    def weights(self) -> Any:
+        """The LSTM weights (float32): LSTMCSWeights, or BLSTMCSWeights for BLSTMCS."""
         return self._weights
 
     @property
@@ -201,7 +219,8 @@ class LSTMCS:
     def __repr__(self) -> str:
         s = self._spec
         return (
-            f"LSTMCS(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, cell={self.cell!r}, "
+            f"{type(self).__name__}(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, "
+            f"cell={self.cell!r}, "
             f"transform={s.transform!r}, dataset={s.dataset!r})"
         )
 
@@ -209,6 +228,9 @@ class LSTMCS:
     @classmethod
     def load(cls, path: str | Path) -> LSTMCS:
         """Load a model file written by :meth:`save` (no pickle involved).
+
+        ``LSTMCS.load`` returns the class of the file's architecture: a
+        :class:`~cscore.BLSTMCS` for a bidirectional model.
 
         Parameters
         ----------
@@ -227,8 +249,17 @@ class LSTMCS:
             Malformed, of another format or version, or inconsistent.
         """
         weights, A, spec, info = load_model_file(path)
+        model_cls: type[LSTMCS] = LSTMCS
+        if isinstance(weights, BLSTMCSWeights):
+            from .blstm import BLSTMCS
+
+            model_cls = BLSTMCS
+        if not issubclass(model_cls, cls):
+            raise ModelFileError(
+                f"{path} holds a {model_cls.__name__} model, not a {cls.__name__} one"
+            )
         try:
-            return cls(weights, A, spec, info)
+            return model_cls(weights, A, spec, info)
         except ValueError as exc:
             raise ModelFileError(f"{path}: {exc}") from exc
 
@@ -243,7 +274,7 @@ class LSTMCS:
         save_model_file(path, self._weights, self._A, self._spec, self._info)
 
     # -- decoding -------------------------------------------------------------
-    def _prep(self, dtype: type) -> _Prepared:
+    def _prep(self, dtype: type) -> Any:
         key = np.dtype(dtype).name
         if key not in self._prepared:
             self._prepared[key] = _Prepared(self._weights, dtype)
@@ -349,7 +380,7 @@ class LSTMCS:
         tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
         threads = resolve_threads(n_threads)
         prep = self._prep(_lstm_dtype)
-        fn = getattr(_core, f"_lstm_decode_{prep.suffix}")
+        fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
         Y64 = np.ascontiguousarray(Yb, dtype=np.float64)
         with _single_threaded_blas():
             S, atoms, resid, n_iter, stop = fn(

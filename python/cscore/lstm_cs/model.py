@@ -23,6 +23,16 @@ Then ``z = U v + c_out`` and ``softmax(z)`` over the N atoms.
 Arrays (all float32 in the file): ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,),
 ``U`` (N, H), ``c_out`` (N,).
 
+Architectures (``arch`` in the metadata; "lstm" when absent, as in files written
+before the field existed), with the arrays each needs (:data:`ARCH_ARRAYS`):
+
+* ``"lstm"``: the unidirectional LSTM-CS above.
+* ``"blstm"``: bidirectional LSTM-CS (thesis section 4.6).  A forward LSTM
+  (``W``, ``R``, ``b``) runs over channels ``0..L-1`` and a backward one (``Wb``,
+  ``Rb``, ``bb``, same shapes, same cell type) over ``L-1..0``; at channel j the
+  two outputs are concatenated, ``z = U [v_fwd; v_bwd] + c_out`` with ``U``
+  (N, 2H).  See :class:`BLSTMCSWeights`.
+
 Input to the LSTM at channel j is the channel's residual divided by its largest
 absolute entry (``x = r / max|r|``, zero stays zero).  The state (v, c) starts at
 zero for channel 0 of every greedy iteration and is carried from channel j-1 to
@@ -68,6 +78,7 @@ __all__ = [
     "COMMON_ARRAYS",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "BLSTMCSWeights",
     "LSTMCSWeights",
     "ModelFileError",
     "ProblemSpec",
@@ -173,25 +184,7 @@ class LSTMCSWeights:
         """
         if self.cell not in CELL_GATES:
             raise ModelFileError(f"unknown cell type {self.cell!r}; known: {list(CELL_GATES)}")
-        G, H = self.n_gates, self.n_cells
-        want = {
-            "W": (G * H, M),
-            "R": (G * H, H),
-            "b": (G * H,),
-            "U": (N, H),
-            "c_out": (N,),
-        }
-        for name, shape in want.items():
-            arr = getattr(self, name)
-            if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
-                raise ModelFileError(f"weight {name} must be a float array")
-            if arr.shape != shape:
-                raise ModelFileError(
-                    f"weight {name} has shape {arr.shape}, expected {shape} "
-                    f"(cell={self.cell!r}, H={H}, M={M}, N={N})"
-                )
-            if not np.isfinite(arr).all():
-                raise ModelFileError(f"weight {name} contains NaN or infinity")
+        _check_weight_arrays(self, "lstm", M, N)
 
     def astype(self, dtype: Any) -> LSTMCSWeights:
         """Return a copy with every array cast to ``dtype`` (C-contiguous).
@@ -210,6 +203,112 @@ class LSTMCSWeights:
             for k in ("W", "R", "b", "U", "c_out")
         }
         return LSTMCSWeights(**conv, cell=self.cell, extra=dict(self.extra))
+
+
+def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
+    """Check ``weights``' arrays against :data:`ARCH_ARRAYS`; raise ModelFileError."""
+    if weights.cell not in CELL_GATES:
+        raise ModelFileError(f"unknown cell type {weights.cell!r}; known: {list(CELL_GATES)}")
+    R = getattr(weights, "R", None)
+    if not isinstance(R, np.ndarray) or R.ndim != 2 or R.shape[1] < 1:
+        raise ModelFileError(f"weight R must be 2-D (G*H, H), got shape {np.shape(R)}")
+    G, H = len(CELL_GATES[weights.cell]), int(R.shape[1])
+    dims = {"G": G, "H": H, "M": M, "N": N}
+    for name, rule in ARCH_ARRAYS[arch].items():
+        arr = getattr(weights, name)
+        shape = rule(dims)
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+            raise ModelFileError(f"weight {name} must be a float array")
+        if arr.shape != shape:
+            raise ModelFileError(
+                f"weight {name} has shape {arr.shape}, expected {shape} "
+                f"(arch={arch!r}, cell={weights.cell!r}, H={H}, M={M}, N={N})"
+            )
+        if not np.isfinite(arr).all():
+            raise ModelFileError(f"weight {name} contains NaN or infinity")
+
+
+@dataclass
+class BLSTMCSWeights:
+    """Bidirectional LSTM-CS weights (``arch="blstm"``, see the module docstring).
+
+    ``W, R, b`` are the forward LSTM's, ``Wb, Rb, bb`` the backward one's (same
+    layout), ``U`` (N, 2H) maps ``[v_fwd; v_bwd]`` to the logits.
+    """
+
+    W: np.ndarray
+    R: np.ndarray
+    b: np.ndarray
+    Wb: np.ndarray
+    Rb: np.ndarray
+    bb: np.ndarray
+    U: np.ndarray
+    c_out: np.ndarray
+    cell: str = "paper"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    arch = "blstm"
+    _ARRAYS = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
+
+    @property
+    def n_cells(self) -> int:
+        """Cells H of each direction (0 if ``R`` is not 2-D)."""
+        R = np.asarray(self.R)
+        return int(R.shape[1]) if R.ndim == 2 else 0
+
+    @property
+    def n_gates(self) -> int:
+        """Number of gates G per direction."""
+        return len(CELL_GATES[self.cell])
+
+    def validate(self, M: int, N: int) -> None:
+        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`.
+
+        Parameters
+        ----------
+        M, N : int
+            Measurements and atoms of the problems the weights must fit.
+        """
+        _check_weight_arrays(self, "blstm", M, N)
+
+    def astype(self, dtype: Any) -> BLSTMCSWeights:
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        BLSTMCSWeights
+        """
+        conv = {k: np.ascontiguousarray(getattr(self, k), dtype=dtype) for k in self._ARRAYS}
+        return BLSTMCSWeights(**conv, cell=self.cell, extra=dict(self.extra))
+
+    def direction(self, backward: bool) -> LSTMCSWeights:
+        """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).
+
+        Parameters
+        ----------
+        backward : bool
+            The backward LSTM (else the forward one).
+
+        Returns
+        -------
+        LSTMCSWeights
+            Its logits are that direction's contribution to ``U [v_f; v_b]``.
+        """
+        H = self.n_cells
+        W, R, b = (self.Wb, self.Rb, self.bb) if backward else (self.W, self.R, self.b)
+        U = self.U[:, H:] if backward else self.U[:, :H]
+        return LSTMCSWeights(W=W, R=R, b=b, U=np.ascontiguousarray(U),
+                             c_out=np.zeros_like(self.c_out), cell=self.cell)
+
+
+def weights_arch(weights: LSTMCSWeights | BLSTMCSWeights) -> str:
+    """The architecture name of a weights object ("lstm" or "blstm")."""
+    return "blstm" if isinstance(weights, BLSTMCSWeights) else "lstm"
 
 
 # --------------------------------------------------------------------------
@@ -233,6 +332,16 @@ ARCH_ARRAYS: dict[str, dict[str, ShapeRule]] = {
         "R": lambda d: (d["G"] * d["H"], d["H"]),
         "b": lambda d: (d["G"] * d["H"],),
         "U": lambda d: (d["N"], d["H"]),
+        "c_out": lambda d: (d["N"],),
+    },
+    "blstm": {
+        "W": lambda d: (d["G"] * d["H"], d["M"]),
+        "R": lambda d: (d["G"] * d["H"], d["H"]),
+        "b": lambda d: (d["G"] * d["H"],),
+        "Wb": lambda d: (d["G"] * d["H"], d["M"]),
+        "Rb": lambda d: (d["G"] * d["H"], d["H"]),
+        "bb": lambda d: (d["G"] * d["H"],),
+        "U": lambda d: (d["N"], 2 * d["H"]),
         "c_out": lambda d: (d["N"],),
     },
 }
@@ -307,7 +416,7 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
         raise _fail(path, f"unknown cell type {meta['cell']!r}; known: {list(CELL_GATES)}")
     if "n_cells" in meta and not _strict_int(meta["n_cells"], 1):
         raise _fail(path, f"n_cells must be an int in [1, {MAX_DIM}], got {meta['n_cells']!r}")
-    if arch == "lstm" and ("cell" not in meta or "n_cells" not in meta):
+    if arch in ("lstm", "blstm") and ("cell" not in meta or "n_cells" not in meta):
         raise _fail(path, "metadata lacks 'cell' or 'n_cells'")
     for k, v in meta.items():
         if isinstance(v, int) and not isinstance(v, bool) and not _strict_int(v, 0):
@@ -650,7 +759,7 @@ def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
 
 def save_model_file(
     path: str | Path,
-    weights: LSTMCSWeights,
+    weights: LSTMCSWeights | BLSTMCSWeights,
     A: np.ndarray,
     spec: ProblemSpec,
     info: dict[str, Any] | None = None,
@@ -661,8 +770,8 @@ def save_model_file(
     ----------
     path : path
         File to write (``.npz``; replaced atomically, see :func:`save_npz_atomic`).
-    weights : LSTMCSWeights
-        The weights (stored as float32).
+    weights : LSTMCSWeights or BLSTMCSWeights
+        The weights (stored as float32); their class sets ``arch``.
     A : ndarray (M, N)
         The sensing matrix the model was trained with (stored as float64).
     spec : ProblemSpec
@@ -684,6 +793,7 @@ def save_model_file(
     meta = {
         "format": FORMAT_NAME,
         "version": FORMAT_VERSION,
+        "arch": weights_arch(weights),
         "cell": weights.cell,
         "n_cells": weights.n_cells,
         "spec": asdict(spec),
@@ -693,16 +803,14 @@ def save_model_file(
     if blob.size > MAX_META_BYTES:
         raise ValueError(f"info is too large ({blob.size} bytes of JSON; at most {MAX_META_BYTES})")
     w32 = weights.astype(np.float32)
-    save_npz_atomic(
-        path, {"meta": blob, "A": A, "W": w32.W, "R": w32.R, "b": w32.b, "U": w32.U,
-               "c_out": w32.c_out},
-    )  # fmt: skip
+    arrays = {k: getattr(w32, k) for k in ARCH_ARRAYS[weights_arch(weights)]}
+    save_npz_atomic(path, {"meta": blob, "A": A, **arrays})
 
 
 def load_model_file(
     path: str | Path,
-) -> tuple[LSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
-    """Read and check an LSTM-CS model file; return ``(weights, A, spec, info)``.
+) -> tuple[LSTMCSWeights | BLSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
+    """Read and check an LSTM-CS or BLSTM-CS model file; return ``(weights, A, spec, info)``.
 
     Reading is bounded (see :func:`read_model_arrays`): a damaged or hostile
     file raises :class:`ModelFileError` quickly, whatever it declares.
@@ -714,8 +822,8 @@ def load_model_file(
 
     Returns
     -------
-    weights : LSTMCSWeights
-        float32 weights.
+    weights : LSTMCSWeights or BLSTMCSWeights
+        float32 weights (by the file's ``arch``, "lstm" when absent).
     A : ndarray (M, N) float64
         The sensing matrix.
     spec : ProblemSpec
@@ -733,8 +841,9 @@ def load_model_file(
     """
     path = Path(path)
     meta, arrays = read_model_arrays(path)
-    if meta["arch"] != "lstm":
-        raise _fail(path, f"architecture {meta['arch']!r} is not an LSTM-CS model")
+    arch = meta["arch"]
+    if arch not in ("lstm", "blstm"):
+        raise _fail(path, f"architecture {arch!r} is not an LSTM-CS or BLSTM-CS model")
     try:
         spec = ProblemSpec(**meta["spec"])
     except (TypeError, ValueError) as exc:
@@ -742,9 +851,7 @@ def load_model_file(
     A = arrays["A"]
     if not np.any(A != 0, axis=0).all():
         raise _fail(path, "entry 'A' has an all-zero column")
-    weights = LSTMCSWeights(
-        W=arrays["W"], R=arrays["R"], b=arrays["b"], U=arrays["U"], c_out=arrays["c_out"],
-        cell=str(meta["cell"]),
-    )  # fmt: skip
+    cls = BLSTMCSWeights if arch == "blstm" else LSTMCSWeights
+    weights = cls(**{k: arrays[k] for k in ARCH_ARRAYS[arch]}, cell=str(meta["cell"]))
     weights.validate(spec.M, spec.N)
     return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta["info"])

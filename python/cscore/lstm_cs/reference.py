@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model import LSTMCSWeights
+from .model import BLSTMCSWeights, LSTMCSWeights
 
-__all__ = ["lstm_logits", "lstm_step", "normalize_maxabs", "reference_decode"]
+__all__ = ["blstm_logits", "lstm_logits", "lstm_step", "normalize_maxabs", "reference_decode"]
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -38,6 +38,26 @@ def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:
     for j in range(L):
         v, c, out[:, j, :] = lstm_step(weights, X[:, j, :], v, c)
     return out
+
+
+def blstm_logits(weights: BLSTMCSWeights, X: np.ndarray) -> np.ndarray:
+    """Run the bidirectional LSTM over channels; return logits.
+
+    Parameters
+    ----------
+    weights : BLSTMCSWeights
+    X : ndarray, shape (B, L, M)
+        Inputs (already max-abs normalized residuals), channel-major sequences.
+
+    Returns
+    -------
+    ndarray, shape (B, L, N)
+        ``U [v_fwd(j); v_bwd(j)] + c_out`` at every channel j: the forward LSTM
+        over channels 0..L-1 and the backward one over L-1..0.
+    """
+    fwd = lstm_logits(weights.direction(backward=False), X)
+    bwd = lstm_logits(weights.direction(backward=True), X[:, ::-1])[:, ::-1]
+    return fwd + bwd + weights.c_out.astype(np.float64)
 
 
 def lstm_step(
@@ -91,7 +111,7 @@ def normalize_maxabs(r: np.ndarray) -> np.ndarray:
 
 
 def reference_decode(
-    weights: LSTMCSWeights,
+    weights: LSTMCSWeights | BLSTMCSWeights,
     A: np.ndarray,
     Y: np.ndarray,
     *,
@@ -103,7 +123,9 @@ def reference_decode(
 
     Parameters
     ----------
-    weights : LSTMCSWeights
+    weights : LSTMCSWeights or BLSTMCSWeights
+        For BLSTM weights, each iteration first normalizes all L residuals,
+        runs both directions over them, then picks and re-fits every channel.
     A : ndarray (M, N)
     Y : ndarray (B, M, L)
     n_nonzero : int or None
@@ -139,8 +161,16 @@ def reference_decode(
         idx = np.flatnonzero(active)
         v = np.zeros((idx.size, H))
         c = np.zeros((idx.size, H))
+        Z = None
+        if isinstance(weights, BLSTMCSWeights):
+            X = np.stack([normalize_maxabs(Rres[idx, :, j]) for j in range(L)], axis=1)
+            Z = blstm_logits(weights, X)
         for j in range(L):
-            v, c, z = lstm_step(weights, normalize_maxabs(Rres[idx, :, j]), v, c)
+            if Z is not None:
+                z = Z[:, j].copy()
+            else:
+                assert isinstance(weights, LSTMCSWeights)
+                v, c, z = lstm_step(weights, normalize_maxabs(Rres[idx, :, j]), v, c)
             for row, p in enumerate(idx):
                 supp = supports[p][j]
                 if exclude_selected and supp:

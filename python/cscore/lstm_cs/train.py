@@ -11,6 +11,11 @@ cross-entropy against the true next atom (section 4.3.2, see
 in the contract layout of :mod:`cscore.lstm_cs.model` (``W`` (G*H, M), ``R``
 (G*H, H), ``b``, ``U`` (N, H), ``c_out``), so export is a plain copy.
 
+``TrainConfig(arch="blstm")`` trains the bidirectional model of section 4.6
+instead: a second LSTM (``Wb``, ``Rb``, ``bb``) runs over the channels in
+reverse and ``U`` is (N, 2H), applied to ``[v_fwd; v_bwd]`` at every channel
+(:class:`~cscore.lstm_cs.model.BLSTMCSWeights`).  Same data, loss and optimizers.
+
 Optimizers
 ----------
 * ``"adam"`` (default): Adam on the mean cross-entropy, learning rate halved
@@ -35,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .model import CELL_GATES, LSTMCSWeights, ProblemSpec, save_model_file
+from .model import CELL_GATES, BLSTMCSWeights, LSTMCSWeights, ProblemSpec, save_model_file
 from .training_data import IGNORE
 
 __all__ = [
@@ -74,7 +79,9 @@ class TrainConfig:
     Attributes
     ----------
     n_cells : int
-        LSTM cells H (paper: 512).
+        LSTM cells H (paper: 512), per direction for ``arch="blstm"``.
+    arch : {"lstm", "blstm"}
+        Unidirectional LSTM-CS or bidirectional (section 4.6).
     cell : {"paper", "lstm"}
         "paper": gates i, g, o (no forget gate); "lstm": i, f, g, o.
     optimizer : {"adam", "nesterov"}
@@ -96,6 +103,10 @@ class TrainConfig:
         Wall-clock budget: stop after the minibatch that exceeds it (the
         partial epoch is still validated).  None: no limit.  A run cut by the
         budget depends on the machine's speed; one that is not is reproducible.
+    max_cpu_seconds : float or None
+        Like ``max_seconds`` but in CPU seconds of this process
+        (:func:`time.process_time`), so a budget that does not shrink when the
+        machine is busy.  None: no limit.
     n_threads : int or None
         torch CPU threads (None: leave torch's setting).
     progress : bool
@@ -103,6 +114,7 @@ class TrainConfig:
     """
 
     n_cells: int = 512
+    arch: str = "lstm"
     cell: str = "paper"
     optimizer: str = "adam"
     lr: float | None = None
@@ -114,12 +126,15 @@ class TrainConfig:
     output_bias: bool = True
     seed: int = 0
     max_seconds: float | None = None
+    max_cpu_seconds: float | None = None
     n_threads: int | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
         if self.cell not in CELL_GATES:
             raise ValueError(f"cell must be one of {list(CELL_GATES)}, got {self.cell!r}")
+        if self.arch not in ("lstm", "blstm"):
+            raise ValueError(f"arch must be 'lstm' or 'blstm', got {self.arch!r}")
         if self.optimizer not in ("adam", "nesterov"):
             raise ValueError(f"optimizer must be 'adam' or 'nesterov', got {self.optimizer!r}")
         for name in ("n_cells", "batch_size", "max_epochs", "patience"):
@@ -141,12 +156,35 @@ class TrainConfig:
 class TrainResult:
     """What :func:`fit_sequences` returns."""
 
-    weights: LSTMCSWeights
+    weights: LSTMCSWeights | BLSTMCSWeights
     history: list[dict[str, Any]]
     best_epoch: int
     seconds: float
     config: TrainConfig
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _torch_lstm(W: Any, R: Any, b: Any, X: Any, cell: str, reverse: bool = False) -> Any:
+    """LSTM outputs over channels, ``X`` (B, L, M) -> (B, L, H) (zero initial state)."""
+    import torch
+
+    B, L, _ = X.shape
+    H = R.shape[1]
+    xw = X @ W.T + b  # (B, L, G*H)
+    v = X.new_zeros((B, H))
+    c = X.new_zeros((B, H))
+    outs: list[Any] = [None] * L
+    for j in (range(L - 1, -1, -1) if reverse else range(L)):
+        gates = xw[:, j] + v @ R.T
+        if cell == "paper":
+            gi, gg, go = gates.split(H, dim=1)
+            c = c + torch.sigmoid(gi) * torch.tanh(gg)
+        else:
+            gi, gf, gg, go = gates.split(H, dim=1)
+            c = torch.sigmoid(gf) * c + torch.sigmoid(gi) * torch.tanh(gg)
+        v = torch.sigmoid(go) * torch.tanh(c)
+        outs[j] = v
+    return torch.stack(outs, dim=1)
 
 
 def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
@@ -156,7 +194,9 @@ def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
     ----------
     params : dict
         Torch tensors ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,), ``U`` (N, H)
-        and ``c_out`` (N,), laid out as :class:`LSTMCSWeights`.
+        and ``c_out`` (N,), laid out as :class:`LSTMCSWeights`; with ``Wb``,
+        ``Rb``, ``bb`` too (and ``U`` (N, 2H)) the bidirectional model of
+        :class:`BLSTMCSWeights`.
     X : torch.Tensor (B, L, M)
         Normalized residuals, channel j of every problem at ``X[:, j]``.
     cell : {"paper", "lstm"}
@@ -165,33 +205,20 @@ def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
     Returns
     -------
     torch.Tensor (B, L, N)
-        Logits over atoms for every channel (state carried from channel j-1).
+        Logits over atoms for every channel (forward state carried from channel
+        j-1; the backward state from channel j+1).
     """
     import torch
 
-    W, R, b, U, c_out = (params[k] for k in ("W", "R", "b", "U", "c_out"))
-    B, L, _ = X.shape
-    H = R.shape[1]
-    xw = X @ W.T + b  # (B, L, G*H)
-    v = X.new_zeros((B, H))
-    c = X.new_zeros((B, H))
-    outs = []
-    for j in range(L):
-        gates = xw[:, j] + v @ R.T
-        if cell == "paper":
-            gi, gg, go = gates.split(H, dim=1)
-            c = c + torch.sigmoid(gi) * torch.tanh(gg)
-        else:
-            gi, gf, gg, go = gates.split(H, dim=1)
-            c = torch.sigmoid(gf) * c + torch.sigmoid(gi) * torch.tanh(gg)
-        v = torch.sigmoid(go) * torch.tanh(c)
-        outs.append(v)
-    V = torch.stack(outs, dim=1)  # (B, L, H)
-    return V @ U.T + c_out
+    V = _torch_lstm(params["W"], params["R"], params["b"], X, cell)  # (B, L, H)
+    if "Wb" in params:
+        Vb = _torch_lstm(params["Wb"], params["Rb"], params["bb"], X, cell, reverse=True)
+        V = torch.cat([V, Vb], dim=2)
+    return V @ params["U"].T + params["c_out"]
 
 
 def _init_params(torch: Any, M: int, N: int, H: int, G: int, gen: Any, dtype: Any,
-                 output_bias: bool) -> dict[str, Any]:
+                 output_bias: bool, arch: str = "lstm") -> dict[str, Any]:
     s = 1.0 / math.sqrt(H)
 
     def u(*shape: int) -> Any:
@@ -204,6 +231,9 @@ def _init_params(torch: Any, M: int, N: int, H: int, G: int, gen: Any, dtype: An
         "U": u(N, H),
         "c_out": torch.zeros(N, dtype=dtype),
     }
+    if arch == "blstm":
+        params.update({"Wb": u(G * H, M), "Rb": u(G * H, H),
+                       "bb": torch.zeros(G * H, dtype=dtype), "U": u(N, 2 * H)})
     for k, p in params.items():
         p.requires_grad_(k != "c_out" or output_bias)
     return params
@@ -245,7 +275,7 @@ def fit_sequences(
     config: TrainConfig | None = None,
     *,
     resample: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None,
-    init: LSTMCSWeights | None = None,
+    init: LSTMCSWeights | BLSTMCSWeights | None = None,
 ) -> TrainResult:
     """Train an LSTM-CS model on prepared sequences.
 
@@ -261,9 +291,9 @@ def fit_sequences(
     resample : callable, optional
         ``resample(epoch) -> (X, T)`` gives fresh training sequences for epochs
         after the first (new noise, new pairings); None reuses ``X_train``.
-    init : LSTMCSWeights, optional
-        Start from these weights (fine-tuning / continuing a run); their cell
-        type and size must match the config.
+    init : LSTMCSWeights or BLSTMCSWeights, optional
+        Start from these weights (fine-tuning / continuing a run); their
+        architecture, cell type and size must match the config.
 
     Returns
     -------
@@ -293,12 +323,13 @@ def fit_sequences(
     gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     dtype = torch.float32
-    params = _init_params(torch, M, N, cfg.n_cells, G, gen, dtype, cfg.output_bias)
+    params = _init_params(torch, M, N, cfg.n_cells, G, gen, dtype, cfg.output_bias, cfg.arch)
     if init is not None:
-        if init.cell != cfg.cell or init.n_cells != cfg.n_cells:
+        init_arch = "blstm" if isinstance(init, BLSTMCSWeights) else "lstm"
+        if init.cell != cfg.cell or init.n_cells != cfg.n_cells or init_arch != cfg.arch:
             raise ValueError(
-                f"init weights are cell={init.cell!r}, H={init.n_cells}; the config says "
-                f"cell={cfg.cell!r}, H={cfg.n_cells}"
+                f"init weights are arch={init_arch!r}, cell={init.cell!r}, H={init.n_cells}; "
+                f"the config says arch={cfg.arch!r}, cell={cfg.cell!r}, H={cfg.n_cells}"
             )
         init.validate(M, N)
         with torch.no_grad():
@@ -320,6 +351,7 @@ def fit_sequences(
     bad = 0
     update = 0
     t0 = time.perf_counter()
+    cpu0 = time.process_time()
     bar = None
     if cfg.progress:
         from tqdm.auto import tqdm
@@ -341,7 +373,9 @@ def fit_sequences(
             run_loss, run_n = 0.0, 0
             out_of_time = False
             for i in range(0, X_train.shape[0], cfg.batch_size):
-                if cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds:
+                if (cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds) or (
+                        cfg.max_cpu_seconds is not None
+                        and time.process_time() - cpu0 > cfg.max_cpu_seconds):
                     out_of_time = True
                     break
                 idx = perm[i : i + cfg.batch_size]
@@ -373,7 +407,8 @@ def fit_sequences(
             val_acc = _accuracy(torch, params, Xv, Tv, cfg.cell)
             history.append({"epoch": epoch + 1, "train_loss": run_loss / max(run_n, 1),
                             "val_loss": val_loss, "val_acc": val_acc, "lr": lr,
-                            "seconds": time.perf_counter() - t0})
+                            "seconds": time.perf_counter() - t0,
+                            "cpu_seconds": time.process_time() - cpu0})
             if bar is not None:
                 bar.set_postfix(epoch=epoch + 1, train=f"{run_loss / max(run_n, 1):.3f}",
                                 val=f"{val_loss:.3f}", acc=f"{val_acc:.3f}")
@@ -396,11 +431,12 @@ def fit_sequences(
         if bar is not None:
             bar.close()
     seconds = time.perf_counter() - t0
-    p = best[2]
-    weights = LSTMCSWeights(
-        W=p["W"].numpy().copy(), R=p["R"].numpy().copy(), b=p["b"].numpy().copy(),
-        U=p["U"].numpy().copy(), c_out=p["c_out"].numpy().copy(), cell=cfg.cell,
-    )
+    p = {k: v.numpy().copy() for k, v in best[2].items()}
+    weights: LSTMCSWeights | BLSTMCSWeights
+    if cfg.arch == "blstm":
+        weights = BLSTMCSWeights(**p, cell=cfg.cell)
+    else:
+        weights = LSTMCSWeights(**p, cell=cfg.cell)
     return TrainResult(weights=weights, history=history, best_epoch=best[1], seconds=seconds,
                        config=cfg, extra={"initial_val_loss": initial_val_loss})
 
@@ -432,7 +468,7 @@ def fit_lstm_cs(
     sigma: float = 0.005,
     problems_per_epoch: int | None = None,
     config: TrainConfig | None = None,
-    init: LSTMCSWeights | None = None,
+    init: LSTMCSWeights | BLSTMCSWeights | None = None,
     **config_kwargs: Any,
 ) -> TrainResult:
     """Make training sequences from sparse ground truths and train (no wrapping).
@@ -457,7 +493,7 @@ def fit_lstm_cs(
         Random subset of the training problems per epoch (default: all).
     config : TrainConfig, optional
         Or pass its fields as keyword arguments.
-    init : LSTMCSWeights, optional
+    init : LSTMCSWeights or BLSTMCSWeights, optional
         Initial weights (continue a previous run).
 
     Returns
@@ -526,6 +562,7 @@ def train_lstm_cs(
     Returns
     -------
     cscore.LSTMCS
+        A :class:`cscore.BLSTMCS` when trained with ``arch="blstm"``.
     """
     A = np.asarray(A, dtype=np.float64)
     S_train = np.asarray(S_train)
@@ -538,8 +575,11 @@ def train_lstm_cs(
     meta = training_info(res, info)
     if path is not None:
         save_model_file(path, res.weights, A, spec, meta)
-    from .decoder import LSTMCS  # the compiled decoder (imported lazily)
+    from .blstm import BLSTMCS  # the compiled decoders (imported lazily)
+    from .decoder import LSTMCS
 
+    if isinstance(res.weights, BLSTMCSWeights):
+        return BLSTMCS(res.weights, A, spec, meta)
     return LSTMCS(res.weights, A, spec, meta)
 
 

@@ -1,0 +1,121 @@
+"""Bidirectional LSTM-CS (Palangi's thesis, section 4.6): the public decoder.
+
+A forward LSTM runs over the channels ``0..L-1`` and a backward one over
+``L-1..0``; at channel j the two outputs are concatenated and mapped to atom
+scores, ``z_j = U [v_fwd(j); v_bwd(j)] + c_out`` (weights:
+:class:`~cscore.lstm_cs.model.BLSTMCSWeights`).  Decoding is the greedy loop of
+:class:`~cscore.LSTMCS` (per-channel supports, least squares refits, the same
+``n_nonzero`` / ``tol`` rules), compiled in ``cpp/include/cscore/blstm.hpp``.
+
+Order within a greedy iteration: the backward LSTM at channel j reads the
+residuals of channels ``j..L-1``, so all L residuals are normalized first, both
+directions run over them, then every channel takes its atom and is re-fitted.
+(For the unidirectional model this order gives the same result as visiting the
+channels one after another.)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .. import _core
+from .._config import resolve_threads
+from .._validation import as_float_array
+from .decoder import LSTMCS, _single_threaded_blas
+from .model import BLSTMCSWeights
+
+__all__ = ["BLSTMCS", "blstm_logits_native"]
+
+
+class _BiPrepared:
+    """BLSTM weights laid out for the compiled kernels, in one precision."""
+
+    def __init__(self, weights: BLSTMCSWeights, dtype: type) -> None:
+        w = weights.astype(dtype)
+        self.WRf = np.ascontiguousarray(np.hstack([w.W, w.R]))
+        self.bf = w.b
+        self.WRb = np.ascontiguousarray(np.hstack([w.Wb, w.Rb]))
+        self.bb = w.bb
+        self.U = w.U
+        self.c_out = w.c_out
+        self.cell = weights.cell
+        self.suffix = "f32" if dtype == np.float32 else "f64"
+
+    def args(self) -> tuple[Any, ...]:
+        return (self.WRf, self.bf, self.WRb, self.bb, self.U, self.c_out, self.cell)
+
+
+def blstm_logits_native(
+    weights: BLSTMCSWeights, X: np.ndarray, *, dtype: type = np.float32, n_threads: int = 1
+) -> np.ndarray:
+    """Run the compiled bidirectional LSTM over channels.
+
+    Parameters
+    ----------
+    weights : BLSTMCSWeights
+    X : ndarray, shape (B, L, M)
+        Inputs (max-abs normalized residuals), one sequence over channels per row.
+    dtype : {numpy.float32, numpy.float64}, default float32
+        Precision of the LSTM arithmetic (float32 is what the decoder uses).
+    n_threads : int, default 1
+
+    Returns
+    -------
+    ndarray, shape (B, L, N), of ``dtype``
+        The logits ``U [v_fwd; v_bwd] + c_out`` at each channel.
+    """
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, BLSTMCSWeights):
+        raise TypeError(f"weights must be BLSTMCSWeights, got {type(weights).__name__}")
+    X = as_float_array("X", X, ndim=3, dtype=dtype)
+    weights.validate(X.shape[2], weights.U.shape[0])
+    prep = _BiPrepared(weights, dtype)
+    fn = getattr(_core, f"_blstm_logits_{prep.suffix}")
+    with _single_threaded_blas():
+        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
+
+
+class BLSTMCS(LSTMCS):
+    """A trained bidirectional LSTM-CS decoder and its sensing matrix.
+
+    Same interface as :class:`~cscore.LSTMCS` (``decode``, ``load``, ``save``,
+    the properties); only the weights differ (:class:`BLSTMCSWeights`).  See
+    the module docstring for the order of work within a greedy iteration.
+
+    Parameters
+    ----------
+    weights : BLSTMCSWeights
+        Forward and backward LSTM weights and ``U`` (N, 2H).
+    A : ndarray, shape (M, N)
+        The sensing matrix the model was trained for.
+    spec : ProblemSpec
+        Sizes and signal model.
+    info : dict, optional
+        Free-form provenance.
+
+    Examples
+    --------
+    >>> import numpy as np, cscore
+    >>> from cscore.lstm_cs import BLSTMCSWeights, ProblemSpec
+    >>> rng = np.random.default_rng(0)
+    >>> M, N, L, H = 8, 16, 3, 4
+    >>> g = lambda *s: rng.normal(size=s)
+    >>> w = BLSTMCSWeights(W=g(3 * H, M), R=g(3 * H, H), b=np.zeros(3 * H), Wb=g(3 * H, M),
+    ...                    Rb=g(3 * H, H), bb=np.zeros(3 * H), U=g(N, 2 * H), c_out=np.zeros(N))
+    >>> model = cscore.BLSTMCS(w, g(M, N), ProblemSpec(M=M, N=N, L=L))
+    >>> model.decode(g(M, L), n_nonzero=2).shape
+    (16, 3)
+    """
+
+    _weights_type: ClassVar[type] = BLSTMCSWeights
+    _kernel: ClassVar[str] = "blstm"
+
+    def _prep(self, dtype: type) -> Any:
+        key = np.dtype(dtype).name
+        if key not in self._prepared:
+            self._prepared[key] = _BiPrepared(self._weights, dtype)
+        return self._prepared[key]
