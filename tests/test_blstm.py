@@ -172,7 +172,7 @@ def test_malformed_files_raise_model_file_error(tmp_path, model):
             LSTMCS.load(bad)
     # an LSTM file (arch "lstm") is not a BLSTMCS, whatever else it holds
     lstm_file = _rewrite(path, tmp_path / "as_lstm.npz", meta=_meta(path, arch="lstm"),
-                         U=w.U[:, :H].copy())
+                         U=w.U[:, :H].copy(), Wb=None, Rb=None, bb=None)
     assert type(LSTMCS.load(lstm_file)) is LSTMCS
     with pytest.raises(ModelFileError, match="not a BLSTMCS"):
         BLSTMCS.load(lstm_file)

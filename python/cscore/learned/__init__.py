@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._file import read_meta
+from ._file import read_meta, register_arch
 from .cdsn import CDSNCS, fit_cdsn
 from .nwsomp import NWSOMP
 
@@ -25,6 +25,8 @@ __all__ = ["ARCH_CLASSES", "CDSNCS", "NWSOMP", "fit_cdsn", "load_model"]
 
 #: architecture name in the model file -> class
 ARCH_CLASSES: dict[str, Any] = {"nwsomp": NWSOMP, "cdsn": CDSNCS}
+for _arch, _cls in ARCH_CLASSES.items():
+    register_arch(_arch, _cls.expected_shapes)
 
 
 def load_model(path: str | Path) -> Any:
@@ -37,8 +39,9 @@ def load_model(path: str | Path) -> Any:
 
     Returns
     -------
-    LSTMCS, NWSOMP or CDSNCS
-        LSTM-CS files (no ``arch``, or ``"lstm"``) load as :class:`cscore.LSTMCS`.
+    LSTMCS, BLSTMCS, NWSOMP or CDSNCS
+        LSTM-CS files (no ``arch``, or ``"lstm"``) load as :class:`cscore.LSTMCS`,
+        ``"blstm"`` files as :class:`cscore.BLSTMCS`.
 
     Raises
     ------
@@ -52,7 +55,7 @@ def load_model(path: str | Path) -> Any:
     arch = read_meta(path).get("arch", "lstm")
     if arch in ARCH_CLASSES:
         return ARCH_CLASSES[arch].load(path)
-    if arch == "lstm":
+    if arch in ("lstm", "blstm"):
         from ..lstm_cs.decoder import LSTMCS
 
         return LSTMCS.load(path)

@@ -116,7 +116,7 @@ class LearnedGreedyDecoder:
         ModelFileError
             Malformed, of another architecture, or inconsistent.
         """
-        arrays, A, spec, params, info = load_arch_file(path, cls.ARCH, cls.expected_shapes)
+        arrays, A, spec, params, info = load_arch_file(path, cls.ARCH)
         try:
             return cls._from_arrays(arrays, A, spec, params, info)
         except (ValueError, TypeError) as exc:

@@ -1,37 +1,76 @@
 """The model file of the learned greedy decoders NWSOMP and CDSN-CS.
 
-Same container as LSTM-CS (:mod:`cscore.lstm_cs.model`): an ``.npz`` archive
-read with ``allow_pickle=False``, a ``meta`` entry holding UTF-8 JSON (uint8)
-with ``format`` = ``"cscore.lstm_cs"``, ``version``, the :class:`ProblemSpec`
-fields under ``spec`` and free-form ``info``, plus ``arch`` naming the network
-(``"nwsomp"`` or ``"cdsn"``) and ``arch_params`` (small integers such as the
-window size).  The sensing matrix is entry ``A`` (float64, (M, N)); the weights
-are float32 entries whose names and shapes each architecture declares
-(:func:`save_arch_file`, :func:`load_arch_file`).
+Same container and the same bounded loader as LSTM-CS
+(:mod:`cscore.lstm_cs.model`): an ``.npz`` archive, a ``meta`` entry holding
+UTF-8 JSON (uint8) with ``format`` = ``"cscore.lstm_cs"``, ``version``, the
+:class:`ProblemSpec` fields under ``spec`` and free-form ``info``, plus ``arch``
+naming the network (``"nwsomp"`` or ``"cdsn"``) and ``arch_params`` (small
+integers such as the window size).  The sensing matrix is entry ``A`` (float64,
+(M, N)); the weights are float32 entries whose names and shapes each
+architecture declares (:func:`register_arch`).
 
-Loading is strict: any damage (not a zip, a truncated or corrupted member,
-unreadable JSON, a missing or extra entry, an object or non-float array, a wrong
-shape, NaN/inf) raises :class:`~cscore.lstm_cs.model.ModelFileError` naming the
-entry.
+Loading goes through :func:`cscore.lstm_cs.model.read_model_arrays`: only the
+declared entries are read, each header is checked before its data, and any
+damage raises :class:`~cscore.lstm_cs.model.ModelFileError` naming the entry.
+Saving is atomic (:func:`cscore.lstm_cs.model.save_npz_atomic`).
 """
 
 from __future__ import annotations
 
 import json
-import zipfile
-import zlib
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..lstm_cs.model import FORMAT_NAME, FORMAT_VERSION, ModelFileError, ProblemSpec
+from ..lstm_cs.model import (
+    ARCH_SHAPES,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    MAX_DIM,
+    MAX_META_BYTES,
+    ModelFileError,
+    ProblemSpec,
+    read_model_arrays,
+    read_model_meta,
+    save_npz_atomic,
+)
 
-__all__ = ["load_arch_file", "read_meta", "save_arch_file"]
+__all__ = ["load_arch_file", "read_meta", "register_arch", "save_arch_file"]
 
-_READ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error,
-                RuntimeError, NotImplementedError, TypeError, MemoryError)
+#: ``shapes(spec, arch_params) -> {entry: shape}`` of one architecture
+Shapes = Callable[[ProblemSpec, dict[str, int]], Mapping[str, tuple[int, ...]]]
+
+
+def _arch_params(meta: Mapping[str, Any]) -> dict[str, int]:
+    params = meta.get("arch_params")
+    if not isinstance(params, dict) or not all(
+        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DIM
+        for v in params.values()
+    ):
+        raise ValueError(f"bad arch_params {params!r}")
+    return dict(params)
+
+
+def register_arch(arch: str, shapes: Shapes) -> None:
+    """Make the model loader accept files of ``arch`` with the entries ``shapes`` gives.
+
+    Parameters
+    ----------
+    arch : str
+        The name stored in the file's metadata.
+    shapes : callable
+        ``shapes(spec, arch_params) -> {entry: shape}`` (raise ``ValueError``
+        for unusable parameters).
+    """
+
+    def from_meta(meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+        spec = ProblemSpec(**meta["spec"])
+        return {k: tuple(int(v) for v in s) for k, s in shapes(spec, _arch_params(meta)).items()}
+
+    ARCH_SHAPES[arch] = from_meta
 
 
 def save_arch_file(
@@ -43,12 +82,12 @@ def save_arch_file(
     arch_params: dict[str, int],
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a model file (float32 weights, float64 ``A``, compressed).
+    """Write a model file (float32 weights, float64 ``A``, compressed), atomically.
 
     Parameters
     ----------
     path : path
-        File to write (overwritten).
+        File to write (replaced atomically).
     arch : str
         Architecture name stored in the metadata.
     arrays : dict of str to ndarray
@@ -71,55 +110,14 @@ def save_arch_file(
         "info": info or {},
     }
     blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    if blob.size > MAX_META_BYTES:
+        raise ValueError(f"info is too large ({blob.size} bytes of JSON; at most {MAX_META_BYTES})")
     out = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
-    with open(Path(path), "wb") as fh:
-        entries: dict[str, Any] = {"meta": blob, "A": np.ascontiguousarray(A, dtype=np.float64),
-                                   **out}
-        np.savez_compressed(fh, **entries)
-
-
-def _parse_meta(path: Path, raw: np.ndarray) -> dict[str, Any]:
-    if raw.dtype != np.uint8 or raw.ndim != 1:
-        raise ModelFileError(f"{path}: entry 'meta' must be a 1-D uint8 array (UTF-8 JSON)")
-    try:
-        meta = json.loads(raw.tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelFileError(f"{path}: entry 'meta' is not valid JSON: {exc}") from exc
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise ModelFileError(f"{path}: entry 'meta' does not describe a {FORMAT_NAME} file")
-    if meta.get("version") != FORMAT_VERSION:
-        raise ModelFileError(
-            f"{path}: format version {meta.get('version')!r}; this cscore reads {FORMAT_VERSION}"
-        )
-    return meta
-
-
-def _open(path: str | Path) -> tuple[Path, Any]:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no model file at {path}")
-    if path.is_dir():
-        raise ModelFileError(f"{path} is a directory, not a model file")
-    if not zipfile.is_zipfile(path):
-        raise ModelFileError(f"{path} is not a model file: not an .npz (zip) archive")
-    try:
-        return path, np.load(path, allow_pickle=False)
-    except _READ_ERRORS as exc:
-        raise ModelFileError(f"{path} is not a readable .npz archive: {exc}") from exc
-
-
-def _entry(path: Path, npz: Any, name: str) -> np.ndarray:
-    try:
-        arr = npz[name]
-    except _READ_ERRORS as exc:
-        raise ModelFileError(f"{path}: entry {name!r} is unreadable: {exc}") from exc
-    if not isinstance(arr, np.ndarray):
-        raise ModelFileError(f"{path}: entry {name!r} is not an array")
-    return arr
+    save_npz_atomic(path, {"meta": blob, "A": np.ascontiguousarray(A, dtype=np.float64), **out})
 
 
 def read_meta(path: str | Path) -> dict[str, Any]:
-    """Read and check only the ``meta`` entry of a model file.
+    """Read and check only the ``meta`` entry of a model file (bounded).
 
     Parameters
     ----------
@@ -129,24 +127,20 @@ def read_meta(path: str | Path) -> dict[str, Any]:
     Returns
     -------
     dict
-        The metadata (``arch`` defaults to ``"lstm"`` for LSTM-CS files).
+        The metadata (``arch`` is ``"lstm"`` for LSTM-CS files without the field).
 
     Raises
     ------
     ModelFileError
         Unreadable or not a cscore model file.
     """
-    path, npz = _open(path)
-    with npz:
-        if "meta" not in npz.files:
-            raise ModelFileError(f"{path}: missing entry 'meta'")
-        return _parse_meta(path, _entry(path, npz, "meta"))
+    return read_model_meta(path)
 
 
 def load_arch_file(
-    path: str | Path, arch: str, shapes: Any
+    path: str | Path, arch: str
 ) -> tuple[dict[str, np.ndarray], np.ndarray, ProblemSpec, dict[str, int], dict[str, Any]]:
-    """Read and check a model file of architecture ``arch``.
+    """Read and check a model file of architecture ``arch`` (see :func:`register_arch`).
 
     Parameters
     ----------
@@ -154,14 +148,11 @@ def load_arch_file(
         The ``.npz`` file.
     arch : str
         The architecture expected in the metadata.
-    shapes : callable
-        ``shapes(spec, arch_params) -> dict`` of entry name to expected shape
-        (raise ``ValueError`` for unusable parameters).
 
     Returns
     -------
     arrays : dict of str to ndarray
-        float32 weights, checked against ``shapes``.
+        float32 weights, checked against the architecture's shapes.
     A : ndarray (M, N) float64
     spec : ProblemSpec
     arch_params : dict of str to int
@@ -174,52 +165,13 @@ def load_arch_file(
     ModelFileError
         Anything wrong with the file; the message names the entry.
     """
-    path, npz = _open(path)
-    with npz:
-        files = list(npz.files)
-        if "meta" not in files:
-            raise ModelFileError(f"{path}: missing entry 'meta'")
-        meta = _parse_meta(path, _entry(path, npz, "meta"))
-        if meta.get("arch", "lstm") != arch:
-            raise ModelFileError(
-                f"{path}: entry 'meta' says arch {meta.get('arch', 'lstm')!r}, expected {arch!r}"
-            )
-        try:
-            spec = ProblemSpec(**meta["spec"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: entry 'meta' has a bad problem spec: {exc}") from exc
-        params = meta.get("arch_params")
-        if not isinstance(params, dict) or not all(
-            isinstance(v, int) and not isinstance(v, bool) for v in params.values()
-        ):
-            raise ModelFileError(f"{path}: entry 'meta' has bad arch_params {params!r}")
-        try:
-            want = dict(shapes(spec, params))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ModelFileError(f"{path}: entry 'meta' has bad arch_params: {exc}") from exc
-        want["A"] = (spec.M, spec.N)
-        names = set(files) - {"meta"}
-        if names - set(want):
-            raise ModelFileError(f"{path}: unexpected entries {sorted(names - set(want))}")
-        if set(want) - names:
-            raise ModelFileError(f"{path}: missing entries {sorted(set(want) - names)}")
-        arrays: dict[str, np.ndarray] = {}
-        for name, shape in want.items():
-            arr = _entry(path, npz, name)
-            if arr.dtype.kind != "f":
-                raise ModelFileError(
-                    f"{path}: entry {name!r} has dtype {arr.dtype}; expected a float array"
-                )
-            if arr.shape != tuple(shape):
-                raise ModelFileError(
-                    f"{path}: entry {name!r} has shape {arr.shape}, expected {tuple(shape)}"
-                )
-            if not np.isfinite(arr).all():
-                raise ModelFileError(f"{path}: entry {name!r} contains NaN or infinity")
-            arrays[name] = arr
+    path = Path(path)
+    meta, arrays = read_model_arrays(path)
+    if meta["arch"] != arch:
+        raise ModelFileError(f"{path}: entry 'meta' says arch {meta['arch']!r}, expected {arch!r}")
+    spec = ProblemSpec(**meta["spec"])
     A = np.ascontiguousarray(arrays.pop("A"), dtype=np.float64)
-    if not (np.linalg.norm(A, axis=0) > 0).all():
+    if not np.any(A != 0, axis=0).all():
         raise ModelFileError(f"{path}: entry 'A' has an all-zero column")
     w = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
-    info = meta.get("info", {})
-    return w, A, spec, dict(params), dict(info) if isinstance(info, dict) else {}
+    return w, A, spec, _arch_params(meta), dict(meta["info"])

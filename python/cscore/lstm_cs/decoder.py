@@ -249,11 +249,12 @@ class LSTMCS:
             Malformed, of another format or version, or inconsistent.
         """
         weights, A, spec, info = load_model_file(path)
-        model_cls: type[LSTMCS] = LSTMCS
-        if isinstance(weights, BLSTMCSWeights):
-            from .blstm import BLSTMCS
+        from .blstm import BLSTMCS
 
-            model_cls = BLSTMCS
+        model_cls: type[LSTMCS] = BLSTMCS if isinstance(weights, BLSTMCSWeights) else LSTMCS
+        # a user's subclass of the file's class loads as itself
+        if issubclass(cls, model_cls) and (model_cls is BLSTMCS or not issubclass(cls, BLSTMCS)):
+            model_cls = cls
         if not issubclass(model_cls, cls):
             raise ModelFileError(
                 f"{path} holds a {model_cls.__name__} model, not a {cls.__name__} one"

@@ -74,6 +74,7 @@ import numpy as np
 
 __all__ = [
     "ARCH_ARRAYS",
+    "ARCH_SHAPES",
     "CELL_GATES",
     "COMMON_ARRAYS",
     "FORMAT_NAME",
@@ -346,6 +347,13 @@ ARCH_ARRAYS: dict[str, dict[str, ShapeRule]] = {
     },
 }
 
+#: Architectures whose arrays depend on their metadata (a stack of modules, say):
+#: ``arch -> shapes(meta) -> {entry name: shape}``, with ``meta`` already checked
+#: by the loader.  Registered by the module that defines the architecture
+#: (:mod:`cscore.learned` registers "nwsomp" and "cdsn"); read through the same
+#: bounded loader as :data:`ARCH_ARRAYS`.
+ARCH_SHAPES: dict[str, Callable[[Mapping[str, Any]], dict[str, tuple[int, ...]]]] = {}
+
 #: Largest ``meta`` entry accepted (bytes of JSON).
 MAX_META_BYTES = 1 << 20
 #: Largest total size of a file's arrays once decompressed (bytes).  Shipped
@@ -410,8 +418,10 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
             path, f"format version {version!r}; this cscore reads version {FORMAT_VERSION}"
         )
     arch = meta.get("arch", "lstm")
-    if not isinstance(arch, str) or arch not in ARCH_ARRAYS:
-        raise _fail(path, f"unknown architecture {arch!r}; known: {sorted(ARCH_ARRAYS)}")
+    if not isinstance(arch, str) or (arch not in ARCH_ARRAYS and arch not in ARCH_SHAPES):
+        raise _fail(
+            path, f"unknown architecture {arch!r}; known: {sorted({*ARCH_ARRAYS, *ARCH_SHAPES})}"
+        )
     if "cell" in meta and meta["cell"] not in CELL_GATES:
         raise _fail(path, f"unknown cell type {meta['cell']!r}; known: {list(CELL_GATES)}")
     if "n_cells" in meta and not _strict_int(meta["n_cells"], 1):
@@ -677,20 +687,26 @@ def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.nd
     try:
         with fh, zf:
             meta = _meta_from(path, zf)
-            rules = {**COMMON_ARRAYS, **ARCH_ARRAYS[meta["arch"]]}
+            dims = model_dims(meta)
+            try:
+                if meta["arch"] in ARCH_ARRAYS:
+                    rules = {**COMMON_ARRAYS, **ARCH_ARRAYS[meta["arch"]]}
+                    shapes = {n: tuple(int(v) for v in rule(dims)) for n, rule in rules.items()}
+                else:
+                    shapes = {n: rule(dims) for n, rule in COMMON_ARRAYS.items()}
+                    shapes.update(ARCH_SHAPES[meta["arch"]](meta))
+            except KeyError as exc:
+                raise _fail(path, f"metadata lacks the dimension {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise _fail(path, f"entry 'meta' has unusable sizes: {exc}") from None
             present = set(zf.NameToInfo)
-            wanted = {n + ".npy" for n in rules} | {"meta.npy"}
+            wanted = {n + ".npy" for n in shapes} | {"meta.npy"}
             missing = sorted(n[:-4] for n in wanted - present)
             if missing:
                 raise _fail(path, f"lacks the arrays {missing}")
             extra = sorted(present - wanted)
             if extra:
                 raise _fail(path, f"holds entries the format does not define: {extra[:5]}")
-            dims = model_dims(meta)
-            try:
-                shapes = {n: tuple(int(v) for v in rule(dims)) for n, rule in rules.items()}
-            except KeyError as exc:
-                raise _fail(path, f"metadata lacks the dimension {exc}") from None
             total = 0
             for shp in shapes.values():
                 count = 1
