@@ -13,7 +13,6 @@ from .bcs import bcs, mtbcs
 from .decoder import Decoder, decoder, decoder_names, register_decoder
 from .greedy import omp, somp
 from .learned import CDSNCS, NWSOMP
-from .lstm_cs import LSTMCS, list_pretrained, pretrained
 from .lstm_cs import BLSTMCS, LSTMCS, list_pretrained, pretrained
 from .lstm_cs.train import train_lstm_cs
 from .pipeline import decode_file, stream
@@ -25,8 +24,8 @@ _blas.register()
 __version__ = "0.1.0"
 
 __all__ = [
-    "CDSNCS",
     "BLSTMCS",
+    "CDSNCS",
     "LSTMCS",
     "NWSOMP",
     "DecodeResult",
@@ -43,6 +42,7 @@ __all__ = [
     "omp",
     "pretrained",
     "register_decoder",
+    "seq",
     "set_num_threads",
     "somp",
     "stream",

@@ -212,7 +212,8 @@ def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
         raise ModelFileError(f"unknown cell type {weights.cell!r}; known: {list(CELL_GATES)}")
     R = getattr(weights, "R", None)
     if not isinstance(R, np.ndarray) or R.ndim != 2 or R.shape[1] < 1:
-        raise ModelFileError(f"weight R must be 2-D (G*H, H), got shape {np.shape(R)}")
+        shape = getattr(R, "shape", None)
+        raise ModelFileError(f"weight R must be 2-D (G*H, H), got shape {shape}")
     G, H = len(CELL_GATES[weights.cell]), int(R.shape[1])
     dims = {"G": G, "H": H, "M": M, "N": N}
     for name, rule in ARCH_ARRAYS[arch].items():
@@ -581,8 +582,7 @@ def _read_entry(
             raise _fail(path, f"entry {name!r} is truncated")
         f.read(1)  # reach the end of the member: zipfile checks its CRC there
     arr = np.frombuffer(data, dtype=dtype)
-    order = "F" if fortran else "C"
-    return np.array(arr.reshape(shape, order=order), order="C", copy=True)
+    return np.array(arr.reshape(shape, order="F" if fortran else "C"), order="C", copy=True)
 
 
 def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
@@ -868,6 +868,7 @@ def load_model_file(
     if not np.any(A != 0, axis=0).all():
         raise _fail(path, "entry 'A' has an all-zero column")
     cls = BLSTMCSWeights if arch == "blstm" else LSTMCSWeights
-    weights = cls(**{k: arrays[k] for k in ARCH_ARRAYS[arch]}, cell=str(meta["cell"]))
+    kw: dict[str, Any] = {k: arrays[k] for k in ARCH_ARRAYS[arch]}
+    weights = cls(**kw, cell=str(meta["cell"]))
     weights.validate(spec.M, spec.N)
     return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta["info"])
