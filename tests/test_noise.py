@@ -90,9 +90,9 @@ def test_auto_float32(rng):
 
 def test_bad_tol_string(rng):
     A, _, Y = _batch(rng, B=2)
-    with pytest.raises(ValueError, match="tol"):
+    with pytest.raises(TypeError, match="tol must be a real number"):
         cscore.somp(A, Y, tol="automatic")
-    with pytest.raises(ValueError, match="tol"):
+    with pytest.raises(TypeError, match="'auto'"):
         cscore.omp(A, Y[0], tol="x")
 
 

@@ -97,12 +97,12 @@ def is_auto(tol: Any) -> bool:
 
     Raises
     ------
-    ValueError
+    TypeError
         ``tol`` is a string other than ``"auto"``.
     """
     if isinstance(tol, str):
         if tol != AUTO:
-            raise ValueError(f"tol must be a number >= 0, None or 'auto'; got {tol!r}")
+            raise TypeError(f"tol must be a real number >= 0, None or 'auto'; got {tol!r}")
         return True
     return False
 
