@@ -90,9 +90,9 @@ def test_auto_float32(rng):
 
 def test_bad_tol_string(rng):
     A, _, Y = _batch(rng, B=2)
-    with pytest.raises(TypeError, match="tol"):
+    with pytest.raises(TypeError, match="tol must be a real number"):
         cscore.somp(A, Y, tol="automatic")
-    with pytest.raises(TypeError, match="tol"):
+    with pytest.raises(TypeError, match="'auto'"):
         cscore.omp(A, Y[0], tol="x")
 
 
@@ -127,3 +127,19 @@ def test_auto_stop_on_pure_noise_keeps_little(rng):
     st = auto_stop(A, Y, path.extra["atoms"])
     assert np.median(st.n_iter) <= 2
     assert abs(np.median(st.sigma) / 0.1 - 1) < 0.2
+
+
+def test_auto_errors_name_the_argument_and_the_users_shape(rng):
+    A, _, _ = _batch(rng, B=1)
+    with pytest.raises(ValueError, match=r"n_nonzero"):
+        cscore.somp(A, np.zeros((48, 4)), tol="auto", n_nonzero=0)
+    with pytest.raises(ValueError, match=r"shape \(47, 4\)"):
+        cscore.somp(A, np.zeros((47, 4)), tol="auto")
+    with pytest.raises(ValueError, match="NaN"):
+        cscore.omp(A, np.full(48, np.nan), tol="auto")
+
+
+def test_auto_on_zero_measurements_gives_zero(rng):
+    A, _, _ = _batch(rng, B=1)
+    res = cscore.somp(A, np.zeros((3, 48, 4)), tol="auto", return_result=True)
+    assert not res.x.any() and np.all(res.n_iter == 0)

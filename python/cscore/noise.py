@@ -59,6 +59,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
+from ._validation import check_positive_int
 from .result import DecodeResult
 
 __all__ = [
@@ -321,6 +322,10 @@ def _two_stage(
     all) decoded with ``n_nonzero=K``.
     """
     M, N = A.shape
+    if n_nonzero is not None:
+        n_nonzero = check_positive_int(
+            "n_nonzero", n_nonzero, upper=min(M, N), upper_desc=f"min(M, N) for A of shape {(M, N)}"
+        )
     K_long = path_length(M, N)
     K1 = min(K_long, max(1, (M + 1) // 2)) if short_first else K_long
     if n_nonzero is not None:
@@ -385,6 +390,11 @@ def auto_decode_mmv(
     single = Y.ndim == 2
     Y3 = Y[None] if single else Y
     A = np.asarray(A)
+    if Y.ndim not in (2, 3) or Y3.shape[1] != A.shape[0]:
+        raise ValueError(
+            f"Y must be (M, L) or (B, M, L) with M = {A.shape[0]} rows (A has shape "
+            f"{A.shape}); got Y of shape {Y.shape}"
+        )
     dtypes: list[np.dtype] = []
 
     def sub(index: Any, K: int) -> np.ndarray:

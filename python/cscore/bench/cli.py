@@ -332,11 +332,12 @@ def _run_phase(args: argparse.Namespace, decoders: list[str], out: Path, t0: flo
         return 0
 
     N, n_trials = args.N, args.problems
-    deltas = np.linspace(0.1, 0.9, 9).tolist()
-    rhos = np.linspace(0.05, 1.0, 20).tolist()
+    deltas = np.round(np.linspace(0.1, 0.9, 9), 4).tolist()
+    rhos = np.round(np.linspace(0.05, 1.0, 20), 4).tolist()
     if args.quick:
         N, n_trials = min(N, 64), min(n_trials, 5)
-        deltas, rhos = np.linspace(0.2, 0.8, 4).tolist(), np.linspace(0.1, 1.0, 10).tolist()
+        deltas = np.round(np.linspace(0.2, 0.8, 4), 4).tolist()
+        rhos = np.round(np.linspace(0.1, 1.0, 10), 4).tolist()
     pt = ex.phase_transition(
         N,
         deltas,
