@@ -218,7 +218,7 @@ def msrc_split(root: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray, np.n
 
 
 def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
-               seed: int = 0) -> None:
+               seed: int = 0, rbm: bool = True) -> None:
     """CDSN-CS with the thesis's section 4.7 settings: L=8, w=5, M=25, DCT, 3x64 modules."""
     from cscore.learned import CDSNCS, fit_cdsn
 
@@ -229,7 +229,7 @@ def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
     S_va = image_mmv_problems(va, block_size=8, transform="dct", k=None, L=L)
     res = fit_cdsn(S_tr, S_va, A, window=5, n_modules=3, n_hidden=64, n_steps=16,
                    k_range=(2, 16), sigma=0.005, n_problems=4000, mu=0.01, rbm_epochs=20,
-                   rbm_lr=0.01, n_iter=1500, lr=200.0, batch_size=4096, seed=seed,
+                   rbm_init=rbm, rbm_lr=0.01, n_iter=1500, lr=200.0, batch_size=4096, seed=seed,
                    max_seconds=max_seconds, verbose=True)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform="dct", image_size=64,
                        dataset="msrc-v2 (all classes; buildings 13-22 held out)")
@@ -320,6 +320,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None)
     ap.add_argument("--init", type=Path, default=None, help="continue from this model file")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-rbm", action="store_true",
+                    help="cdsn: random initialization instead of the RBM (ablation)")
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--max-epochs", type=int, default=30)
     ap.add_argument("--n-cells", type=int, default=None,
@@ -336,7 +338,7 @@ def main() -> None:
             train_nwsomp(name, args.data, args.out, args.threads, args.max_epochs,
                          args.max_seconds, args.seed)
         elif name == "cdsn-msrc-dct-m25":
-            train_cdsn(name, args.msrc, args.out, args.max_seconds, args.seed)
+            train_cdsn(name, args.msrc, args.out, args.max_seconds, args.seed, not args.no_rbm)
         elif name == "demo-dct-m32":
             train_demo(name, args.out, args.threads, args.max_epochs)
         elif name in MSRC_CFG:
