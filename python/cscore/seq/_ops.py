@@ -202,8 +202,8 @@ def ridge_readout(Hc: np.ndarray, T: np.ndarray, mu: float) -> np.ndarray:
     Cholesky factorization; a singular system (``mu`` tiny) falls back to
     least squares.
     """
-    Hf = np.asfortranarray(Hc)
-    gram = scipy.linalg.blas.dsyrk(1.0, Hf, trans=1, lower=0)  # Hc^T Hc, upper part
+    # Hc is C-ordered, so Hc.T is Fortran-ordered: syrk(Hc.T) = Hc^T Hc without a copy
+    gram = scipy.linalg.blas.dsyrk(1.0, np.ascontiguousarray(Hc).T, trans=0, lower=0)
     gram.flat[:: gram.shape[0] + 1] += mu
     rhs = Hc.T @ T
     try:
