@@ -271,7 +271,7 @@ def _init_encoder(cfg: TextTrainConfig, rng: np.random.Generator, lsa: bool,
         if lsa:
             W *= 0.02
             W[:m, :m] += alpha * np.eye(m)
-            R = np.eye(H) + 0.01 * rng.standard_normal((H, H))
+            R = 0.99 * np.eye(H)  # a leaky sum (noise here would make it grow: radius > 1)
         return RNNEncoder(W, R, np.zeros(H))
     H1 = cfg.dssm_hidden
     W1 = rng.uniform(-1, 1, (H1, d)) / math.sqrt(d)
