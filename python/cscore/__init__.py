@@ -7,7 +7,7 @@ sparse ``S`` of shape (N, L).  A single problem's ``Y`` is (M, L); a batch is
 
 from __future__ import annotations
 
-from . import _blas
+from . import _blas, text
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp

@@ -24,8 +24,8 @@ The recipe follows thesis section 3.4 (Algorithm 1):
 numbers: the trigram embedding is the truncated SVD of the tf-idf weighted
 document x trigram matrix, and every encoder starts as (nearly) the sum of its
 words' LSA vectors -- the LSTM's input gates open, forget gates near 1 and the
-cell input reading the LSA coordinates; the RNN's recurrent matrix the
-identity; the DSSM's first layer the LSA coordinates.  Training then learns
+cell input reading the LSA coordinates; the RNN's recurrent matrix 0.99 times
+the identity; the DSSM's first layer the LSA coordinates.  Training then learns
 which words to let in (the input gates) and how to move the embedding.
 """
 
@@ -48,7 +48,7 @@ from .encoders import (
     encoder_from_arrays,
 )
 from .hashing import TrigramHasher, check_texts
-from .model import RetrievalModel
+from .model import RetrievalModel, _one_blas_thread
 
 __all__ = [
     "TextTrainConfig",
@@ -213,7 +213,8 @@ def lsa_embedding(hasher: TrigramHasher, texts: Sequence[str], dim: int, *,
             np.add.at(X[r], hasher.word_ids(w), 1.0)
     df = (X > 0).sum(0)
     idf = np.log((1.0 + len(texts)) / (1.0 + df)) + 1.0
-    _, _, Vt = np.linalg.svd(X * idf, full_matrices=False)
+    with _one_blas_thread():  # a team of threads is 5x slower on a busy machine
+        _, _, Vt = np.linalg.svd(X * idf, full_matrices=False)
     k = min(dim, Vt.shape[0])
     rng = np.random.default_rng(seed)
     E = np.zeros((V, dim))
