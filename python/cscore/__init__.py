@@ -33,6 +33,7 @@ __all__ = [
     "pretrained",
     "set_num_threads",
     "somp",
+    "text",
     "tmsbl",
     "train_lstm_cs",
     "tsbl",
