@@ -103,7 +103,7 @@ def recipe(kind: str, **overrides: object):  # type: ignore[no-untyped-def]
 
     base: dict[str, object] = {"kind": kind, "optimizer": "adam", "lr": 1e-4,
                                "n_negatives": None, "gamma": 10.0, "batch_size": 128,
-                               "max_epochs": 6, "patience": 2, "n_threads": 1}
+                               "max_epochs": 6, "patience": 2, "n_threads": 1}  # = defaults
     base.update(overrides)
     return TextTrainConfig(**base)  # type: ignore[arg-type]
 
