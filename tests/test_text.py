@@ -316,3 +316,30 @@ def test_cli_search_and_analyze(tmp_path, capsys):
                      str(tmp_path), "--topic-queries", "3"]) == 0
     for f in ("activations.png", "keywords.png", "analysis.md"):
         assert (tmp_path / f).stat().st_size > 0
+
+
+def test_cli_eval_writes_table_and_figure(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("sklearn")
+    from cscore import cli
+
+    assert cli.main(["text", "eval", "--model", "LSTM=cranfield-lstm", "--out-dir",
+                     str(tmp_path)]) == 0
+    table = (tmp_path / "table.md").read_text()
+    for row in ("BM25", "TF-IDF cosine", "LSTM", "BM25 + LSTM"):
+        assert f"| {row} |" in table
+    rows = json.loads((tmp_path / "table.json").read_text())
+    assert all(0 <= v <= 1 for r in rows for v in r["full"].values())
+    assert (tmp_path / "ndcg.png").stat().st_size > 0
+
+
+@requires_torch
+def test_cli_train_writes_a_loadable_model(tmp_path, capsys):
+    from cscore import cli
+
+    out = tmp_path / "m.npz"
+    assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--epochs", "1",
+                     "--max-seconds", "0.5", "--quiet"]) == 0
+    m = RetrievalModel.load(out)
+    assert m.kind == "dssm" and m.info["dataset"] == "cranfield"
+    assert len(m.info["split"]["test"]) == 50

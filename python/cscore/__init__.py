@@ -7,8 +7,7 @@ sparse ``S`` of shape (N, L).  A single problem's ``Y`` is (M, L); a batch is
 
 from __future__ import annotations
 
-from . import _blas
-from . import seq as seq
+from . import _blas, seq, text
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .decoder import Decoder, decoder, decoder_names, register_decoder
@@ -47,6 +46,7 @@ __all__ = [
     "set_num_threads",
     "somp",
     "stream",
+    "text",
     "tmsbl",
     "train_lstm_cs",
     "tsbl",

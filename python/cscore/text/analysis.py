@@ -176,10 +176,14 @@ def plot_activations(model: RetrievalModel, text: str, path: Union[str, Path], *
                                                       0.18 * len(cells) + 2.2), squeeze=False)
     for ax, (k, lab) in zip(axes[0], panels):
         a = acts[k][:, cells].T
-        cmap = "viridis" if k == "input_gate" else "RdBu_r"
-        lim = float(np.abs(a).max()) or 1.0
-        im = ax.imshow(a, aspect="auto", cmap=cmap, vmin=0 if k == "input_gate" else -lim,
-                       vmax=1 if k == "input_gate" else lim, interpolation="nearest")
+        if k == "input_gate":  # own colour range: gates often vary little (cf. Fig. 3.8)
+            cmap, lo, hi = "viridis", float(a.min()), float(a.max())
+            lab = f"{lab}, range {lo:.2f}-{hi:.2f}"
+        else:
+            lim = float(np.abs(a).max()) or 1.0
+            cmap, lo, hi = "RdBu_r", -lim, lim
+        im = ax.imshow(a, aspect="auto", cmap=cmap, vmin=lo, vmax=hi if hi > lo else lo + 1e-6,
+                       interpolation="nearest")
         ax.set_xticks(range(len(words)))
         ax.set_xticklabels(words, rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(cells)))
