@@ -24,7 +24,6 @@ def need_zarr():  # the pipeline extra (zarr 3 needs Python >= 3.11); streams do
 
 
 M, N, L = 10, 20, 2
-ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -210,7 +209,9 @@ def test_decode_file_bad_input(dec, tmp_path) -> None:
 
 def _cli(*args: str, **kw) -> subprocess.Popen[bytes]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "python"), env.get("PYTHONPATH", "")])
+    # the cscore under test (the source tree in development, site-packages in CI)
+    pkg_root = str(Path(cscore.__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([pkg_root, env.get("PYTHONPATH", "")])
     return subprocess.Popen([sys.executable, "-m", "cscore", "decode", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
 
