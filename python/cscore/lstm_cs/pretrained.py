@@ -145,7 +145,7 @@ def pretrained(name: str) -> LSTMCS:
     Returns
     -------
     LSTMCS
-        The loaded model.
+        The loaded model (a :class:`~cscore.BLSTMCS` for a bidirectional one).
 
     Raises
     ------
