@@ -121,6 +121,35 @@ def speed(args: argparse.Namespace) -> dict:
         out[transform] = {"problems": int(S.shape[0]), **t,
                           "cells": {a: m.n_cells for a, m in models.items()}}
         print("speed", transform, out[transform], flush=True)
+    # the same number of cells in both (random weights of the shipped shapes, H = 256):
+    # the cost of the second direction alone
+    from cscore.lstm_cs import BLSTMCS, BLSTMCSWeights, LSTMCSWeights
+
+    rng = np.random.default_rng(0)
+    H, m0 = 256, models["lstm"]
+
+    def g(*shape: int) -> np.ndarray:
+        return (0.1 * rng.standard_normal(shape)).astype(np.float32)
+
+    same = {
+        "lstm": LSTMCS(LSTMCSWeights(W=g(3 * H, 32), R=g(3 * H, H), b=g(3 * H), U=g(64, H),
+                                     c_out=g(64)), m0.A, m0.spec),
+        "blstm": BLSTMCS(BLSTMCSWeights(W=g(3 * H, 32), R=g(3 * H, H), b=g(3 * H),
+                                        Wb=g(3 * H, 32), Rb=g(3 * H, H), bb=g(3 * H),
+                                        U=g(64, 2 * H), c_out=g(64)), m0.A, m0.spec),
+    }
+    t = {}
+    for a, model in same.items():
+        model.decode(Y[:64], n_nonzero=10, n_threads=1)
+        best = np.inf
+        for _ in range(args.repeats):
+            t0 = time.perf_counter()
+            model.decode(Y, n_nonzero=10, n_threads=1)
+            best = min(best, time.perf_counter() - t0)
+        t[a] = best / Y.shape[0]
+    out["equal cells (random weights)"] = {"problems": int(Y.shape[0]), **t,
+                                           "cells": {"lstm": H, "blstm": H}}
+    print("speed equal cells", out["equal cells (random weights)"], flush=True)
     return out
 
 

@@ -22,7 +22,7 @@ from cscore.lstm_cs import (
 )
 from cscore.lstm_cs.reference import blstm_logits, lstm_logits, reference_decode
 
-from conftest import requires_torch
+from conftest import requires_torch, shared_data
 
 M, N, L, H = 10, 20, 4, 6
 
@@ -245,3 +245,32 @@ def test_cli_train_blstm(tmp_path, capsys):
     w, _, spec, _ = load_model_file(out)
     assert isinstance(w, BLSTMCSWeights) and w.U.shape == (64, 8)
     assert spec.transform == "dct" and spec.L == 4
+
+
+def test_msrc_split_is_disjoint_and_fixed():
+    from cscore.datasets.msrc import held_out_names, load_msrc_split
+
+    root = shared_data("msrc-v2")
+    train, val, test, names = load_msrc_split(root, 16)
+    assert set(test) == {"buildings", "cows", "flowers"}
+    assert all(t.shape == (5, 16, 16) for t in test.values())
+    assert train.shape[0] == len(names["train"]) and val.shape[0] == len(names["val"])
+    sets = [set(names[k]) for k in ("train", "val", "test")]
+    assert not (sets[0] & sets[1] or sets[0] & sets[2] or sets[1] & sets[2])
+    files = sorted(p.name for p in (root / "buildings").iterdir())
+    assert held_out_names("buildings", files) == held_out_names("buildings", files)
+    assert [f"buildings/{f}" for f in held_out_names("buildings", files)] == [
+        n for n in names["test"] if n.startswith("buildings/")]
+
+
+@pytest.mark.parametrize("transform", ["dct", "haar"])
+def test_shipped_msrc_models(transform):
+    lstm = cscore.pretrained(f"msrc-buildings-{transform}-m32-lstm")
+    blstm = cscore.pretrained(f"msrc-buildings-{transform}-m32-blstm")
+    assert type(lstm) is LSTMCS and type(blstm) is BLSTMCS
+    for m in (lstm, blstm):
+        s = m.spec
+        assert (s.M, s.N, s.L, s.block_size, s.image_size) == (32, 64, 4, 8, 64)
+        assert s.transform == transform and s.levels == (3 if transform == "haar" else 0)
+        assert len(m.info["data"]["test"]) == 15
+    np.testing.assert_array_equal(lstm.A, blstm.A)

@@ -142,7 +142,7 @@ def pretrained(name: str) -> Any:
 
     Returns
     -------
-    LSTMCS, NWSOMP or CDSNCS
+    LSTMCS, BLSTMCS, NWSOMP or CDSNCS
         The loaded model, of the class its file's ``arch`` names.
 
     Raises
