@@ -591,10 +591,20 @@ struct ChannelLS {
             s_col[atoms[static_cast<std::size_t>(i)] * stride] = c[static_cast<std::size_t>(i)];
     }
 
+    // l2 norm of the residual, immune to overflow and underflow of the squares:
+    // outside [2^-500, 2^500] the entries are first scaled by a power of two
+    // (exact), so |Y| ~ 1e-165 or 1e154 gives the right norm (not 0 or inf).
     double residual_norm() const {
+        double mx = 0.0;
+        for (double v : r) mx = std::max(mx, std::abs(v));
+        int e = 0;
+        if (mx > 0x1p500 || (mx > 0.0 && mx < 0x1p-500)) (void)std::frexp(mx, &e);
         double s = 0.0;
-        for (double v : r) s += v * v;
-        return std::sqrt(s);
+        for (double v : r) {
+            const double t = std::ldexp(v, -e);
+            s += t * t;
+        }
+        return std::ldexp(std::sqrt(s), e);
     }
 };
 

@@ -16,7 +16,12 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
-from .._validation import as_float_array, check_nonnegative_float, check_positive_int
+from .._validation import (
+    as_float_array,
+    check_bool,
+    check_nonnegative_float,
+    check_positive_int,
+)
 from ..result import STOP_REASONS, DecodeResult
 from .model import LSTMCSWeights, ModelFileError, ProblemSpec, load_model_file, save_model_file
 
@@ -334,6 +339,7 @@ class LSTMCS:
             k_max = cap
             k_from_user = False
         tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        exclude = check_bool("exclude_selected", exclude_selected)
         threads = resolve_threads(n_threads)
         prep = self._prep(_lstm_dtype)
         fn = getattr(_core, f"_lstm_decode_{prep.suffix}")
@@ -346,7 +352,7 @@ class LSTMCS:
                 Y64,
                 k_max,
                 tol_v,
-                bool(exclude_selected),
+                exclude,
                 k_from_user,
                 threads,
                 _chunk,
