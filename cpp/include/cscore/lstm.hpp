@@ -640,6 +640,7 @@ void decode(const Weights<T>& w, const double* At, const double* col_norms, cons
                 }
             }
             for (int it = 0; it < k_max; ++it) {
+                if (should_stop(ctl)) return;  // cancelled: outputs are discarded
                 // Drop problems that meet the residual rule or whose channels all stopped.
                 std::size_t keep = 0;
                 for (idx q : active) {
