@@ -26,7 +26,13 @@ from cscore.lstm_cs.decoder import lstm_logits_native
 from cscore.metrics import support_recovery
 
 REPO = Path(__file__).resolve().parents[1]
-ENV = {**os.environ, "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+}
+#: Under scripts/sanitize.sh (ASan preloaded): address-space limits cannot work
+#: (ASan reserves terabytes of shadow memory) and timings are not representative.
+SANITIZER = "asan" in os.environ.get("LD_PRELOAD", "")
 
 
 def _native_threads() -> int:
@@ -37,7 +43,8 @@ def _native_threads() -> int:
 # -- 1. thread creation failure ------------------------------------------------
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS semantics")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or SANITIZER,
+                    reason="RLIMIT_AS semantics (and ASan's shadow memory)")  # fmt: skip
 def test_thread_creation_failure_is_not_an_abort():
     script = textwrap.dedent(
         """
@@ -100,8 +107,8 @@ def _long_calls() -> dict[str, object]:
     }
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
-                    reason="signals are handled on the main thread")  # fmt: skip
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread() or SANITIZER,
+                    reason="signals are handled on the main thread; timing test")  # fmt: skip
 def test_ctrl_c_stops_batched_calls_quickly():
     base = _native_threads()
     for name, call in _long_calls().items():
