@@ -230,8 +230,7 @@ def bcs(
         threads,
     )
     X *= c[:, None]
-    if cA != 1.0:
-        X /= cA
+    X /= cA
     _warn_dependent("bcs", A64, Y2, X)
     with np.errstate(over="ignore", under="ignore"):
         info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
@@ -267,18 +266,21 @@ def bcs(
     )
 
 
-def _scaled_A(A: np.ndarray) -> tuple[np.ndarray, float]:
-    """``A / cA`` with ``cA`` a power of two when ``max |A|`` is extreme, else ``A, 1``.
+def _scaled_A(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``A / cA`` with ``cA`` per-column powers of two for columns of extreme scale.
 
-    BCS is invariant to the scale of ``A`` (``A -> A / c``, ``x -> c x``: the prior
-    precisions adapt), so extreme scales (``A * 1e-160``, whose squares underflow)
-    are brought to unit scale exactly; ordinary ones are left untouched.
+    BCS is invariant to the scale of each column of ``A`` (``a_i -> a_i / c_i``,
+    ``x_i -> c_i x_i``: the prior precision of each atom adapts), so columns whose
+    largest entry lies outside ``[2**-64, 2**64]`` (``A * 1e-160``, whose squares
+    underflow) are brought to unit scale exactly; other columns are untouched.
     """
-    mx = float(np.max(np.abs(A)))
-    if 2.0**-64 <= mx <= 2.0**64:
-        return A, 1.0
-    cA = float(_pow2_scale(np.array(mx)))
-    return A / cA, cA
+    mx = np.max(np.abs(A), axis=0)
+    extreme = (mx < 2.0**-64) | (mx > 2.0**64)
+    cA = np.ones(A.shape[1])
+    if np.any(extreme):
+        cA[extreme] = _pow2_scale(mx[extreme])
+        return A / cA, cA
+    return A, cA
 
 
 def _warn_dependent(name: str, A: np.ndarray, Y: np.ndarray, X: np.ndarray) -> None:
@@ -487,7 +489,7 @@ def mtbcs(
         with np.errstate(over="ignore", under="ignore"):
             b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
         Xs, inf_s = _core._mtbcs(Ac, At, Yt[sel], a, b_s, tol, max_iter, threads)
-        X[sel] = Xs * (cv / cA)
+        X[sel] = Xs * cv / cA
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)
     stop = np.asarray(info["stop"])
