@@ -306,11 +306,15 @@ class LSTMCS:
         atom is linearly dependent on its support (or already in it) stops
         there; a problem whose channels all stopped reports ``"dependent"``.
 
-        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems;
-        one or two problems use gemv); the least squares in float64, on a thin
-        QR of the support grown by one column per atom.  ``n_threads`` workers
-        take whole chunks, and the BLAS is kept single-threaded for the duration
-        of the call (a multi-threaded BLAS on these small products is several
+        The LSTM runs in float32 over chunks of 64 problems, with cscore's own
+        matrix kernel: every logit is the same chain of fused multiply-adds
+        whatever the batch, so a problem decodes bit-identically alone or in
+        any batch (and with any thread count).  The least squares run in
+        float64, on a thin QR of the support grown by one column per atom.
+        ``n_threads`` workers take whole chunks; Ctrl-C stops the call within
+        a fraction of a second (``KeyboardInterrupt``).  An empty batch
+        ``(0, M, L)`` gives ``(0, N, L)``.  The BLAS is kept single-threaded for
+        the duration of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
         Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))

@@ -462,8 +462,8 @@ def _read_entry(
             raise _fail(path, f"entry {name!r} is truncated")
         f.read(1)  # reach the end of the member: zipfile checks its CRC there
     arr = np.frombuffer(data, dtype=dtype)
-    order = "F" if fortran else "C"
-    return np.array(arr.reshape(shape, order=order), order="C", copy=True)
+    shaped = arr.reshape(shape, order="F") if fortran else arr.reshape(shape)
+    return np.ascontiguousarray(shaped).copy()
 
 
 def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
