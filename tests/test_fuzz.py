@@ -102,13 +102,14 @@ ARG_NAMES = ("A", "Y", "y", "n_nonzero", "tol", "n_threads", "noise_var", "max_i
 
 def _representable(A: Any, Y: Any) -> bool:
     """False when the solution may exceed the float range (|Y| / |A| beyond it)."""
+    f32 = np.asarray(A).dtype == np.float32 or np.asarray(Y).dtype == np.float32
     A, Y = np.asarray(A, dtype=np.float64), np.asarray(Y, dtype=np.float64)
     if not (A.size and Y.size and np.isfinite(A).all() and np.isfinite(Y).all()):
         return True
     with np.errstate(divide="ignore"):
         la = np.log10(np.max(np.abs(A), axis=0))
     ly = np.log10(max(float(np.max(np.abs(Y))), 1e-320))
-    fmax = 30 if np.asarray(A).dtype == np.float32 or np.asarray(Y).dtype == np.float32 else 300
+    fmax = 30 if f32 else 300
     return bool(np.all(ly - la[np.isfinite(la)] < fmax))
 
 
