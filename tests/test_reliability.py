@@ -242,15 +242,18 @@ def test_argument_errors():
 
 
 def test_lstm_huge_weights_defined():
+    """Weights of +-3e38 and inputs of 2: products overflow to +-inf; a kernel that
+    sums in several accumulators (BLAS gemv) then got inf - inf = NaN gates, and
+    exp_approx turned the NaN into an out-of-range integer conversion (UB, an
+    abort under UBSan).  Now NaN is clamped and the kernel sums in one chain."""
     rng = np.random.default_rng(4)
-    M, N, H = 6, 8, 4
-    W = rng.standard_normal((3 * H, M)).astype(np.float32)
-    W[:, 0], W[:, 1] = 3e38, -3e38  # x0 = x1: inf - inf = NaN pre-activations
+    M, N, H = 32, 8, 4
+    W = np.where(np.arange(M) % 2 == 0, 3e38, -3e38).astype(np.float32)[None].repeat(3 * H, 0)
     w = LSTMCSWeights(W=W, R=np.zeros((3 * H, H)), b=np.zeros(3 * H),
                       U=rng.standard_normal((N, H)), c_out=np.zeros(N))  # fmt: skip
-    X = np.ones((3, 2, M), np.float32)
-    out = lstm_logits_native(w, X)
-    assert np.isfinite(out).all()  # NaN before the clamp; UB under the sanitizer
+    for B in (1, 5):
+        out = lstm_logits_native(w, np.full((B, 2, M), 2.0, np.float32))
+        assert np.isfinite(out).all(), B
 
 
 # -- 9. batch independence ---------------------------------------------------------
