@@ -369,10 +369,10 @@ def test_model_file_bad_A_messages(tmp_path):
     with np.load(good) as z:
         A = z["A"]
     cases = {
-        "nan": (np.where(np.arange(N) == 3, np.nan, A), "A contains NaN"),
-        "int": (np.ones((M, N), dtype=np.int64), "A has dtype int64"),
+        "nan": (np.where(np.arange(N) == 3, np.nan, A), "entry 'A' contains NaN"),
+        "int": (np.ones((M, N), dtype=np.int64), "entry 'A' has dtype int64"),
         "zero": (np.where(np.arange(N) == 0, 0.0, A), "all-zero column"),
-        "shape": (np.ones((M, N + 1)), rf"A has shape \({M}, {N + 1}\), expected"),
+        "shape": (np.ones((M, N + 1)), rf"entry 'A' has shape \({M}, {N + 1}\), expected"),
     }
     for name, (bad, msg) in cases.items():
         path = tmp_path / f"{name}.npz"

@@ -28,8 +28,10 @@ import cscore
 from cscore.lstm_cs import LSTMCSWeights, ModelFileError, ProblemSpec
 from cscore.lstm_cs.model import read_model_meta
 
+#: where the cscore under test lives (source tree or installed), for subprocesses
+PKG_ROOT = str(Path(cscore.__file__).resolve().parents[1])
+
 M, N, L, H = 8, 16, 2, 4
-REPO = Path(__file__).resolve().parents[1]
 
 
 def _model() -> cscore.LSTMCS:
@@ -366,7 +368,7 @@ def test_listing_survives_bad_files(corpus, monkeypatch, tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "cscore", "models"], capture_output=True, text=True, timeout=60,
         env={**os.environ, "CSCORE_MODEL_PATH": str(folder),
-             "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")},
+             "PYTHONPATH": PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "mnist-m72" in out.stdout
@@ -400,7 +402,7 @@ def test_failed_save_keeps_the_old_file(tmp_path):
     out = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
         env={**os.environ,
-             "PYTHONPATH": str(REPO / "python") + os.pathsep + os.environ.get("PYTHONPATH", "")},
+             "PYTHONPATH": PKG_ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")},
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "save failed" in out.stdout

@@ -257,3 +257,27 @@ def check_positive_float(name: str, value: Any) -> float:
     if out == 0:
         raise ValueError(f"{name} must be > 0, got {value!r}")
     return out
+
+
+#: Upper bound on iteration caps (``max_iter``): far beyond any useful run, and
+#: within the compiled core's 32-bit counters.
+MAX_ITER_LIMIT = 10_000_000
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """Return ``value`` if it is a bool (Python or NumPy); raise ``TypeError`` otherwise.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in the message.
+    value : object
+        The value to check (strings such as ``"no"`` are refused, not truthy).
+
+    Returns
+    -------
+    bool
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")

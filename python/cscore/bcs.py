@@ -20,6 +20,7 @@ import numpy as np
 from . import _core
 from ._config import resolve_threads
 from ._validation import (
+    MAX_ITER_LIMIT,
     as_float_array,
     check_matrix,
     check_nonnegative_float,
@@ -59,7 +60,11 @@ def _check_rows(A: np.ndarray, Y: np.ndarray, yname: str, axis: int) -> None:
 
 def _check_common(tol: Any, max_iter: Any, n_threads: Any) -> tuple[float, int, int]:
     tol = check_nonnegative_float("tol", tol)
-    max_iter = DEFAULT_MAX_ITER if max_iter is None else check_positive_int("max_iter", max_iter)
+    max_iter = (
+        DEFAULT_MAX_ITER
+        if max_iter is None
+        else check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
+    )
     return tol, max_iter, resolve_threads(n_threads)
 
 
@@ -214,9 +219,10 @@ def bcs(
                 raise ValueError("noise_var must be > 0")
         with np.errstate(over="ignore", under="ignore"):
             s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
+    Ac, cA = _scaled_A(A64)
     X, info = _core._bcs(
-        A64,
-        np.ascontiguousarray(A64.T),
+        Ac,
+        np.ascontiguousarray(Ac.T),
         np.ascontiguousarray(Ys.T),
         np.ascontiguousarray(s2),
         tol,
@@ -224,6 +230,8 @@ def bcs(
         threads,
     )
     X *= c[:, None]
+    X /= cA
+    _warn_dependent("bcs", A64, Y2, X)
     with np.errstate(over="ignore", under="ignore"):
         info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
     stop = np.asarray(info["stop"])
@@ -256,6 +264,63 @@ def bcs(
         stop_reason=np.array([STOP_REASONS[int(s)] for s in stop]),
         extra=extra,
     )
+
+
+def _scaled_A(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``A / cA`` with ``cA`` per-column powers of two for columns of extreme scale.
+
+    BCS is invariant to the scale of each column of ``A`` (``a_i -> a_i / c_i``,
+    ``x_i -> c_i x_i``: the prior precision of each atom adapts), so columns whose
+    largest entry lies outside ``[2**-64, 2**64]`` (``A * 1e-160``, whose squares
+    underflow) are brought to unit scale exactly; other columns are untouched.
+    """
+    mx = np.max(np.abs(A), axis=0)
+    extreme = (mx < 2.0**-64) | (mx > 2.0**64)
+    cA = np.ones(A.shape[1])
+    if np.any(extreme):
+        cA[extreme] = _pow2_scale(mx[extreme])
+        return A / cA, cA
+    return A, cA
+
+
+def _warn_dependent(name: str, A: np.ndarray, Y: np.ndarray, X: np.ndarray) -> None:
+    """Warn when a solution is non-finite or cancels itself on dependent atoms.
+
+    ``Y`` is (M, B), ``X`` (B, N).  The symptom checked first (cheaply) is
+    ``sum_i |x_i| ||a_i|| >> ||y||``: large coefficients that cancel, which with
+    a tiny noise variance happens on duplicate or collinear columns; the
+    selected columns are then tested for numerical rank.
+    """
+    if X.size == 0:
+        return
+    col = np.sqrt(np.sum((A / np.max(np.abs(A))) ** 2, axis=0)) * np.max(np.abs(A))
+    with np.errstate(over="ignore", invalid="ignore"):
+        mass = np.abs(X) @ col
+        ynorm = np.linalg.norm(Y / np.maximum(np.max(np.abs(Y), axis=0), 1e-300), axis=0) * (
+            np.maximum(np.max(np.abs(Y), axis=0), 1e-300)
+        )
+    bad_finite = ~np.isfinite(X).all(axis=1)
+    suspect = np.flatnonzero(bad_finite | ~(mass <= 1e6 * np.maximum(ynorm, 1e-300)))
+    dependent = []
+    for p in suspect:
+        idx = np.flatnonzero(X[p] != 0)
+        if bad_finite[p] or idx.size < 2:
+            dependent.append(p)
+            continue
+        An = A[:, idx] / col[idx]
+        sv = np.linalg.svd(An, compute_uv=False)
+        if sv[-1] <= 1e-8 * sv[0]:
+            dependent.append(p)
+    if dependent:
+        warnings.warn(
+            f"{name}: {len(dependent)} of {X.shape[0]} problem(s) selected linearly "
+            "dependent atoms (duplicate or collinear columns of A): with a small "
+            "noise_var their coefficients are ill-determined (large values that cancel, "
+            "or non-finite).  Remove duplicate columns or raise noise_var; "
+            "cscore.omp detects dependent atoms and stops",
+            RuntimeWarning,
+            stacklevel=3,
+        )
 
 
 def _pow2_scale(mx: np.ndarray) -> np.ndarray:
@@ -415,15 +480,16 @@ def mtbcs(
     # distinct scale keeps a batch's problems independent of each other.
     c = _pow2_scale(np.max(np.abs(Y3), axis=(1, 2)))
     Yt = np.ascontiguousarray((Y3 / c[:, None, None]).transpose(0, 2, 1))
-    At = np.ascontiguousarray(A64.T)
+    Ac, cA = _scaled_A(A64)
+    At = np.ascontiguousarray(Ac.T)
     X = np.empty((Y3.shape[0], Y3.shape[2], A64.shape[1]))
     parts: list[tuple[np.ndarray, dict[str, Any]]] = []
     for cv in np.unique(c):
         sel = np.flatnonzero(c == cv)
         with np.errstate(over="ignore", under="ignore"):
             b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
-        Xs, inf_s = _core._mtbcs(A64, At, Yt[sel], a, b_s, tol, max_iter, threads)
-        X[sel] = Xs * cv
+        Xs, inf_s = _core._mtbcs(Ac, At, Yt[sel], a, b_s, tol, max_iter, threads)
+        X[sel] = Xs * cv / cA
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)
     stop = np.asarray(info["stop"])

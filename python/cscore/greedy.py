@@ -91,6 +91,19 @@ def _run(
             f"{y_name} must have M = {M} rows (A has shape {A_arr.shape}) along {axis}; "
             f"got {y_name} of shape {Y_arr.shape}"
         )
+    # Columns of extreme scale (e.g. float32 subnormals, whose inverse norm would
+    # overflow) are brought to unit scale by a power of two, exactly; the
+    # selection uses normalized columns anyway and x_j scales back by 1/c_j.
+    # Columns of ordinary scale are untouched (results are bit-identical).
+    col_max = np.max(np.abs(A_arr), axis=0)
+    extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
+    col_scale = None
+    if np.any(extreme):
+        _, e = np.frexp(np.where(extreme, col_max, 1.0).astype(np.float64))
+        col_scale = np.where(extreme, np.ldexp(1.0, e), 1.0)
+        A_arr = np.ascontiguousarray(
+            np.ldexp(A_arr, -np.where(extreme, e, 0)).astype(dtype, copy=False)
+        )
     max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
     threads = resolve_threads(n_threads)
 
@@ -121,6 +134,10 @@ def _run(
             A_arr, Yv, Xv, residual, n_iter, stop, warn, atoms,
             max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT,
         )  # fmt: skip
+    if col_scale is not None:
+        with np.errstate(over="ignore"):
+            # X[..., n, l]: atoms on the second-to-last axis, or the last for omp's (N,)
+            Xv /= col_scale.astype(dtype)[None, :, None]
     n_warn = int(np.count_nonzero(warn))
     if n_warn:
         warnings.warn(

@@ -128,6 +128,15 @@ def nmse(S_hat: np.ndarray, S: np.ndarray) -> float:
     )
 
 
+def _check_atol(atol: object) -> float:
+    if isinstance(atol, (bool, np.bool_)) or not isinstance(atol, (int, float, np.number)):
+        raise TypeError(f"atol must be a real number, got {atol!r}")
+    v = float(atol)  # type: ignore[arg-type]
+    if not (np.isfinite(v) and v >= 0):
+        raise ValueError(f"atol must be finite and >= 0, got {atol!r}")
+    return v
+
+
 def support_recovery(S_hat: np.ndarray, S: np.ndarray, *, atol: float = 0.0) -> dict[str, float]:
     """Support-recovery measures per channel, averaged over problems and channels.
 
@@ -153,6 +162,11 @@ def support_recovery(S_hat: np.ndarray, S: np.ndarray, *, atol: float = 0.0) -> 
         raise ValueError(
             f"S must be one problem (N, L) or a batch (P, N, L); got an array of shape {S.shape}"
         )
+    atol = _check_atol(atol)
+    S_hat, S = np.asarray(S_hat), np.asarray(S)
+    for name, arr in (("S_hat", S_hat), ("S", S)):
+        if arr.dtype.kind in "fc" and not np.isfinite(arr).all():
+            raise ValueError(f"{name} contains NaN or infinity")
     found = np.abs(S_hat) > atol
     true = np.abs(S) > atol
     hit = (found & true).sum(axis=1).astype(np.float64)

@@ -126,9 +126,11 @@ from . import _core
 from ._blas import single_threaded_blas
 from ._config import resolve_threads
 from ._validation import (
+    MAX_ITER_LIMIT,
     as_float_array,
     check_matrix,
     check_nonnegative_float,
+    check_positive_float,
     check_positive_int,
 )
 from .result import STOP_REASONS, DecodeResult
@@ -487,7 +489,7 @@ def _run(
         return X
     Yb = Y if batch else Y[None]
     Xb = np.stack([o.x for o in outs])
-    resid = np.linalg.norm(Yb - np.einsum("mn,bnl->bml", A, Xb), axis=1).astype(out_dtype)
+    resid = _norm_axis1(Yb - np.einsum("mn,bnl->bml", A, Xb)).astype(out_dtype)
     gam = np.stack([o.gamma for o in outs])
     Bs = np.stack([o.B for o in outs])
     lam = np.array([o.lam for o in outs])
@@ -506,6 +508,17 @@ def _run(
         stop_reason=np.asarray(stop),
         extra={"gamma": gam, "B": Bs, "lambda": np.asarray(lam)},
     )
+
+
+def _norm_axis1(R: np.ndarray) -> np.ndarray:
+    """l2 norms along axis 1 of (B, M, L) without overflow/underflow of the squares."""
+    if R.size == 0:
+        return np.zeros((R.shape[0], R.shape[2]))
+    mx = np.max(np.abs(R), axis=1, keepdims=True)
+    ok = (mx > 0) & np.isfinite(mx)
+    scale = np.where(ok, np.exp2(np.floor(np.log2(np.where(ok, mx, 1.0)))), 1.0)
+    out: np.ndarray = np.linalg.norm(R / scale, axis=1) * scale[:, 0, :]
+    return out
 
 
 def _overflow_message(name: str, Y: np.ndarray) -> str:
@@ -666,7 +679,7 @@ def tmsbl(
             raise ValueError("fix_b must be symmetric positive definite")
     elif L >= 10:
         B_fixed = np.eye(L)
-    max_iter = check_positive_int("max_iter", max_iter)
+    max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
     tol = check_nonnegative_float("tol", tol)
 
     kw = dict(exact=False, prune=prune, lam=lam0, learn=learn, enh=enh, R=R, B_fixed=B_fixed,
@@ -718,7 +731,8 @@ def tsbl(
     prune_gamma : float, optional
         Rows whose gamma_i falls below this threshold are removed.
     lam : float, optional
-        Initial (or, without learning, fixed) noise variance lambda.
+        Initial (or, without learning, fixed) noise variance lambda, ``> 0``
+        (use a tiny value such as 1e-300 for the noiseless limit).
     learn_lambda : bool, optional
         Re-estimate lambda every iteration.
     enhance_lambda : bool, optional
@@ -773,12 +787,14 @@ def tsbl(
     p = _preset(TSBL_PRESETS, snr, "snr")
     prune = float(p["prune_gamma"]) if prune_gamma is None else check_nonnegative_float(
         "prune_gamma", prune_gamma)
-    lam0 = float(p["lam"]) if lam is None else check_nonnegative_float("lam", lam)
+    # T-SBL's whitened update divides by lam: lam = 0 is refused (a tiny lam such
+    # as 1e-300 is the noiseless limit).
+    lam0 = float(p["lam"]) if lam is None else check_positive_float("lam", lam)
     learn = bool(p["learn_lambda"]) if learn_lambda is None else _flag(
         "learn_lambda", learn_lambda)
     enh = bool(p["enhance_lambda"]) if enhance_lambda is None else _flag(
         "enhance_lambda", enhance_lambda)
-    max_iter = check_positive_int("max_iter", max_iter)
+    max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
     tol = check_nonnegative_float("tol", tol)
 
     kw = dict(exact=True, prune=prune, lam=lam0, learn=learn, enh=enh, max_iter=max_iter,

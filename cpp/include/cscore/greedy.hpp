@@ -403,16 +403,20 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
             ymax = std::max(ymax, std::abs(yc[i]));
         }
     }
-    T scale = T(1);
+    // The scale is kept as its exponent and applied with ldexp: for subnormal
+    // ymax, 2^-e itself is not representable (e < min_exponent), so a multiply
+    // by a precomputed factor would overflow to inf.
+    int scale_exp = 0;
     constexpr int kExpHi = std::numeric_limits<T>::max_exponent / 2 - 16;
     constexpr int kExpLo = std::numeric_limits<T>::min_exponent / 2 + 16;
     if (ymax > std::ldexp(T(1), kExpHi) || (ymax > T(0) && ymax < std::ldexp(T(1), kExpLo))) {
         int e = 0;
         (void)std::frexp(ymax, &e);
-        scale = std::ldexp(T(1), -e);
-        for (std::ptrdiff_t i = 0; i < L * M; ++i) ws.y[static_cast<std::size_t>(i)] *= scale;
+        scale_exp = -e;
+        for (std::ptrdiff_t i = 0; i < L * M; ++i)
+            ws.y[static_cast<std::size_t>(i)] = std::ldexp(ws.y[static_cast<std::size_t>(i)], scale_exp);
     }
-    const T tol = static_cast<T>(opt.tol * static_cast<double>(scale));
+    const T tol = static_cast<T>(std::ldexp(opt.tol, scale_exp));
 
     T ytot2 = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
@@ -548,7 +552,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
     if (!have_explicit) explicit_residual(D, ws, n);
     T res_total = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
-        out.residual[p * L + c] = ws.res[static_cast<std::size_t>(c)] / scale;
+        out.residual[p * L + c] = std::ldexp(ws.res[static_cast<std::size_t>(c)], -scale_exp);
         res_total += ws.res[static_cast<std::size_t>(c)];
     }
     for (std::ptrdiff_t j = 0; j < N; ++j)
@@ -556,7 +560,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
     for (std::ptrdiff_t i = 0; i < n; ++i) {
         const std::ptrdiff_t j = ws.atoms[static_cast<std::size_t>(i)];
         for (std::ptrdiff_t c = 0; c < L; ++c)
-            out.X(p, j, c) = ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)] / scale;
+            out.X(p, j, c) = std::ldexp(ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)], -scale_exp);
     }
     for (std::ptrdiff_t i = 0; i < K; ++i)
         out.atoms[p * K + i] = i < n ? ws.atoms[static_cast<std::size_t>(i)] : -1;

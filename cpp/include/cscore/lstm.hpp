@@ -42,7 +42,7 @@ enum class Cell : int { paper = 0, lstm = 1 };
 constexpr int kChunk = 64;
 
 // Work buffers hold whole multiples of this many problem rows (SIMD padding).
-constexpr int kPadRows = 16;
+constexpr int kPadRows = 32;
 
 // `chunk` rounded up to whole kPadRows: the leading dimension of every
 // problem-fastest buffer (LstmWork's and the greedy loop's), so that the SIMD
@@ -414,8 +414,7 @@ CSCORE_FMA_FN inline void fma_block4(int k, const float* X, int ldx, const float
 
 template <int J>
 CSCORE_FMA_FN inline void fma_rows(int n, int k, const float* X, int ldx, const float* W,
-                                   int ldw, float* C, int j0, bool acc) {
-    int b = 0;
+                                   int ldw, float* C, int j0, bool acc, int b = 0) {
     for (; n - b > 8; b += 16) fma_block8<J, 2>(k, X, ldx, W, ldw, C, b, j0, acc);
     for (; n - b > 4; b += 8) fma_block8<J, 1>(k, X, ldx, W, ldw, C, b, j0, acc);
     for (; n - b > 0; b += 4) fma_block4<J>(k, X, ldx, W, ldw, C, b, j0, acc);
@@ -432,6 +431,59 @@ CSCORE_FMA_FN inline void times_weights_fma(int n, int m, int k, const float* X,
         for (; j + 8 <= m; j += 8) fma_rows<8>(n, k, X, ldx, W, ldw, C, j, accumulate);
     }
     for (; j < m; ++j) fma_rows<1>(n, k, X, ldx, W, ldw, C, j, accumulate);
+}
+
+// AVX-512: the same per-lane arithmetic (one single-precision FMA per step, in
+// the same order) on 16 lanes, so results equal the AVX2 path's bit for bit.
+#define CSCORE_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
+
+template <int J, int V>
+CSCORE_AVX512_FN inline void fma_block16(int k, const float* X, int ldx, const float* W,
+                                         int ldw, float* C, int b0, int j0, bool accumulate) {
+    __m512 acc[J][V];
+    for (int r = 0; r < J; ++r)
+        for (int v = 0; v < V; ++v)
+            acc[r][v] = accumulate
+                            ? _mm512_loadu_ps(C + static_cast<idx>(j0 + r) * ldx + b0 + 16 * v)
+                            : _mm512_setzero_ps();
+    const float* w = W + static_cast<idx>(j0) * ldw;
+    for (int kk = 0; kk < k; ++kk) {
+        const float* x = X + static_cast<idx>(kk) * ldx + b0;
+        __m512 xv[V];
+        for (int v = 0; v < V; ++v) xv[v] = _mm512_loadu_ps(x + 16 * v);
+        for (int r = 0; r < J; ++r) {
+            const __m512 wr = _mm512_set1_ps(w[static_cast<idx>(r) * ldw + kk]);
+            for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(wr, xv[v], acc[r][v]);
+        }
+    }
+    for (int r = 0; r < J; ++r)
+        for (int v = 0; v < V; ++v)
+            _mm512_storeu_ps(C + static_cast<idx>(j0 + r) * ldx + b0 + 16 * v, acc[r][v]);
+}
+
+template <int J>
+CSCORE_AVX512_FN inline void fma512_rows(int n, int k, const float* X, int ldx,
+                                         const float* W, int ldw, float* C, int j0,
+                                         bool acc) {
+    int b = 0;
+    for (; n - b > 16; b += 32) fma_block16<J, 2>(k, X, ldx, W, ldw, C, b, j0, acc);
+    for (; n - b > 8; b += 16) fma_block16<J, 1>(k, X, ldx, W, ldw, C, b, j0, acc);
+    if (n - b > 0) fma_rows<J>(n, k, X, ldx, W, ldw, C, j0, acc, b);
+}
+
+CSCORE_AVX512_FN inline void times_weights_avx512(int n, int m, int k, const float* X,
+                                                  int ldx, const float* W, int ldw, float* C,
+                                                  bool accumulate) {
+    int j = 0;
+    for (; j + 8 <= m; j += 8) fma512_rows<8>(n, k, X, ldx, W, ldw, C, j, accumulate);
+    for (; j < m; ++j) fma512_rows<1>(n, k, X, ldx, W, ldw, C, j, accumulate);
+}
+
+inline bool cpu_has_avx512() {
+    static const bool yes = __builtin_cpu_supports("avx512f") != 0 &&
+                            __builtin_cpu_supports("avx2") != 0 &&
+                            __builtin_cpu_supports("fma") != 0;
+    return yes;
 }
 
 inline bool cpu_has_fma() {
@@ -454,6 +506,10 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
                                  const float* Wt, int ldw, float* C, float beta) {
     const bool acc = beta != 0.0f;
 #ifdef CSCORE_LSTM_FMA
+    if (n > 8 && detail::cpu_has_avx512()) {
+        detail::times_weights_avx512(n, m, k, X, chunk, Wt, ldw, C, acc);
+        return;
+    }
     if (detail::cpu_has_fma()) {
         detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
@@ -622,10 +678,20 @@ struct ChannelLS {
             s_col[atoms[static_cast<std::size_t>(i)] * stride] = c[static_cast<std::size_t>(i)];
     }
 
+    // l2 norm of the residual, immune to overflow and underflow of the squares:
+    // outside [2^-500, 2^500] the entries are first scaled by a power of two
+    // (exact), so |Y| ~ 1e-165 or 1e154 gives the right norm (not 0 or inf).
     double residual_norm() const {
+        double mx = 0.0;
+        for (double v : r) mx = std::max(mx, std::abs(v));
+        int e = 0;
+        if (mx > 0x1p500 || (mx > 0.0 && mx < 0x1p-500)) (void)std::frexp(mx, &e);
         double s = 0.0;
-        for (double v : r) s += v * v;
-        return std::sqrt(s);
+        for (double v : r) {
+            const double t = std::ldexp(v, -e);
+            s += t * t;
+        }
+        return std::ldexp(std::sqrt(s), e);
     }
 };
 
@@ -677,6 +743,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                 }
             }
             for (int it = 0; it < k_max; ++it) {
+                if (should_stop(ctl)) return;  // cancelled: outputs are discarded
                 // Drop problems that meet the residual rule or whose channels all stopped.
                 std::size_t keep = 0;
                 for (idx q : active) {

@@ -79,11 +79,24 @@ inline bool should_stop(Control* ctl) { return ctl != nullptr && ctl->stop(); }
 // is rethrown in the caller after every worker joined.  With a Control, the
 // calling thread keeps polling it while it waits for the other workers, and a
 // worker's exception cancels the others.
+//
+// At most max_threads() threads run: 4x the hardware threads (at least 8, at
+// most 256).  More never speeds anything up, and each extra caller of the BLAS
+// costs it a buffer (OpenBLAS reserves tens of MB of address space per calling
+// thread and stalls, rather than failing, when that reservation is refused).
+inline int max_threads() {
+    static const int cap = [] {
+        const unsigned hw = std::thread::hardware_concurrency();
+        return static_cast<int>(std::min(256u, std::max(8u, 4u * hw)));
+    }();
+    return cap;
+}
+
 template <class Fn>
 void parallel_for(std::ptrdiff_t n, int n_threads, Fn&& fn, Control* ctl = nullptr) {
     if (n <= 0) return;
-    const std::ptrdiff_t workers =
-        std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(n_threads, n));
+    const std::ptrdiff_t workers = std::max<std::ptrdiff_t>(
+        1, std::min<std::ptrdiff_t>(std::min(n_threads, max_threads()), n));
     if (workers == 1) {
         fn(std::ptrdiff_t{0}, n, 0);
         return;

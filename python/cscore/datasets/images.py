@@ -56,6 +56,8 @@ def resize_images(images: np.ndarray, size: int) -> np.ndarray:
     images = np.asarray(images)
     if images.ndim != 3:
         raise ValueError(f"images must be (n, h, w), got shape {images.shape}")
+    _real_numeric("images", images)
+    size = _positive_int("size", size)
     scale = 1.0 / 255.0 if images.dtype == np.uint8 else 1.0
     out = np.empty((images.shape[0], size, size))
     for i, im in enumerate(images):
@@ -64,6 +66,21 @@ def resize_images(images: np.ndarray, size: int) -> np.ndarray:
             pil = pil.resize((size, size), _BILINEAR)
         out[i] = np.asarray(pil, dtype=np.float64)
     return out
+
+
+def _positive_int(name: str, v: object) -> int:
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(v).__name__} {v!r}")
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {v}")
+    return int(v)
+
+
+def _real_numeric(name: str, a: np.ndarray) -> None:
+    if a.dtype.kind == "c":
+        raise TypeError(f"{name} must be real; got complex dtype {a.dtype}")
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must be a real numeric array; got dtype {a.dtype}")
 
 
 def image_to_blocks(images: np.ndarray, block_size: int) -> np.ndarray:
@@ -80,11 +97,13 @@ def image_to_blocks(images: np.ndarray, block_size: int) -> np.ndarray:
     ndarray (n, (s/b)**2, b*b)  (or ((s/b)**2, b*b) for one image)
     """
     images = np.asarray(images)
+    if images.ndim not in (2, 3):
+        raise ValueError(f"images must be (n, s, s) or (s, s), got shape {images.shape}")
+    b = _positive_int("block_size", block_size)
     single = images.ndim == 2
     if single:
         images = images[None]
     n, h, w = images.shape
-    b = block_size
     if h != w or h % b:
         raise ValueError(f"images must be square with side divisible by {b}; got {h}x{w}")
     nbs = h // b

@@ -19,6 +19,7 @@ The paper's protocol (Palangi, Ward and Deng 2016, section 4.4)
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,8 +52,11 @@ def _read_idx(path: Path, magic: int, ndim: int) -> np.ndarray:
     with open(path, "rb") as fh:
         head = fh.read(2)
     opener = gzip.open if head == b"\x1f\x8b" else open
-    with opener(path, "rb") as fh:  # type: ignore[operator]
-        data = fh.read()
+    try:
+        with opener(path, "rb") as fh:  # type: ignore[operator]
+            data = fh.read()
+    except (EOFError, OSError, zlib.error) as exc:  # truncated or corrupt .gz
+        raise ValueError(f"{path}: unreadable (damaged or truncated gzip file): {exc}") from None
     if len(data) < 4 + 4 * ndim:
         raise ValueError(f"{path}: too short to be an IDX file")
     got = int.from_bytes(data[:4], "big")

@@ -48,6 +48,8 @@ def keep_largest(x: np.ndarray, k: int | np.ndarray) -> np.ndarray:
     ndarray, same shape and dtype (a new array).
     """
     x = np.asarray(x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dimension, got a 0-d array {x!r}")
     if isinstance(k, (bool, np.bool_)):
         raise ValueError(f"k must be a positive int, got {k!r}")
     k_arr = np.asarray(k)
@@ -126,6 +128,11 @@ def block_transform(
     -------
     ndarray (..., block_size**2) float64
     """
+    x = np.asarray(x)
+    if x.dtype.kind == "c":
+        raise TypeError(f"x must be real; got complex dtype {x.dtype}")
+    if x.ndim < 1:
+        raise ValueError("x must have at least 1 dimension (block_size**2 entries last)")
     x = np.asarray(x, dtype=np.float64)
     _check(kind, block_size, levels, x.shape[-1])
     if kind == "none":

@@ -16,7 +16,12 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
-from .._validation import as_float_array, check_nonnegative_float, check_positive_int
+from .._validation import (
+    as_float_array,
+    check_bool,
+    check_nonnegative_float,
+    check_positive_int,
+)
 from ..noise import auto_decode_mmv, is_auto
 from ..result import STOP_REASONS, DecodeResult
 from .model import (
@@ -338,11 +343,15 @@ class LSTMCS:
         atom is linearly dependent on its support (or already in it) stops
         there; a problem whose channels all stopped reports ``"dependent"``.
 
-        The LSTM runs in float32 (batched GEMMs over chunks of 64 problems;
-        one or two problems use gemv); the least squares in float64, on a thin
-        QR of the support grown by one column per atom.  ``n_threads`` workers
-        take whole chunks, and the BLAS is kept single-threaded for the duration
-        of the call (a multi-threaded BLAS on these small products is several
+        The LSTM runs in float32 over chunks of 64 problems, with cscore's own
+        matrix kernel: every logit is the same chain of fused multiply-adds
+        whatever the batch, so a problem decodes bit-identically alone or in
+        any batch (and with any thread count).  The least squares run in
+        float64, on a thin QR of the support grown by one column per atom.
+        ``n_threads`` workers take whole chunks; Ctrl-C stops the call within
+        a fraction of a second (``KeyboardInterrupt``).  An empty batch
+        ``(0, M, L)`` gives ``(0, N, L)``.  The BLAS is kept single-threaded for
+        the duration of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
         Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))
@@ -379,6 +388,7 @@ class LSTMCS:
             k_max = cap
             k_from_user = False
         tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        exclude = check_bool("exclude_selected", exclude_selected)
         threads = resolve_threads(n_threads)
         prep = self._prep(_lstm_dtype)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
@@ -391,7 +401,7 @@ class LSTMCS:
                 Y64,
                 k_max,
                 tol_v,
-                bool(exclude_selected),
+                exclude,
                 k_from_user,
                 threads,
                 _chunk,

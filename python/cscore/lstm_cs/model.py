@@ -66,7 +66,7 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
@@ -435,8 +435,11 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     spec = meta.get("spec")
     if not isinstance(spec, dict):
         raise _fail(path, "metadata 'spec' must be an object")
-    ints = {"M": 1, "N": 1, "L": 1, "block_size": 0, "levels": 0, "image_size": 0}
-    strs = ("transform", "vectorization", "dataset")
+    # the fields of ProblemSpec, typed from its annotations (so a new field needs
+    # no change here)
+    ints = {f.name: (1 if f.name in ("M", "N", "L") else 0)
+            for f in fields(ProblemSpec) if f.type in ("int", int)}  # fmt: skip
+    strs = tuple(f.name for f in fields(ProblemSpec) if f.type in ("str", str))
     known = set(ints) | set(strs)
     extra = set(spec) - known
     if extra:
@@ -582,7 +585,8 @@ def _read_entry(
             raise _fail(path, f"entry {name!r} is truncated")
         f.read(1)  # reach the end of the member: zipfile checks its CRC there
     arr = np.frombuffer(data, dtype=dtype)
-    return np.array(arr.reshape(shape, order="F" if fortran else "C"), order="C", copy=True)
+    shaped = arr.reshape(shape, order="F") if fortran else arr.reshape(shape)
+    return np.ascontiguousarray(shaped).copy()
 
 
 def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
