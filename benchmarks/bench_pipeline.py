@@ -11,6 +11,7 @@ Usage (each prints its numbers; see benchmarks/results/pipeline.md)::
     PYTHONPATH=python python benchmarks/bench_pipeline.py dask [--problems 20000]
     PYTHONPATH=python python benchmarks/bench_pipeline.py kill-worker
     PYTHONPATH=python python benchmarks/bench_pipeline.py sigkill [--kills 5]
+    PYTHONPATH=python python benchmarks/bench_pipeline.py sigint
     PYTHONPATH=python python benchmarks/bench_pipeline.py memory [--gb 2]
     PYTHONPATH=python python benchmarks/bench_pipeline.py stream [--rates 100,200,400,800]
 """
@@ -209,6 +210,34 @@ def cmd_sigkill(args: argparse.Namespace) -> None:
               f"{bool(np.array_equal(got, dec(Y)))}")
 
 
+def cmd_sigint(args: argparse.Namespace) -> None:
+    """Ctrl-C on `cscore decode`: time from SIGINT to exit, and what was kept."""
+    dec = lstm_decoder()
+    Y = mnist_problems(dec, args.problems)
+    with tempfile.TemporaryDirectory(prefix="cscore-bench-") as tmp:
+        d = Path(tmp)
+        np.save(d / "Y.npy", Y)
+        cfg = dec.save(d / "dec.json")
+        out = d / "out.zarr"
+        man_path = out / "cscore-manifest.json"
+        for i in range(args.times):
+            p = _run_cli(cfg, d / "Y.npy", out, args.chunk)
+            n0 = len(json.loads(man_path.read_text())["done"]) if man_path.is_file() else 0
+            while p.poll() is None:
+                if man_path.is_file() and len(json.loads(man_path.read_text())["done"]) > n0:
+                    break
+                time.sleep(0.002)
+            time.sleep(random.uniform(0.0, 0.5))
+            t = time.perf_counter()
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate()
+            dt = time.perf_counter() - t
+            done = len(json.loads(man_path.read_text())["done"])
+            print(f"SIGINT {i + 1}: exit {p.returncode} after {dt * 1e3:.0f} ms; "
+                  f"{done} chunks recorded; says: {err.decode().strip()[-90:]!r}; "
+                  f"load {load_avg()}", flush=True)
+
+
 def cmd_memory(args: argparse.Namespace) -> None:
     """Decode a ``--gb`` GB .npy in a child process and report its peak RSS."""
     dec = cscore.decoder("somp", cscore.pretrained("mnist-m72").A, n_nonzero=2, n_threads=1)
@@ -327,6 +356,10 @@ def main() -> None:
     q.add_argument("--chunk", type=int, default=256)
     q.add_argument("--kills", type=int, default=5)
     q.add_argument("--seed", type=int, default=0)
+    q = sub.add_parser("sigint")
+    q.add_argument("--problems", type=int, default=6400)
+    q.add_argument("--chunk", type=int, default=1024)
+    q.add_argument("--times", type=int, default=3)
     q = sub.add_parser("memory")
     q.add_argument("--gb", type=float, default=2.0)
     q.add_argument("--tmp", default=None)
@@ -338,7 +371,7 @@ def main() -> None:
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--plot", default=None)
     args = p.parse_args()
-    {"dask": cmd_dask, "kill-worker": cmd_kill_worker, "sigkill": cmd_sigkill,
+    {"dask": cmd_dask, "kill-worker": cmd_kill_worker, "sigkill": cmd_sigkill, "sigint": cmd_sigint,
      "memory": cmd_memory, "stream": cmd_stream}[args.cmd](args)
 
 
