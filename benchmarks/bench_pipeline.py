@@ -51,6 +51,31 @@ def load_avg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _spin(n: int) -> float:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return float(s > 0)
+
+
+def spin_ratio(n: int = 20_000_000) -> float:
+    """Throughput of 2 busy processes over 1: how much of 2 cores we get right now.
+
+    A control for the scaling figures on a shared machine: 2.0 on two free cores.
+    """
+    import multiprocessing as mp
+
+    t = time.perf_counter()
+    _spin(n)
+    t1 = time.perf_counter() - t
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [1000, 1000])  # start-up outside the clock
+        t = time.perf_counter()
+        pool.map(_spin, [n, n])
+        t2 = time.perf_counter() - t
+    return 2 * t1 / t2
+
+
 def lstm_decoder() -> cscore.Decoder:
     model = cscore.pretrained("mnist-m72")
     tol = expected_noise_tol(model.M, model.L, SIGMA)
@@ -90,7 +115,8 @@ def cmd_dask(args: argparse.Namespace) -> None:
 
     dec = lstm_decoder()
     Y = mnist_problems(dec, args.problems)
-    print(f"{len(Y)} problems, load {load_avg()}", flush=True)
+    print(f"{len(Y)} problems, load {load_avg()}; control: 2 busy processes vs 1: "
+          f"{spin_ratio():.2f}x (2.00 on two free cores)", flush=True)
     t = time.perf_counter()
     ref = dec(Y)
     t_in = time.perf_counter() - t
@@ -115,7 +141,8 @@ def cmd_dask(args: argparse.Namespace) -> None:
                   f"({len(Y) / best:.0f} problems/s), bit-equal to dec(Y): {same}, "
                   f"worker CPU s {sorted(round(v, 1) for v in cpu.values())}, "
                   f"load {load_avg()}", flush=True)
-    print(f"speed-up 2 workers / 1 worker: {times[1] / times[2]:.2f}x")
+    print(f"speed-up 2 workers / 1 worker: {times[1] / times[2]:.2f}x; control: 2 busy "
+          f"processes vs 1 right after: {spin_ratio():.2f}x (2.00 on two free cores)")
 
 
 def cmd_kill_worker(args: argparse.Namespace) -> None:
