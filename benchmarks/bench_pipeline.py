@@ -360,6 +360,13 @@ def cmd_stream(args: argparse.Namespace) -> None:
         ax.axhline(100, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        ax.set_xticks(r[:, 0])
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("offered frames/s")
         ax.set_ylabel("latency (ms)")
         ax.set_title("cscore.stream, LSTM-CS mnist-m72")
