@@ -11,6 +11,7 @@ Usage (each prints its numbers; see benchmarks/results/pipeline.md)::
     PYTHONPATH=python python benchmarks/bench_pipeline.py dask [--problems 20000]
     PYTHONPATH=python python benchmarks/bench_pipeline.py kill-worker
     PYTHONPATH=python python benchmarks/bench_pipeline.py sigkill [--kills 5]
+    PYTHONPATH=python python benchmarks/bench_pipeline.py sigint
     PYTHONPATH=python python benchmarks/bench_pipeline.py memory [--gb 2]
     PYTHONPATH=python python benchmarks/bench_pipeline.py stream [--rates 100,200,400,800]
 """
@@ -48,6 +49,31 @@ K = 20
 
 def load_avg() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _spin(n: int) -> float:
+    s = 0
+    for i in range(n):
+        s += i * i
+    return float(s > 0)
+
+
+def spin_ratio(n: int = 20_000_000) -> float:
+    """Throughput of 2 busy processes over 1: how much of 2 cores we get right now.
+
+    A control for the scaling figures on a shared machine: 2.0 on two free cores.
+    """
+    import multiprocessing as mp
+
+    t = time.perf_counter()
+    _spin(n)
+    t1 = time.perf_counter() - t
+    with mp.get_context("spawn").Pool(2) as pool:
+        pool.map(_spin, [1000, 1000])  # start-up outside the clock
+        t = time.perf_counter()
+        pool.map(_spin, [n, n])
+        t2 = time.perf_counter() - t
+    return 2 * t1 / t2
 
 
 def lstm_decoder() -> cscore.Decoder:
@@ -89,7 +115,8 @@ def cmd_dask(args: argparse.Namespace) -> None:
 
     dec = lstm_decoder()
     Y = mnist_problems(dec, args.problems)
-    print(f"{len(Y)} problems, load {load_avg()}", flush=True)
+    print(f"{len(Y)} problems, load {load_avg()}; control: 2 busy processes vs 1: "
+          f"{spin_ratio():.2f}x (2.00 on two free cores)", flush=True)
     t = time.perf_counter()
     ref = dec(Y)
     t_in = time.perf_counter() - t
@@ -114,7 +141,8 @@ def cmd_dask(args: argparse.Namespace) -> None:
                   f"({len(Y) / best:.0f} problems/s), bit-equal to dec(Y): {same}, "
                   f"worker CPU s {sorted(round(v, 1) for v in cpu.values())}, "
                   f"load {load_avg()}", flush=True)
-    print(f"speed-up 2 workers / 1 worker: {times[1] / times[2]:.2f}x")
+    print(f"speed-up 2 workers / 1 worker: {times[1] / times[2]:.2f}x; control: 2 busy "
+          f"processes vs 1 right after: {spin_ratio():.2f}x (2.00 on two free cores)")
 
 
 def cmd_kill_worker(args: argparse.Namespace) -> None:
@@ -207,6 +235,34 @@ def cmd_sigkill(args: argparse.Namespace) -> None:
         print(f"final run: output identical to the uninterrupted run: "
               f"{bool(np.array_equal(got, ref))}; equal to in-process dec(Y): "
               f"{bool(np.array_equal(got, dec(Y)))}")
+
+
+def cmd_sigint(args: argparse.Namespace) -> None:
+    """Ctrl-C on `cscore decode`: time from SIGINT to exit, and what was kept."""
+    dec = lstm_decoder()
+    Y = mnist_problems(dec, args.problems)
+    with tempfile.TemporaryDirectory(prefix="cscore-bench-") as tmp:
+        d = Path(tmp)
+        np.save(d / "Y.npy", Y)
+        cfg = dec.save(d / "dec.json")
+        out = d / "out.zarr"
+        man_path = out / "cscore-manifest.json"
+        for i in range(args.times):
+            p = _run_cli(cfg, d / "Y.npy", out, args.chunk)
+            n0 = len(json.loads(man_path.read_text())["done"]) if man_path.is_file() else 0
+            while p.poll() is None:
+                if man_path.is_file() and len(json.loads(man_path.read_text())["done"]) > n0:
+                    break
+                time.sleep(0.002)
+            time.sleep(random.uniform(0.0, 0.5))
+            t = time.perf_counter()
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate()
+            dt = time.perf_counter() - t
+            done = len(json.loads(man_path.read_text())["done"])
+            print(f"SIGINT {i + 1}: exit {p.returncode} after {dt * 1e3:.0f} ms; "
+                  f"{done} chunks recorded; says: {err.decode().strip()[-90:]!r}; "
+                  f"load {load_avg()}", flush=True)
 
 
 def cmd_memory(args: argparse.Namespace) -> None:
@@ -304,6 +360,13 @@ def cmd_stream(args: argparse.Namespace) -> None:
         ax.axhline(100, color="grey", lw=0.8, ls="--")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+        ax.set_xticks(r[:, 0])
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_major_formatter(ScalarFormatter())
+            axis.set_minor_formatter(NullFormatter())
+        ax.tick_params(axis="x", labelsize=7)
         ax.set_xlabel("offered frames/s")
         ax.set_ylabel("latency (ms)")
         ax.set_title("cscore.stream, LSTM-CS mnist-m72")
@@ -327,6 +390,10 @@ def main() -> None:
     q.add_argument("--chunk", type=int, default=256)
     q.add_argument("--kills", type=int, default=5)
     q.add_argument("--seed", type=int, default=0)
+    q = sub.add_parser("sigint")
+    q.add_argument("--problems", type=int, default=6400)
+    q.add_argument("--chunk", type=int, default=1024)
+    q.add_argument("--times", type=int, default=3)
     q = sub.add_parser("memory")
     q.add_argument("--gb", type=float, default=2.0)
     q.add_argument("--tmp", default=None)
@@ -338,7 +405,7 @@ def main() -> None:
     q.add_argument("--workers", type=int, default=2)
     q.add_argument("--plot", default=None)
     args = p.parse_args()
-    {"dask": cmd_dask, "kill-worker": cmd_kill_worker, "sigkill": cmd_sigkill,
+    {"dask": cmd_dask, "kill-worker": cmd_kill_worker, "sigkill": cmd_sigkill, "sigint": cmd_sigint,
      "memory": cmd_memory, "stream": cmd_stream}[args.cmd](args)
 
 

@@ -62,6 +62,16 @@ def test_dask_decode_cluster_scatters_decoder_once(dec, rng, tmp_path) -> None:
         arr = cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S.zarr", chunk=16,
                                  progress=False, scheduler=client)
         np.testing.assert_array_equal(arr[:], dec(Y))
+        # `cscore decode --scheduler ADDRESS` (its own client to the same scheduler)
+        from cscore.cli import main
+
+        np.save(tmp_path / "A.npy", dec.A)
+        rc = main(["decode", "--decoder", "somp", "--matrix", str(tmp_path / "A.npy"),
+                   "--n-nonzero", "3", "--input", str(tmp_path / "Y.npy"), "--output",
+                   str(tmp_path / "S2.zarr"), "--chunk", "32", "--no-progress",
+                   "--scheduler", cluster.scheduler_address])
+        assert rc == 0
+        np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "S2.zarr"))[:], dec(Y))
 
 
 @pytest.mark.slow

@@ -477,8 +477,8 @@ def decode_file(
     rename) and then recorded in ``output/cscore-manifest.json`` (itself
     replaced atomically and fsync'ed).  A run killed at any moment leaves
     recorded chunks complete; unrecorded ones are decoded again.  A chunk is
-    decoded in calls of :data:`SLICE` problems (Python reacts to signals between
-    calls; results are unchanged).  On Ctrl-C
+    decoded in calls of :data:`SLICE` problems per decoder thread (Python reacts
+    to signals between calls; the results are unchanged).  On Ctrl-C
     (KeyboardInterrupt) every finished chunk is recorded before it propagates.
     """
     import zarr
@@ -602,15 +602,24 @@ def decode_file(
     return arr
 
 
-#: Problems per decoder call inside a chunk: Python checks for Ctrl-C between calls.
-#: A multiple of 64, the LSTM-CS decoder's GEMM group, so results do not change.
-SLICE = 256
+#: Problems per decoder call inside a chunk, per decoder thread: Python checks for
+#: Ctrl-C between calls.  A multiple of 64, the LSTM-CS decoder's GEMM group, so the
+#: results do not change.
+SLICE = 64
+
+
+def _slice_size(dec: Decoder) -> int:
+    from ._config import get_num_threads
+
+    threads = dec.settings.get("n_threads") or get_num_threads()
+    return SLICE * max(1, int(threads))
 
 
 def _decode_in_slices(dec: Decoder, Y: np.ndarray) -> np.ndarray:
-    if len(Y) <= SLICE:
+    step = _slice_size(dec)
+    if len(Y) <= step:
         return np.asarray(dec(Y))
-    return np.concatenate([np.asarray(dec(Y[i : i + SLICE])) for i in range(0, len(Y), SLICE)])
+    return np.concatenate([np.asarray(dec(Y[i : i + step])) for i in range(0, len(Y), step)])
 
 
 def _run_distributed(
