@@ -16,14 +16,10 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
-from .._validation import (
-    as_float_array,
-    check_bool,
-    check_nonnegative_float,
-    check_positive_int,
-)
+from .._validation import as_float_array, check_bool
 from ..noise import auto_decode_mmv, is_auto
-from ..result import STOP_REASONS, DecodeResult
+from ..result import DecodeResult
+from ._spec_model import SpecModel, greedy_result
 from .model import (
     BLSTMCSWeights,
     LSTMCSWeights,
@@ -110,7 +106,7 @@ def lstm_logits_native(
         return fn(*prep.args(), X, resolve_threads(n_threads))
 
 
-class LSTMCS:
+class LSTMCS(SpecModel):
     """A trained LSTM-CS decoder (Palangi, Ward and Deng, 2016) and its sensing matrix.
 
     Parameters
@@ -157,59 +153,18 @@ class LSTMCS:
             raise TypeError(
                 f"weights must be {self._weights_type.__name__}, got {type(weights).__name__}"
             )
-        if not isinstance(spec, ProblemSpec):
-            raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
-        A = as_float_array("A", A, ndim=2, dtype=np.float64)
-        if A.shape != (spec.M, spec.N):
-            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})")
-        norms = np.linalg.norm(A, axis=0)
-        if np.any(norms == 0):
-            raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
+        norms = self._set_spec(A, spec, info)
         weights.validate(spec.M, spec.N)
         self._weights: Any = weights.astype(np.float32)
-        self._A = A
-        self._A.setflags(write=False)
-        self._At = np.ascontiguousarray(A.T)
+        self._At = np.ascontiguousarray(self._A.T)
         self._norms = norms
-        self._spec = spec
-        self._info = dict(info or {})
         self._prepared: dict[str, Any] = {}
 
-    # -- properties ---------------------------------------------------------
-    @property
-    def A(self) -> np.ndarray:
-        """The sensing matrix, (M, N) float64 (read-only)."""
-        return self._A
-
-    @property
-    def spec(self) -> ProblemSpec:
-        """What the model was trained for."""
-        return self._spec
-
+    # -- properties (A, spec, info, M, N, L: SpecModel) -----------------------
     @property
     def weights(self) -> Any:
         """The LSTM weights (float32): LSTMCSWeights, or BLSTMCSWeights for BLSTMCS."""
         return self._weights
-
-    @property
-    def info(self) -> dict[str, Any]:
-        """Free-form provenance recorded with the model."""
-        return self._info
-
-    @property
-    def M(self) -> int:
-        """Measurements per channel."""
-        return self._spec.M
-
-    @property
-    def N(self) -> int:
-        """Atoms (signal length per channel)."""
-        return self._spec.N
-
-    @property
-    def L(self) -> int:
-        """Channels per problem."""
-        return self._spec.L
 
     @property
     def n_cells(self) -> int:
@@ -366,28 +321,8 @@ class LSTMCS:
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y
-        if Yb.shape[1] != self.M:
-            raise ValueError(
-                f"Y has {Yb.shape[1]} rows (measurements) per problem; this model "
-                f"expects M = {self.M}"
-            )
-        if Yb.shape[2] != self.L:
-            raise ValueError(
-                f"Y has {Yb.shape[2]} columns (channels) per problem; this model "
-                f"expects L = {self.L}"
-            )
-        cap = min(self.M, self.N)
-        k_from_user = True
-        if n_nonzero is not None:
-            k_max = check_positive_int(
-                "n_nonzero", n_nonzero, upper=cap, upper_desc="min(M, N) of the model"
-            )
-        elif tol is None:
-            k_max = max(1, self.M // 4)
-        else:
-            k_max = cap
-            k_from_user = False
-        tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        self._check_batch(Yb)
+        k_max, k_from_user, tol_v = self._iterations(n_nonzero, tol)
         exclude = check_bool("exclude_selected", exclude_selected)
         threads = resolve_threads(n_threads)
         prep = self._prep(_lstm_dtype)
@@ -409,24 +344,4 @@ class LSTMCS:
         S = S.astype(out_dtype, copy=False)
         if not return_result:
             return S[0] if single else S
-        support = np.zeros(S.shape, dtype=bool)
-        b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-        support[b_idx, atoms[atoms >= 0], l_idx] = True
-        reasons = np.array([STOP_REASONS[int(s)] for s in stop])
-        if single:
-            return DecodeResult(
-                x=S[0],
-                support=support[0],
-                residual_norm=resid[0].astype(out_dtype),
-                n_iter=n_iter[0],
-                stop_reason=reasons[0],
-                extra={"atoms": atoms[0]},
-            )
-        return DecodeResult(
-            x=S,
-            support=support,
-            residual_norm=resid.astype(out_dtype),
-            n_iter=n_iter,
-            stop_reason=reasons,
-            extra={"atoms": atoms},
-        )
+        return greedy_result(S, atoms, resid, n_iter, stop, single=single, out_dtype=out_dtype)
