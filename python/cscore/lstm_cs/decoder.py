@@ -54,19 +54,54 @@ def _single_threaded_blas() -> Iterator[None]:
 
 
 class _Prepared:
-    """Weights laid out for the compiled kernels, in one precision."""
+    """Weights laid out for the compiled kernels, in one precision.
 
-    def __init__(self, weights: LSTMCSWeights, dtype: type) -> None:
+    ``args()`` is what the ``_lstm_*`` kernels take before their own arguments:
+    ``(WR, b, U, c_out, cell)``; :class:`~cscore.lstm_cs.blstm._BiPrepared`
+    overrides :meth:`_recurrent` for the ``_blstm_*`` ones.
+    """
+
+    def __init__(self, weights: Any, dtype: type) -> None:
         w = weights.astype(dtype)
-        self.WR = np.ascontiguousarray(np.hstack([w.W, w.R]))
-        self.b = w.b
+        self.recurrent = self._recurrent(w)
         self.U = w.U
         self.c_out = w.c_out
         self.cell = weights.cell
         self.suffix = "f32" if dtype == np.float32 else "f64"
 
+    @staticmethod
+    def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
+        """The LSTM's input and recurrent weights side by side, and its bias."""
+        return (np.ascontiguousarray(np.hstack([w.W, w.R])), w.b)
+
     def args(self) -> tuple[Any, ...]:
-        return (self.WR, self.b, self.U, self.c_out, self.cell)
+        return (*self.recurrent, self.U, self.c_out, self.cell)
+
+
+def _native_logits(
+    kernel: str,
+    prepared_type: type[_Prepared],
+    weights: Any,
+    weights_type: type[Any],
+    X: np.ndarray,
+    dtype: type,
+    n_threads: int,
+    hint: str = "",
+) -> np.ndarray:
+    """Check the arguments of ``{lstm,blstm}_logits_native`` and run the kernel."""
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, weights_type):
+        raise TypeError(
+            f"weights must be {weights_type.__name__}, got {type(weights).__name__}{hint}"
+        )
+    X = as_float_array("X", X, ndim=3, dtype=dtype)
+    weights.validate(X.shape[2], weights.U.shape[0])
+    prep = prepared_type(weights, dtype)
+    fn = getattr(_core, f"_{kernel}_logits_{prep.suffix}")
+    with _single_threaded_blas():
+        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
 
 
 def lstm_logits_native(
@@ -88,22 +123,10 @@ def lstm_logits_native(
     ndarray, shape (B, L, N), of ``dtype``
         The logits ``U v + c_out`` after each channel.
     """
-    dtype = np.dtype(dtype).type
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    if not isinstance(weights, LSTMCSWeights):
-        raise TypeError(
-            f"weights must be LSTMCSWeights, got {type(weights).__name__} "
-            "(blstm_logits_native runs BLSTMCSWeights)"
-        )
-    X = as_float_array("X", X, ndim=3, dtype=dtype)
-    M = X.shape[2]
-    N = weights.U.shape[0]
-    weights.validate(M, N)
-    prep = _Prepared(weights, dtype)
-    fn = getattr(_core, f"_lstm_logits_{prep.suffix}")
-    with _single_threaded_blas():
-        return fn(*prep.args(), X, resolve_threads(n_threads))
+    return _native_logits(
+        "lstm", _Prepared, weights, LSTMCSWeights, X, dtype, n_threads,
+        hint=" (blstm_logits_native runs BLSTMCSWeights)",
+    )  # fmt: skip
 
 
 class LSTMCS(SpecModel):
@@ -141,6 +164,7 @@ class LSTMCS(SpecModel):
     #: weights class this decoder takes, and the compiled kernels' name prefix
     _weights_type: ClassVar[type] = LSTMCSWeights
     _kernel: ClassVar[str] = "lstm"
+    _prepared_type: ClassVar[type[_Prepared]] = _Prepared
 
     def __init__(
         self,
@@ -238,7 +262,7 @@ class LSTMCS(SpecModel):
     def _prep(self, dtype: type) -> Any:
         key = np.dtype(dtype).name
         if key not in self._prepared:
-            self._prepared[key] = _Prepared(self._weights, dtype)
+            self._prepared[key] = self._prepared_type(self._weights, dtype)
         return self._prepared[key]
 
     def decode(
