@@ -39,6 +39,24 @@ inline lstm::Cell parse_cell(const std::string& cell) {
     throw std::invalid_argument("unknown cell type: " + cell);
 }
 
+// Allocates the (B, L, N) logits of X (B, L, M) and runs
+// `kernel(x, B, L, out, control)` with the GIL released.
+template <class T, class Kernel>
+py::array_t<T> run_logits(const carr<T>& X, py::ssize_t N, Kernel&& kernel) {
+    const py::ssize_t B = X.shape(0), L = X.shape(1);
+    py::array_t<T> out({B, L, N});
+    T* o = out.mutable_data();
+    const T* x = X.data();
+    Interruptible intr;
+    {
+        // Only raw buffers below; no Python object is touched.
+        py::gil_scoped_release release;
+        kernel(x, B, static_cast<int>(L), o, intr.control());
+    }
+    intr.rethrow_if_interrupted();
+    return out;
+}
+
 // Checks the decode arguments against N (atoms) and M (measurements), allocates
 // the result arrays, and runs `kernel(at, col_norms, y, B, L, opt, out, control)`
 // with the GIL released.  Returns (S, atoms, resid, n_iter, stop).

@@ -46,19 +46,11 @@ py::array_t<T> logits(const carr<T>& WR, const carr<T>& b, const carr<T>& U,
                       int n_threads) {
     if (X.ndim() != 3) throw std::invalid_argument("X must be (B, L, M)");
     const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(X.shape(2)));
-    const py::ssize_t B = X.shape(0), L = X.shape(1);
-    py::array_t<T> out({B, L, static_cast<py::ssize_t>(w.N)});
-    T* o = out.mutable_data();
-    const T* x = X.data();
-    Interruptible intr;
-    {
-        // Only raw buffers below; no Python object is touched.
-        py::gil_scoped_release release;
-        lstm::lstm_logits(w, x, B, static_cast<int>(L), o, n_threads, lstm::kChunk,
-                          intr.control());
-    }
-    intr.rethrow_if_interrupted();
-    return out;
+    return lstm_common::run_logits<T>(
+        X, static_cast<py::ssize_t>(w.N),
+        [&w, n_threads](const T* x, py::ssize_t Bn, int Ln, T* o, cscore::Control* ctl) {
+            lstm::lstm_logits(w, x, Bn, Ln, o, n_threads, lstm::kChunk, ctl);
+        });
 }
 
 template <class T>
