@@ -4,12 +4,12 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "cscore/lstm.hpp"
 #include "interrupt.hpp"
+#include "lstm_common.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -17,31 +17,14 @@ namespace py = pybind11;
 namespace cscore::bindings {
 namespace {
 
-template <class T>
-using carr = py::array_t<T, py::array::c_style>;
-
-template <class A>
-void expect_shape(const char* name, const A& a, std::initializer_list<py::ssize_t> shape) {
-    if (a.ndim() != static_cast<py::ssize_t>(shape.size()))
-        throw std::invalid_argument(std::string(name) + ": wrong number of dimensions");
-    py::ssize_t d = 0;
-    for (py::ssize_t s : shape) {
-        if (a.shape(d) != s) throw std::invalid_argument(std::string(name) + ": wrong shape");
-        ++d;
-    }
-}
+using lstm_common::carr;
+using lstm_common::expect_shape;
 
 template <class T>
 lstm::Weights<T> make_weights(const carr<T>& WR, const carr<T>& b, const carr<T>& U,
                               const carr<T>& c_out, const std::string& cell, int M) {
     lstm::Weights<T> w;
-    if (cell == "paper") {
-        w.cell = lstm::Cell::paper;
-    } else if (cell == "lstm") {
-        w.cell = lstm::Cell::lstm;
-    } else {
-        throw std::invalid_argument("unknown cell type: " + cell);
-    }
+    w.cell = lstm_common::parse_cell(cell);
     if (U.ndim() != 2 || WR.ndim() != 2) throw std::invalid_argument("WR and U must be 2-D");
     w.M = M;
     w.N = static_cast<int>(U.shape(0));
@@ -63,19 +46,11 @@ py::array_t<T> logits(const carr<T>& WR, const carr<T>& b, const carr<T>& U,
                       int n_threads) {
     if (X.ndim() != 3) throw std::invalid_argument("X must be (B, L, M)");
     const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(X.shape(2)));
-    const py::ssize_t B = X.shape(0), L = X.shape(1);
-    py::array_t<T> out({B, L, static_cast<py::ssize_t>(w.N)});
-    T* o = out.mutable_data();
-    const T* x = X.data();
-    Interruptible intr;
-    {
-        // Only raw buffers below; no Python object is touched.
-        py::gil_scoped_release release;
-        lstm::lstm_logits(w, x, B, static_cast<int>(L), o, n_threads, lstm::kChunk,
-                          intr.control());
-    }
-    intr.rethrow_if_interrupted();
-    return out;
+    return lstm_common::run_logits<T>(
+        X, static_cast<py::ssize_t>(w.N),
+        [&w, n_threads](const T* x, py::ssize_t Bn, int Ln, T* o, cscore::Control* ctl) {
+            lstm::lstm_logits(w, x, Bn, Ln, o, n_threads, lstm::kChunk, ctl);
+        });
 }
 
 template <class T>
@@ -84,45 +59,13 @@ py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const ca
                  const carr<double>& Y, int k_max, double tol, bool exclude_selected,
                  bool k_from_user, int n_threads, int chunk) {
     if (Y.ndim() != 3) throw std::invalid_argument("Y must be (B, M, L)");
-    const py::ssize_t B = Y.shape(0), M = Y.shape(1), L = Y.shape(2);
-    const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(M));
-    expect_shape("At", At, {static_cast<py::ssize_t>(w.N), M});
-    expect_shape("col_norms", col_norms, {static_cast<py::ssize_t>(w.N)});
-    if (k_max < 1 || k_max > std::min<py::ssize_t>(M, w.N))
-        throw std::invalid_argument("k_max must be in [1, min(M, N)]");
-    if (n_threads < 1) throw std::invalid_argument("n_threads must be >= 1");
-    if (chunk < 1) throw std::invalid_argument("chunk must be >= 1");
-
-    py::array_t<double> S({B, static_cast<py::ssize_t>(w.N), L});
-    py::array_t<std::int64_t> atoms({B, L, static_cast<py::ssize_t>(k_max)});
-    py::array_t<double> resid({B, L});
-    py::array_t<std::int64_t> n_iter(B);
-    py::array_t<std::int32_t> stop(B);
-    lstm::DecodeOptions opt;
-    opt.k_max = k_max;
-    opt.tol = tol;
-    opt.exclude_selected = exclude_selected;
-    opt.k_from_user = k_from_user;
-    opt.n_threads = n_threads;
-    opt.chunk = chunk;
-    lstm::DecodeOutput out;
-    out.S = S.mutable_data();
-    out.atoms = atoms.mutable_data();
-    out.resid = resid.mutable_data();
-    out.n_iter = n_iter.mutable_data();
-    out.stop = stop.mutable_data();
-    std::fill(out.S, out.S + B * w.N * L, 0.0);
-    const double* at = At.data();
-    const double* cn = col_norms.data();
-    const double* y = Y.data();
-    Interruptible intr;
-    {
-        // Only raw buffers below; no Python object is touched.
-        py::gil_scoped_release release;
-        lstm::decode(w, at, cn, y, B, static_cast<int>(L), opt, out, intr.control());
-    }
-    intr.rethrow_if_interrupted();
-    return py::make_tuple(S, atoms, resid, n_iter, stop);
+    const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(Y.shape(1)));
+    return lstm_common::run_decode(
+        w.N, At, col_norms, Y, k_max, tol, exclude_selected, k_from_user, n_threads, chunk,
+        [&w](const double* at, const double* cn, const double* y, py::ssize_t Bn, int Ln,
+             const lstm::DecodeOptions& opt, lstm::DecodeOutput& out, cscore::Control* ctl) {
+            lstm::decode(w, at, cn, y, Bn, Ln, opt, out, ctl);
+        });
 }
 
 template <class T>

@@ -7,16 +7,17 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .._validation import as_float_array, check_nonnegative_float, check_positive_int
+from .._validation import as_float_array
+from ..lstm_cs._spec_model import SpecModel, greedy_result
 from ..lstm_cs.model import ModelFileError, ProblemSpec
-from ..result import STOP_REASONS, DecodeResult
+from ..result import DecodeResult
 from ._file import load_arch_file, save_arch_file
 from ._greedy import greedy_decode
 
 __all__ = ["LearnedGreedyDecoder"]
 
 
-class LearnedGreedyDecoder:
+class LearnedGreedyDecoder(SpecModel):
     """Base class: a network scores atoms from residuals inside a greedy loop.
 
     Subclasses set :attr:`ARCH`, :attr:`JOINT` and implement :meth:`_score`,
@@ -27,18 +28,7 @@ class LearnedGreedyDecoder:
     JOINT: ClassVar[bool] = False
 
     def __init__(self, A: np.ndarray, spec: ProblemSpec, info: dict[str, Any] | None) -> None:
-        if not isinstance(spec, ProblemSpec):
-            raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
-        A = as_float_array("A", A, ndim=2, dtype=np.float64)
-        if A.shape != (spec.M, spec.N):
-            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})")
-        norms = np.linalg.norm(A, axis=0)
-        if np.any(norms == 0):
-            raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
-        self._A = A
-        self._A.setflags(write=False)
-        self._spec = spec
-        self._info = dict(info or {})
+        self._set_spec(A, spec, info)
 
     # -- subclass hooks -------------------------------------------------------
     @staticmethod
@@ -63,37 +53,6 @@ class LearnedGreedyDecoder:
 
     def _score(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
-
-    # -- properties -----------------------------------------------------------
-    @property
-    def A(self) -> np.ndarray:
-        """The sensing matrix, (M, N) float64 (read-only)."""
-        return self._A
-
-    @property
-    def spec(self) -> ProblemSpec:
-        """What the model was trained for."""
-        return self._spec
-
-    @property
-    def info(self) -> dict[str, Any]:
-        """Free-form provenance recorded with the model."""
-        return self._info
-
-    @property
-    def M(self) -> int:
-        """Measurements per channel."""
-        return self._spec.M
-
-    @property
-    def N(self) -> int:
-        """Atoms (signal length per channel)."""
-        return self._spec.N
-
-    @property
-    def L(self) -> int:
-        """Channels per problem."""
-        return self._spec.L
 
     # -- files ----------------------------------------------------------------
     @classmethod
@@ -173,28 +132,8 @@ class LearnedGreedyDecoder:
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y
-        if Yb.shape[1] != self.M:
-            raise ValueError(
-                f"Y has {Yb.shape[1]} rows (measurements) per problem; this model "
-                f"expects M = {self.M}"
-            )
-        if Yb.shape[2] != self.L:
-            raise ValueError(
-                f"Y has {Yb.shape[2]} columns (channels) per problem; this model "
-                f"expects L = {self.L}"
-            )
-        cap = min(self.M, self.N)
-        k_from_user = True
-        if n_nonzero is not None:
-            k_max = check_positive_int(
-                "n_nonzero", n_nonzero, upper=cap, upper_desc="min(M, N) of the model"
-            )
-        elif tol is None:
-            k_max = max(1, self.M // 4)
-        else:
-            k_max = cap
-            k_from_user = False
-        tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        self._check_batch(Yb)
+        k_max, k_from_user, tol_v = self._iterations(n_nonzero, tol)
         Y64 = np.ascontiguousarray(Yb, dtype=np.float64)
         S, atoms, resid, n_iter, stop = greedy_decode(
             self._A, Y64, self._score, joint=self.JOINT, k_max=k_max, tol=tol_v,
@@ -203,12 +142,4 @@ class LearnedGreedyDecoder:
         S = S.astype(out_dtype, copy=False)
         if not return_result:
             return S[0] if single else S
-        b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-        support = np.zeros(S.shape, dtype=bool)
-        support[b_idx, atoms[atoms >= 0], l_idx] = True
-        reasons = np.array([STOP_REASONS[int(s)] for s in stop])
-        sel = 0 if single else slice(None)
-        return DecodeResult(
-            x=S[sel], support=support[sel], residual_norm=resid.astype(out_dtype)[sel],
-            n_iter=n_iter[sel], stop_reason=reasons[sel], extra={"atoms": atoms[sel]},
-        )
+        return greedy_result(S, atoms, resid, n_iter, stop, single=single, out_dtype=out_dtype)

@@ -20,31 +20,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .. import _core
-from .._config import resolve_threads
-from .._validation import as_float_array
-from .decoder import LSTMCS, _single_threaded_blas
+from .decoder import LSTMCS, _native_logits, _Prepared
 from .model import BLSTMCSWeights
 
 __all__ = ["BLSTMCS", "blstm_logits_native"]
 
 
-class _BiPrepared:
-    """BLSTM weights laid out for the compiled kernels, in one precision."""
+class _BiPrepared(_Prepared):
+    """BLSTM weights laid out for the compiled kernels, in one precision.
 
-    def __init__(self, weights: BLSTMCSWeights, dtype: type) -> None:
-        w = weights.astype(dtype)
-        self.WRf = np.ascontiguousarray(np.hstack([w.W, w.R]))
-        self.bf = w.b
-        self.WRb = np.ascontiguousarray(np.hstack([w.Wb, w.Rb]))
-        self.bb = w.bb
-        self.U = w.U
-        self.c_out = w.c_out
-        self.cell = weights.cell
-        self.suffix = "f32" if dtype == np.float32 else "f64"
+    ``args()``: ``(WRf, bf, WRb, bb, U, c_out, cell)``.
+    """
 
-    def args(self) -> tuple[Any, ...]:
-        return (self.WRf, self.bf, self.WRb, self.bb, self.U, self.c_out, self.cell)
+    @staticmethod
+    def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
+        """Each direction's input and recurrent weights side by side, and its bias."""
+        return (
+            np.ascontiguousarray(np.hstack([w.W, w.R])), w.b,
+            np.ascontiguousarray(np.hstack([w.Wb, w.Rb])), w.bb,
+        )  # fmt: skip
 
 
 def blstm_logits_native(
@@ -66,17 +60,7 @@ def blstm_logits_native(
     ndarray, shape (B, L, N), of ``dtype``
         The logits ``U [v_fwd; v_bwd] + c_out`` at each channel.
     """
-    dtype = np.dtype(dtype).type
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    if not isinstance(weights, BLSTMCSWeights):
-        raise TypeError(f"weights must be BLSTMCSWeights, got {type(weights).__name__}")
-    X = as_float_array("X", X, ndim=3, dtype=dtype)
-    weights.validate(X.shape[2], weights.U.shape[0])
-    prep = _BiPrepared(weights, dtype)
-    fn = getattr(_core, f"_blstm_logits_{prep.suffix}")
-    with _single_threaded_blas():
-        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
+    return _native_logits("blstm", _BiPrepared, weights, BLSTMCSWeights, X, dtype, n_threads)
 
 
 class BLSTMCS(LSTMCS):
@@ -113,9 +97,4 @@ class BLSTMCS(LSTMCS):
 
     _weights_type: ClassVar[type] = BLSTMCSWeights
     _kernel: ClassVar[str] = "blstm"
-
-    def _prep(self, dtype: type) -> Any:
-        key = np.dtype(dtype).name
-        if key not in self._prepared:
-            self._prepared[key] = _BiPrepared(self._weights, dtype)
-        return self._prepared[key]
+    _prepared_type: ClassVar[type[_Prepared]] = _BiPrepared

@@ -16,14 +16,10 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
-from .._validation import (
-    as_float_array,
-    check_bool,
-    check_nonnegative_float,
-    check_positive_int,
-)
+from .._validation import as_float_array, check_bool
 from ..noise import auto_decode_mmv, is_auto
-from ..result import STOP_REASONS, DecodeResult
+from ..result import DecodeResult
+from ._spec_model import SpecModel, greedy_result
 from .model import (
     BLSTMCSWeights,
     LSTMCSWeights,
@@ -58,19 +54,54 @@ def _single_threaded_blas() -> Iterator[None]:
 
 
 class _Prepared:
-    """Weights laid out for the compiled kernels, in one precision."""
+    """Weights laid out for the compiled kernels, in one precision.
 
-    def __init__(self, weights: LSTMCSWeights, dtype: type) -> None:
+    ``args()`` is what the ``_lstm_*`` kernels take before their own arguments:
+    ``(WR, b, U, c_out, cell)``; :class:`~cscore.lstm_cs.blstm._BiPrepared`
+    overrides :meth:`_recurrent` for the ``_blstm_*`` ones.
+    """
+
+    def __init__(self, weights: Any, dtype: type) -> None:
         w = weights.astype(dtype)
-        self.WR = np.ascontiguousarray(np.hstack([w.W, w.R]))
-        self.b = w.b
+        self.recurrent = self._recurrent(w)
         self.U = w.U
         self.c_out = w.c_out
         self.cell = weights.cell
         self.suffix = "f32" if dtype == np.float32 else "f64"
 
+    @staticmethod
+    def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
+        """The LSTM's input and recurrent weights side by side, and its bias."""
+        return (np.ascontiguousarray(np.hstack([w.W, w.R])), w.b)
+
     def args(self) -> tuple[Any, ...]:
-        return (self.WR, self.b, self.U, self.c_out, self.cell)
+        return (*self.recurrent, self.U, self.c_out, self.cell)
+
+
+def _native_logits(
+    kernel: str,
+    prepared_type: type[_Prepared],
+    weights: Any,
+    weights_type: type[Any],
+    X: np.ndarray,
+    dtype: type,
+    n_threads: int,
+    hint: str = "",
+) -> np.ndarray:
+    """Check the arguments of ``{lstm,blstm}_logits_native`` and run the kernel."""
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, weights_type):
+        raise TypeError(
+            f"weights must be {weights_type.__name__}, got {type(weights).__name__}{hint}"
+        )
+    X = as_float_array("X", X, ndim=3, dtype=dtype)
+    weights.validate(X.shape[2], weights.U.shape[0])
+    prep = prepared_type(weights, dtype)
+    fn = getattr(_core, f"_{kernel}_logits_{prep.suffix}")
+    with _single_threaded_blas():
+        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
 
 
 def lstm_logits_native(
@@ -92,25 +123,13 @@ def lstm_logits_native(
     ndarray, shape (B, L, N), of ``dtype``
         The logits ``U v + c_out`` after each channel.
     """
-    dtype = np.dtype(dtype).type
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    if not isinstance(weights, LSTMCSWeights):
-        raise TypeError(
-            f"weights must be LSTMCSWeights, got {type(weights).__name__} "
-            "(blstm_logits_native runs BLSTMCSWeights)"
-        )
-    X = as_float_array("X", X, ndim=3, dtype=dtype)
-    M = X.shape[2]
-    N = weights.U.shape[0]
-    weights.validate(M, N)
-    prep = _Prepared(weights, dtype)
-    fn = getattr(_core, f"_lstm_logits_{prep.suffix}")
-    with _single_threaded_blas():
-        return fn(*prep.args(), X, resolve_threads(n_threads))
+    return _native_logits(
+        "lstm", _Prepared, weights, LSTMCSWeights, X, dtype, n_threads,
+        hint=" (blstm_logits_native runs BLSTMCSWeights)",
+    )  # fmt: skip
 
 
-class LSTMCS:
+class LSTMCS(SpecModel):
     """A trained LSTM-CS decoder (Palangi, Ward and Deng, 2016) and its sensing matrix.
 
     Parameters
@@ -145,6 +164,7 @@ class LSTMCS:
     #: weights class this decoder takes, and the compiled kernels' name prefix
     _weights_type: ClassVar[type] = LSTMCSWeights
     _kernel: ClassVar[str] = "lstm"
+    _prepared_type: ClassVar[type[_Prepared]] = _Prepared
 
     def __init__(
         self,
@@ -157,59 +177,18 @@ class LSTMCS:
             raise TypeError(
                 f"weights must be {self._weights_type.__name__}, got {type(weights).__name__}"
             )
-        if not isinstance(spec, ProblemSpec):
-            raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
-        A = as_float_array("A", A, ndim=2, dtype=np.float64)
-        if A.shape != (spec.M, spec.N):
-            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})")
-        norms = np.linalg.norm(A, axis=0)
-        if np.any(norms == 0):
-            raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
+        norms = self._set_spec(A, spec, info)
         weights.validate(spec.M, spec.N)
         self._weights: Any = weights.astype(np.float32)
-        self._A = A
-        self._A.setflags(write=False)
-        self._At = np.ascontiguousarray(A.T)
+        self._At = np.ascontiguousarray(self._A.T)
         self._norms = norms
-        self._spec = spec
-        self._info = dict(info or {})
         self._prepared: dict[str, Any] = {}
 
-    # -- properties ---------------------------------------------------------
-    @property
-    def A(self) -> np.ndarray:
-        """The sensing matrix, (M, N) float64 (read-only)."""
-        return self._A
-
-    @property
-    def spec(self) -> ProblemSpec:
-        """What the model was trained for."""
-        return self._spec
-
+    # -- properties (A, spec, info, M, N, L: SpecModel) -----------------------
     @property
     def weights(self) -> Any:
         """The LSTM weights (float32): LSTMCSWeights, or BLSTMCSWeights for BLSTMCS."""
         return self._weights
-
-    @property
-    def info(self) -> dict[str, Any]:
-        """Free-form provenance recorded with the model."""
-        return self._info
-
-    @property
-    def M(self) -> int:
-        """Measurements per channel."""
-        return self._spec.M
-
-    @property
-    def N(self) -> int:
-        """Atoms (signal length per channel)."""
-        return self._spec.N
-
-    @property
-    def L(self) -> int:
-        """Channels per problem."""
-        return self._spec.L
 
     @property
     def n_cells(self) -> int:
@@ -283,7 +262,7 @@ class LSTMCS:
     def _prep(self, dtype: type) -> Any:
         key = np.dtype(dtype).name
         if key not in self._prepared:
-            self._prepared[key] = _Prepared(self._weights, dtype)
+            self._prepared[key] = self._prepared_type(self._weights, dtype)
         return self._prepared[key]
 
     def decode(
@@ -366,28 +345,8 @@ class LSTMCS:
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y
-        if Yb.shape[1] != self.M:
-            raise ValueError(
-                f"Y has {Yb.shape[1]} rows (measurements) per problem; this model "
-                f"expects M = {self.M}"
-            )
-        if Yb.shape[2] != self.L:
-            raise ValueError(
-                f"Y has {Yb.shape[2]} columns (channels) per problem; this model "
-                f"expects L = {self.L}"
-            )
-        cap = min(self.M, self.N)
-        k_from_user = True
-        if n_nonzero is not None:
-            k_max = check_positive_int(
-                "n_nonzero", n_nonzero, upper=cap, upper_desc="min(M, N) of the model"
-            )
-        elif tol is None:
-            k_max = max(1, self.M // 4)
-        else:
-            k_max = cap
-            k_from_user = False
-        tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
+        self._check_batch(Yb)
+        k_max, k_from_user, tol_v = self._iterations(n_nonzero, tol)
         exclude = check_bool("exclude_selected", exclude_selected)
         threads = resolve_threads(n_threads)
         prep = self._prep(_lstm_dtype)
@@ -409,24 +368,4 @@ class LSTMCS:
         S = S.astype(out_dtype, copy=False)
         if not return_result:
             return S[0] if single else S
-        support = np.zeros(S.shape, dtype=bool)
-        b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-        support[b_idx, atoms[atoms >= 0], l_idx] = True
-        reasons = np.array([STOP_REASONS[int(s)] for s in stop])
-        if single:
-            return DecodeResult(
-                x=S[0],
-                support=support[0],
-                residual_norm=resid[0].astype(out_dtype),
-                n_iter=n_iter[0],
-                stop_reason=reasons[0],
-                extra={"atoms": atoms[0]},
-            )
-        return DecodeResult(
-            x=S,
-            support=support,
-            residual_norm=resid.astype(out_dtype),
-            n_iter=n_iter,
-            stop_reason=reasons,
-            extra={"atoms": atoms},
-        )
+        return greedy_result(S, atoms, resid, n_iter, stop, single=single, out_dtype=out_dtype)

@@ -68,7 +68,7 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ClassVar
 
 import numpy as np
 
@@ -153,22 +153,15 @@ class ProblemSpec:
             )
 
 
-@dataclass
-class LSTMCSWeights:
-    """LSTM-CS weights in the layout described in this module's docstring."""
+class _WeightsMixin:
+    """What LSTMCSWeights and BLSTMCSWeights share: the gate count, validation, casting.
 
-    W: np.ndarray
-    R: np.ndarray
-    b: np.ndarray
-    U: np.ndarray
-    c_out: np.ndarray
-    cell: str = "paper"
-    extra: dict[str, Any] = field(default_factory=dict)
+    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields).
+    """
 
-    @property
-    def n_cells(self) -> int:
-        """Number of LSTM cells H."""
-        return int(self.R.shape[1])
+    arch: ClassVar[str]
+    _ARRAYS: ClassVar[tuple[str, ...]]
+    cell: str
 
     @property
     def n_gates(self) -> int:
@@ -183,9 +176,32 @@ class LSTMCSWeights:
         M, N : int
             Measurements and atoms of the problems the weights must fit.
         """
-        if self.cell not in CELL_GATES:
-            raise ModelFileError(f"unknown cell type {self.cell!r}; known: {list(CELL_GATES)}")
-        _check_weight_arrays(self, "lstm", M, N)
+        _check_weight_arrays(self, self.arch, M, N)
+
+    def _cast_arrays(self, dtype: Any) -> dict[str, np.ndarray]:
+        """Every array of ``_ARRAYS`` cast to ``dtype`` (C-contiguous), by name."""
+        return {k: np.ascontiguousarray(getattr(self, k), dtype=dtype) for k in self._ARRAYS}
+
+
+@dataclass
+class LSTMCSWeights(_WeightsMixin):
+    """LSTM-CS weights in the layout described in this module's docstring."""
+
+    W: np.ndarray
+    R: np.ndarray
+    b: np.ndarray
+    U: np.ndarray
+    c_out: np.ndarray
+    cell: str = "paper"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    arch: ClassVar[str] = "lstm"
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "U", "c_out")
+
+    @property
+    def n_cells(self) -> int:
+        """Number of LSTM cells H."""
+        return int(self.R.shape[1])
 
     def astype(self, dtype: Any) -> LSTMCSWeights:
         """Return a copy with every array cast to ``dtype`` (C-contiguous).
@@ -199,11 +215,7 @@ class LSTMCSWeights:
         -------
         LSTMCSWeights
         """
-        conv = {
-            k: np.ascontiguousarray(getattr(self, k), dtype=dtype)
-            for k in ("W", "R", "b", "U", "c_out")
-        }
-        return LSTMCSWeights(**conv, cell=self.cell, extra=dict(self.extra))
+        return LSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
 
 
 def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
@@ -231,7 +243,7 @@ def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
 
 
 @dataclass
-class BLSTMCSWeights:
+class BLSTMCSWeights(_WeightsMixin):
     """Bidirectional LSTM-CS weights (``arch="blstm"``, see the module docstring).
 
     ``W, R, b`` are the forward LSTM's, ``Wb, Rb, bb`` the backward one's (same
@@ -249,29 +261,14 @@ class BLSTMCSWeights:
     cell: str = "paper"
     extra: dict[str, Any] = field(default_factory=dict)
 
-    arch = "blstm"
-    _ARRAYS = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
+    arch: ClassVar[str] = "blstm"
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
 
     @property
     def n_cells(self) -> int:
         """Cells H of each direction (0 if ``R`` is not 2-D)."""
         R = np.asarray(self.R)
         return int(R.shape[1]) if R.ndim == 2 else 0
-
-    @property
-    def n_gates(self) -> int:
-        """Number of gates G per direction."""
-        return len(CELL_GATES[self.cell])
-
-    def validate(self, M: int, N: int) -> None:
-        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`.
-
-        Parameters
-        ----------
-        M, N : int
-            Measurements and atoms of the problems the weights must fit.
-        """
-        _check_weight_arrays(self, "blstm", M, N)
 
     def astype(self, dtype: Any) -> BLSTMCSWeights:
         """Return a copy with every array cast to ``dtype`` (C-contiguous).
@@ -285,8 +282,7 @@ class BLSTMCSWeights:
         -------
         BLSTMCSWeights
         """
-        conv = {k: np.ascontiguousarray(getattr(self, k), dtype=dtype) for k in self._ARRAYS}
-        return BLSTMCSWeights(**conv, cell=self.cell, extra=dict(self.extra))
+        return BLSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
 
     def direction(self, backward: bool) -> LSTMCSWeights:
         """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).

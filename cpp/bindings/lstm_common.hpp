@@ -1,0 +1,107 @@
+// Binding helpers shared by register_lstm.cpp and register_blstm.cpp: shape
+// checks, the cell-name parsing, and the DecodeOptions/DecodeOutput set-up and
+// result arrays of the greedy decoders (lstm::decode, blstm::decode).
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+
+#include "cscore/lstm.hpp"
+#include "interrupt.hpp"
+
+namespace cscore::bindings::lstm_common {
+
+namespace py = pybind11;
+
+template <class T>
+using carr = py::array_t<T, py::array::c_style>;
+
+template <class A>
+void expect_shape(const char* name, const A& a, std::initializer_list<py::ssize_t> shape) {
+    if (a.ndim() != static_cast<py::ssize_t>(shape.size()))
+        throw std::invalid_argument(std::string(name) + ": wrong number of dimensions");
+    py::ssize_t d = 0;
+    for (py::ssize_t s : shape) {
+        if (a.shape(d) != s) throw std::invalid_argument(std::string(name) + ": wrong shape");
+        ++d;
+    }
+}
+
+inline lstm::Cell parse_cell(const std::string& cell) {
+    if (cell == "paper") return lstm::Cell::paper;
+    if (cell == "lstm") return lstm::Cell::lstm;
+    throw std::invalid_argument("unknown cell type: " + cell);
+}
+
+// Allocates the (B, L, N) logits of X (B, L, M) and runs
+// `kernel(x, B, L, out, control)` with the GIL released.
+template <class T, class Kernel>
+py::array_t<T> run_logits(const carr<T>& X, py::ssize_t N, Kernel&& kernel) {
+    const py::ssize_t B = X.shape(0), L = X.shape(1);
+    py::array_t<T> out({B, L, N});
+    T* o = out.mutable_data();
+    const T* x = X.data();
+    Interruptible intr;
+    {
+        // Only raw buffers below; no Python object is touched.
+        py::gil_scoped_release release;
+        kernel(x, B, static_cast<int>(L), o, intr.control());
+    }
+    intr.rethrow_if_interrupted();
+    return out;
+}
+
+// Checks the decode arguments against N (atoms) and M (measurements), allocates
+// the result arrays, and runs `kernel(at, col_norms, y, B, L, opt, out, control)`
+// with the GIL released.  Returns (S, atoms, resid, n_iter, stop).
+template <class Kernel>
+py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& col_norms,
+                     const carr<double>& Y, int k_max, double tol, bool exclude_selected,
+                     bool k_from_user, int n_threads, int chunk, Kernel&& kernel) {
+    const py::ssize_t B = Y.shape(0), M = Y.shape(1), L = Y.shape(2);
+    expect_shape("At", At, {N, M});
+    expect_shape("col_norms", col_norms, {N});
+    if (k_max < 1 || k_max > std::min<py::ssize_t>(M, N))
+        throw std::invalid_argument("k_max must be in [1, min(M, N)]");
+    if (n_threads < 1) throw std::invalid_argument("n_threads must be >= 1");
+    if (chunk < 1) throw std::invalid_argument("chunk must be >= 1");
+
+    py::array_t<double> S({B, N, L});
+    py::array_t<std::int64_t> atoms({B, L, static_cast<py::ssize_t>(k_max)});
+    py::array_t<double> resid({B, L});
+    py::array_t<std::int64_t> n_iter(B);
+    py::array_t<std::int32_t> stop(B);
+    lstm::DecodeOptions opt;
+    opt.k_max = k_max;
+    opt.tol = tol;
+    opt.exclude_selected = exclude_selected;
+    opt.k_from_user = k_from_user;
+    opt.n_threads = n_threads;
+    opt.chunk = chunk;
+    lstm::DecodeOutput out;
+    out.S = S.mutable_data();
+    out.atoms = atoms.mutable_data();
+    out.resid = resid.mutable_data();
+    out.n_iter = n_iter.mutable_data();
+    out.stop = stop.mutable_data();
+    std::fill(out.S, out.S + B * N * L, 0.0);
+    const double* at = At.data();
+    const double* cn = col_norms.data();
+    const double* y = Y.data();
+    Interruptible intr;
+    {
+        // Only raw buffers below; no Python object is touched.
+        py::gil_scoped_release release;
+        kernel(at, cn, y, B, static_cast<int>(L), opt, out, intr.control());
+    }
+    intr.rethrow_if_interrupted();
+    return py::make_tuple(S, atoms, resid, n_iter, stop);
+}
+
+}  // namespace cscore::bindings::lstm_common
