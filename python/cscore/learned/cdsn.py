@@ -354,14 +354,10 @@ def _samples(A: np.ndarray, S: np.ndarray, window: int, n_steps: int, sigma: flo
              seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Window inputs (n, w*M) float32 and target atoms (n,) from ground truths."""
     from ..lstm_cs.train import _sequences_for_epoch
-    from ..lstm_cs.training_data import IGNORE
+    from .train import _flat
 
     X, tg = _sequences_for_epoch(A, S, n_steps, sigma, k_range, n_problems, seed)
-    R = window_inputs(X.astype(np.float32), window)
-    R = R.reshape(-1, R.shape[-1])
-    tg = tg.reshape(-1)
-    keep = tg != IGNORE
-    return np.ascontiguousarray(R[keep]), tg[keep]
+    return _flat(window_inputs(X.astype(np.float32), window), tg)
 
 
 def _one_hot(t: np.ndarray, N: int) -> np.ndarray:
