@@ -31,6 +31,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -97,6 +98,17 @@ def run(args: argparse.Namespace) -> dict:
     return results
 
 
+def _best_decode_seconds(model: Any, Y: np.ndarray, repeats: int) -> float:
+    """Best of ``repeats`` times of ``model.decode(Y)`` (k = 10, one thread) after a warm-up."""
+    model.decode(Y[:64], n_nonzero=10, n_threads=1)  # warm-up
+    best = np.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        model.decode(Y, n_nonzero=10, n_threads=1)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
 def speed(args: argparse.Namespace) -> dict:
     """Decode time per problem, LSTM vs BLSTM, same problems, fixed k and tol runs."""
     out = {}
@@ -109,15 +121,8 @@ def speed(args: argparse.Namespace) -> dict:
                                transform=transform, k=10, L=4)
         S = np.concatenate([S] * 8)  # 1920 problems
         Y, _ = measure(A, S, args.sigma, seed=args.seed)
-        t = {}
-        for a, model in models.items():
-            model.decode(Y[:64], n_nonzero=10, n_threads=1)  # warm-up
-            best = np.inf
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                model.decode(Y, n_nonzero=10, n_threads=1)
-                best = min(best, time.perf_counter() - t0)
-            t[a] = best / S.shape[0]
+        t = {a: _best_decode_seconds(model, Y, args.repeats) / S.shape[0]
+             for a, model in models.items()}
         out[transform] = {"problems": int(S.shape[0]), **t,
                           "cells": {a: m.n_cells for a, m in models.items()}}
         print("speed", transform, out[transform], flush=True)
@@ -138,15 +143,8 @@ def speed(args: argparse.Namespace) -> dict:
                                         Wb=g(3 * H, 32), Rb=g(3 * H, H), bb=g(3 * H),
                                         U=g(64, 2 * H), c_out=g(64)), m0.A, m0.spec),
     }
-    t = {}
-    for a, model in same.items():
-        model.decode(Y[:64], n_nonzero=10, n_threads=1)
-        best = np.inf
-        for _ in range(args.repeats):
-            t0 = time.perf_counter()
-            model.decode(Y, n_nonzero=10, n_threads=1)
-            best = min(best, time.perf_counter() - t0)
-        t[a] = best / Y.shape[0]
+    t = {a: _best_decode_seconds(model, Y, args.repeats) / Y.shape[0]
+         for a, model in same.items()}
     out["equal cells (random weights)"] = {"problems": int(Y.shape[0]), **t,
                                            "cells": {"lstm": H, "blstm": H}}
     print("speed equal cells", out["equal cells (random weights)"], flush=True)

@@ -18,11 +18,14 @@ Stopping, as in :meth:`cscore.LSTMCS.decode`: ``k_max`` atoms per channel;
 ``tol`` stops a problem once the sum over channels of residual norms is
 ``<= tol`` (checked before each iteration); an atom linearly dependent on the
 support stops that channel (joint: the problem).
+
+Also the two small pieces the scoring networks share: :func:`sigmoid` and the
+weight-entry check :func:`checked_weight`.
 """
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -35,6 +38,25 @@ _N_NONZERO, _TOL, _DEPENDENT, _MAX_ITER = 0, 1, 2, 3
 _DEP_RTOL = 1e-10
 
 GreedyOutput = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """Logistic function (through tanh: no overflow warnings), for the scoring networks."""
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
+
+
+def checked_weight(name: str, arr: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """A scoring network's weight entry ``name`` as C-contiguous float32.
+
+    Raises ``ValueError`` naming ``name`` when its shape is not ``shape`` or it
+    holds anything but finite real numbers.
+    """
+    a = np.asarray(arr)
+    if a.shape != shape:
+        raise ValueError(f"{name} has shape {a.shape}, expected {shape}")
+    if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
+        raise ValueError(f"{name} must be finite real numbers")
+    return np.ascontiguousarray(a, dtype=np.float32)
 
 
 def greedy_decode(

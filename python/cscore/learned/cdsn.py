@@ -41,6 +41,8 @@ import numpy as np
 
 from ..lstm_cs.model import ProblemSpec
 from ._base import LearnedGreedyDecoder
+from ._greedy import checked_weight
+from ._greedy import sigmoid as _sigmoid
 
 __all__ = [
     "CDSNCS",
@@ -52,10 +54,6 @@ __all__ = [
     "rbm_reconstruction_error",
     "window_inputs",
 ]
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def window_inputs(X: np.ndarray, window: int) -> np.ndarray:
@@ -240,14 +238,8 @@ class CDSNCS(LearnedGreedyDecoder):
         for i, pair in enumerate(modules):
             if len(pair) != 2:
                 raise ValueError(f"module {i} must be a (W1, W2) pair")
-            conv = []
-            for name, arr in zip((f"W1_{i}", f"W2_{i}"), pair):
-                a = np.asarray(arr)
-                if a.shape != shapes[name]:
-                    raise ValueError(f"{name} has shape {a.shape}, expected {shapes[name]}")
-                if a.dtype.kind not in "fiu" or not np.isfinite(a).all():
-                    raise ValueError(f"{name} must be finite real numbers")
-                conv.append(np.ascontiguousarray(a, dtype=np.float32))
+            conv = [checked_weight(name, arr, shapes[name])
+                    for name, arr in zip((f"W1_{i}", f"W2_{i}"), pair)]
             mods.append((conv[0], conv[1]))
         self._modules = mods
         self._mod64 = [(a.astype(np.float64), b.astype(np.float64)) for a, b in mods]
@@ -362,14 +354,10 @@ def _samples(A: np.ndarray, S: np.ndarray, window: int, n_steps: int, sigma: flo
              seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Window inputs (n, w*M) float32 and target atoms (n,) from ground truths."""
     from ..lstm_cs.train import _sequences_for_epoch
-    from ..lstm_cs.training_data import IGNORE
+    from .train import _flat
 
     X, tg = _sequences_for_epoch(A, S, n_steps, sigma, k_range, n_problems, seed)
-    R = window_inputs(X.astype(np.float32), window)
-    R = R.reshape(-1, R.shape[-1])
-    tg = tg.reshape(-1)
-    keep = tg != IGNORE
-    return np.ascontiguousarray(R[keep]), tg[keep]
+    return _flat(window_inputs(X.astype(np.float32), window), tg)
 
 
 def _one_hot(t: np.ndarray, N: int) -> np.ndarray:

@@ -27,12 +27,10 @@ import numpy as np
 
 from ..lstm_cs.model import ProblemSpec
 from ._base import LearnedGreedyDecoder
+from ._greedy import checked_weight
+from ._greedy import sigmoid as _sigmoid
 
 __all__ = ["NWSOMP", "nwsomp_probs"]
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def nwsomp_probs(weights: dict[str, np.ndarray], X: np.ndarray) -> np.ndarray:
@@ -107,13 +105,8 @@ class NWSOMP(LearnedGreedyDecoder):
         H = int(np.shape(W1)[0]) if np.ndim(W1) == 2 else -1
         if H < 1:
             raise ValueError(f"W1 must be a 2-D (H, M) array, got shape {np.shape(W1)}")
-        for name, shape in self.expected_shapes(spec, {"n_hidden": H}).items():
-            arr = np.asarray(w[name])
-            if arr.shape != shape:
-                raise ValueError(f"{name} has shape {arr.shape}, expected {shape}")
-            if arr.dtype.kind not in "fiu" or not np.isfinite(arr).all():
-                raise ValueError(f"{name} must be finite real numbers")
-        self._w = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in w.items()}
+        self._w = {name: checked_weight(name, w[name], shape)
+                   for name, shape in self.expected_shapes(spec, {"n_hidden": H}).items()}
         self._w64 = {k: v.astype(np.float64) for k, v in self._w.items()}
 
     @staticmethod

@@ -30,6 +30,7 @@ class NWSOMPTrainResult:
 
 
 def _flat(X: np.ndarray, tg: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``X`` (..., d) as (n, d) float32, targets ``tg`` as (n,); padding dropped."""
     from ..lstm_cs.training_data import IGNORE
 
     X = X.reshape(-1, X.shape[-1])

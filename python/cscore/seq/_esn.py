@@ -205,15 +205,32 @@ class _SeqBase:
     """Shared machinery: parameters, input preparation, prediction, save/load."""
 
     _kind = "base"
+    # constructor parameters shared by ESN and RDSN (stored by ``_store_params``)
+    n_hidden: int
+    learn: tuple[str, ...]
+    m: int
+    spectral_radius: float
+    input_scaling: float
+    n_connections: int
+    ridge: float
+    context: int
+    n_epochs: int
+    step_size: float
+    grad_clip: float
+    momentum: bool
     random_state: int | None
     n_threads: int | None
-    context: int
 
     # -- sklearn-style parameters
     @classmethod
     def _param_names(cls) -> list[str]:
         sig = inspect.signature(cls.__init__)
         return [p for p in sig.parameters if p != "self"]
+
+    def _store_params(self, values: dict[str, Any]) -> None:
+        """Store the constructor arguments ``values`` (``locals()`` of ``__init__``) as is."""
+        for k in self._param_names():
+            setattr(self, k, values[k])
 
     def get_params(self, deep: bool = True) -> dict[str, Any]:
         """Constructor parameters as a dict (scikit-learn convention).
@@ -736,20 +753,7 @@ class ESN(_SeqBase):
         random_state: int | None = None,
         n_threads: int | None = None,
     ) -> None:
-        self.n_hidden = n_hidden
-        self.learn = learn
-        self.m = m
-        self.spectral_radius = spectral_radius
-        self.input_scaling = input_scaling
-        self.n_connections = n_connections
-        self.ridge = ridge
-        self.context = context
-        self.n_epochs = n_epochs
-        self.step_size = step_size
-        self.grad_clip = grad_clip
-        self.momentum = momentum
-        self.random_state = random_state
-        self.n_threads = n_threads
+        self._store_params(locals())
 
     def fit(self, X: Any, y: Any) -> ESN:
         """Train on sequences ``X`` with frame labels ``y``.
@@ -798,6 +802,7 @@ n_epochs, step_size, grad_clip, momentum, random_state, n_threads
     """
 
     _kind = "rdsn"
+    n_modules: int
 
     def __init__(
         self,
@@ -817,21 +822,7 @@ n_epochs, step_size, grad_clip, momentum, random_state, n_threads
         random_state: int | None = None,
         n_threads: int | None = None,
     ) -> None:
-        self.n_modules = n_modules
-        self.n_hidden = n_hidden
-        self.learn = learn
-        self.m = m
-        self.spectral_radius = spectral_radius
-        self.input_scaling = input_scaling
-        self.n_connections = n_connections
-        self.ridge = ridge
-        self.context = context
-        self.n_epochs = n_epochs
-        self.step_size = step_size
-        self.grad_clip = grad_clip
-        self.momentum = momentum
-        self.random_state = random_state
-        self.n_threads = n_threads
+        self._store_params(locals())
 
     def fit(self, X: Any, y: Any) -> RDSN:
         """Train the stack on sequences ``X`` with frame labels ``y``.
