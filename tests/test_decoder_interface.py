@@ -181,3 +181,19 @@ def test_register_model_decoder_one_line(tmp_path, rng) -> None:
     finally:
         # cscore.decoder is the function; the module is reached through sys.modules
         sys.modules["cscore.decoder"]._REGISTRY.pop("wrapped-test", None)
+
+
+@pytest.mark.parametrize(
+    "name, model",
+    [("blstm-cs", "msrc-buildings-dct-m32-blstm"), ("nwsomp", "nwsomp-mnist-m72"),
+     ("cdsn-cs", "cdsn-msrc-dct-m25")],
+)
+def test_learned_decoders_registered(name, model):
+    rng = np.random.default_rng(3)
+    mod = cscore.pretrained(model)
+    dec = cscore.decoder(name, model=model, tol=0.05)
+    Y = rng.standard_normal((3, mod.M, mod.L))
+    np.testing.assert_array_equal(dec(Y), mod.decode(Y, tol=0.05))
+    again = cscore.Decoder.from_config(json.loads(json.dumps(dec.config)))
+    np.testing.assert_array_equal(again(Y), dec(Y))
+    assert name in cscore.decoder_names()

@@ -8,6 +8,7 @@ import zipfile
 import numpy as np
 import pytest
 
+import cscore
 from cscore.datasets import gaussian_matrix
 from cscore.learned import CDSNCS, NWSOMP, fit_cdsn, load_model
 from cscore.learned.cdsn import (
@@ -428,3 +429,24 @@ def test_shipped_models_beat_somp_on_held_out_data():
     Y, _ = measure(cd.A, S, 0.005, seed=0)
     tol = expected_noise_tol(25, 8, 0.005)
     assert nmse(cd.decode(Y, tol=tol), S) < 0.7 * nmse(cscore.somp(cd.A, Y, tol=tol), S)
+
+
+@pytest.mark.parametrize("name", ["nwsomp-mnist-m72", "cdsn-msrc-dct-m25"])
+def test_auto_tol_tracks_the_oracle(name):
+    """tol="auto" (noise estimated from Y) ends near the oracle rule on sparse signals."""
+    model = cscore.pretrained(name)
+    rng = np.random.default_rng(11)
+    B, k, sigma = 30, 6, 0.01
+    S = np.zeros((B, model.N, model.L))
+    for b in range(B):
+        for j in range(model.L):
+            S[b, rng.choice(model.N, k, replace=False), j] = rng.choice([-1, 1], k) * (
+                1 + rng.random(k))
+    Y = model.A @ S + sigma * rng.standard_normal((B, model.M, model.L))
+    oracle = model.decode(Y, tol=model.L * sigma * np.sqrt(model.M * model.L))
+    auto = model.decode(Y, tol="auto")
+    assert auto.shape == S.shape and np.isfinite(auto).all()
+    err = lambda X: np.linalg.norm(X - S) / np.linalg.norm(S)  # noqa: E731
+    assert err(auto) <= 1.5 * err(oracle) + 1e-3
+    res = model.decode(Y[0], tol="auto", return_result=True)
+    assert res.x.shape == (model.N, model.L) and "sigma_hat" in res.extra

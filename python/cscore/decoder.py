@@ -650,6 +650,8 @@ def decoder(name: str, A: Any = None, *, model: Any = None, **settings: Any) -> 
 def _register_builtins() -> None:
     from .bcs import bcs, mtbcs
     from .greedy import omp, somp
+    from .learned import CDSNCS, NWSOMP
+    from .lstm_cs.blstm import BLSTMCS
     from .lstm_cs.decoder import LSTMCS
     from .sbl import tmsbl, tsbl
 
@@ -662,6 +664,12 @@ def _register_builtins() -> None:
     register_decoder(
         "lstm-cs", load=LSTMCS.load, model_type=LSTMCS, description="LSTM-CS (pretrained model)"
     )
+    register_decoder("blstm-cs", load=BLSTMCS.load, model_type=BLSTMCS,
+                     description="bidirectional LSTM-CS (pretrained model)")
+    register_decoder("nwsomp", load=NWSOMP.load, model_type=NWSOMP,
+                     description="NWSOMP (pretrained model)")
+    register_decoder("cdsn-cs", load=CDSNCS.load, model_type=CDSNCS,
+                     description="CDSN-CS (pretrained model)")
 
 
 _register_builtins()

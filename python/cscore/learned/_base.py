@@ -10,6 +10,7 @@ import numpy as np
 from .._validation import as_float_array
 from ..lstm_cs._spec_model import SpecModel, greedy_result
 from ..lstm_cs.model import ModelFileError, ProblemSpec
+from ..noise import auto_decode_mmv, is_auto
 from ..result import DecodeResult
 from ._file import load_arch_file, save_arch_file
 from ._greedy import greedy_decode
@@ -109,9 +110,11 @@ class LearnedGreedyDecoder(SpecModel):
             Measurements of one problem or a batch.
         n_nonzero : int, optional
             Atoms per channel (greedy iterations), ``1 <= n_nonzero <= min(M, N)``.
-        tol : float, optional
+        tol : float or "auto", optional
             Stop a problem once the sum over channels of residual l2 norms is
-            ``<= tol`` (checked before each iteration).
+            ``<= tol`` (checked before each iteration).  ``"auto"`` estimates the
+            noise level from ``Y`` itself (residual ratio thresholding on the
+            decoder's own greedy path, :mod:`cscore.noise`) and stops on it.
         return_result : bool, default False
             Return a :class:`cscore.DecodeResult` instead of the array.
 
@@ -129,6 +132,12 @@ class LearnedGreedyDecoder(SpecModel):
         NumPy over the batch (see :mod:`cscore.learned._greedy`).
         """
         Y = as_float_array("Y", Y, ndim=(2, 3))
+        if is_auto(tol):
+            self._check_batch(Y[None] if Y.ndim == 2 else Y)
+            return auto_decode_mmv(
+                lambda Y_, k: self.decode(Y_, n_nonzero=k, return_result=True),
+                self._A, Y, n_nonzero=n_nonzero, return_result=return_result, joint=self.JOINT,
+            )  # fmt: skip
         out_dtype = Y.dtype
         single = Y.ndim == 2
         Yb = Y[None] if single else Y
