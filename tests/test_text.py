@@ -106,6 +106,20 @@ def test_lstm_batched_matches_one_word_at_a_time(rng, kw):
     np.testing.assert_allclose(row, out[2], atol=1e-6)
 
 
+def test_lstm_mean_pool_is_the_mean_of_the_outputs(rng):
+    enc = LSTMEncoder.random(5, 4, seed=3, pool="mean")
+    table = rng.standard_normal((9, 5)).astype(np.float32)
+    seqs = [rng.integers(0, 9, n) for n in (3, 0, 7, 1)]
+    out = enc.encode(seqs, table)
+    for s, row in zip(seqs, out):
+        want = enc.trace(s, table)["output"].mean(0) if len(s) else np.zeros(4)
+        np.testing.assert_allclose(row, want, atol=1e-5)
+    last = LSTMEncoder(enc.W, enc.R, enc.b, enc.p).encode(seqs, table)
+    assert not np.allclose(out[0], last[0])
+    with pytest.raises(ValueError, match="pool"):
+        LSTMEncoder.random(5, 4, pool="max")
+
+
 def test_rnn_and_dssm_match_their_equations(rng):
     table = rng.standard_normal((6, 3)).astype(np.float32)
     seq = np.array([0, 4, 2])
@@ -123,8 +137,9 @@ def test_rnn_and_dssm_match_their_equations(rng):
 
 
 def test_encoder_configs_roundtrip():
-    for kind in ("lstm", "rnn", "bilstm", "dssm"):
-        enc = tiny_model(kind).document_encoder
+    for kind in ("lstm", "rnn", "bilstm", "dssm", "lstm-mean"):
+        enc = (tiny_model("lstm", pool="mean") if kind == "lstm-mean"
+               else tiny_model(kind)).document_encoder
         back = encoder_from_arrays(json.loads(json.dumps(enc.config())), enc.params())
         assert back.config() == enc.config()
         for k, v in enc.params().items():
@@ -245,13 +260,14 @@ def test_cranfield_from_a_user_directory():
 
 # ----------------------------------------------------------------------------- training
 @requires_torch
-@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm"])
+@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm", "lstm-mean"])
 def test_torch_forward_matches_numpy(kind):
     import torch
 
     from cscore.text import train as T
 
-    m = tiny_model(kind, seed=5)
+    m = tiny_model("lstm", seed=5, pool="mean") if kind == "lstm-mean" else tiny_model(kind, seed=5)
+    kind = m.kind
     enc = m.document_encoder
     P = {k: torch.from_numpy(v.copy()) for k, v in enc.params().items()}
     seqs = [m.words(t) for t in [*CORPUS, ""]]

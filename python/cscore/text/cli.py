@@ -32,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--n-cells", type=int, default=None)
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
     p.add_argument("--init", choices=["lsa", "random"], default=None)
+    p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
+    p.add_argument("--pool", choices=["last", "mean"], default=None,
+                   help="LSTM embedding: last output (the chapter's) or mean output")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -78,7 +81,7 @@ def _train(args: argparse.Namespace) -> int:
     c = load_cranfield(args.data)
     split = split_queries(c)
     kw: dict[str, object] = {"seed": args.seed, "progress": not args.quiet}
-    for k in ("optimizer", "lr", "n_cells", "max_seconds", "init"):
+    for k in ("optimizer", "lr", "n_cells", "max_seconds", "init", "dropout", "pool"):
         if getattr(args, k) is not None:
             kw[k] = getattr(args, k)
     if args.epochs is not None:

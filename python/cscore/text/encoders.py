@@ -100,12 +100,13 @@ class Encoder:
 
 def _run_recurrent(
     seqs: Sequence[np.ndarray], P: np.ndarray, H: int, step: Any, reverse: bool,
-    record: bool = False,
+    record: bool = False, pool: str = "last",
 ) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
     """Run ``step`` over every sequence in one batch, longest first.
 
     ``P`` holds the input projections per word-table row; ``step(p_t, state)``
     returns the new state tuple whose first entry is the output ``y``.
+    ``pool="last"`` returns the last output, ``"mean"`` the mean over words.
     """
     n = len(seqs)
     out = np.zeros((n, H), dtype=F32)
@@ -122,15 +123,19 @@ def _run_recurrent(
     slens = lens[order]
     y = np.zeros((n, H), F32)
     c = np.zeros((n, H), F32)
+    acc = np.zeros((n, H), F32) if pool == "mean" else None
     for t in range(T):
         na = int(np.count_nonzero(slens > t))  # rows still running (sorted longest first)
         ny, nc, rec = step(P[ids[:na, t]], (y[:na], c[:na]))
         y[:na] = ny
         c[:na] = nc
+        if acc is not None:
+            acc[:na] += ny
         if record:
             trace.append({k: v[0].copy() for k, v in rec.items()})
-    state = (y, c)
-    out[order] = state[0]
+    if acc is not None:
+        y = acc / np.maximum(slens, 1).astype(F32)[:, None]
+    out[order] = y
     return out, trace
 
 
@@ -148,12 +153,18 @@ class LSTMEncoder(Encoder):
         Use the forget gate (else ``f = 1``, the cell the chapter's analysis ran).
     reverse : bool
         Read texts right to left.
+    pool : {"last", "mean"}
+        The embedding: the last output (the chapter's) or the mean of the
+        outputs over the words.
     """
 
     kind: ClassVar[str] = "lstm"
 
     def __init__(self, W: Any, R: Any, b: Any, p: Any = None, *, peepholes: bool = True,
-                 forget_gate: bool = True, reverse: bool = False) -> None:
+                 forget_gate: bool = True, reverse: bool = False, pool: str = "last") -> None:
+        if pool not in ("last", "mean"):
+            raise ValueError(f"pool must be 'last' or 'mean', got {pool!r}")
+        self.pool = pool
         W = np.asarray(W)
         if W.ndim != 2 or W.shape[0] % 4:
             raise ValueError(f"W must be (4H, n_in); got shape {W.shape}")
@@ -184,7 +195,7 @@ class LSTMEncoder(Encoder):
     def config(self) -> dict[str, Any]:
         return {"kind": self.kind, "n_in": self.n_in, "n_cells": self.n_cells,
                 "peepholes": self.peepholes, "forget_gate": self.forget_gate,
-                "reverse": self.reverse}
+                "reverse": self.reverse, "pool": self.pool}
 
     def _step(self, record: bool) -> Any:
         H = self.n_cells
@@ -212,7 +223,8 @@ class LSTMEncoder(Encoder):
 
     def encode(self, seqs: Sequence[np.ndarray], table: np.ndarray) -> np.ndarray:
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
-        out, _ = _run_recurrent(seqs, P, self.n_cells, self._step(False), self.reverse)
+        out, _ = _run_recurrent(seqs, P, self.n_cells, self._step(False), self.reverse,
+                                pool=self.pool)
         return out
 
     def trace(self, seq: np.ndarray, table: np.ndarray) -> dict[str, np.ndarray]:
@@ -415,7 +427,8 @@ def encoder_from_arrays(config: dict[str, Any], arrays: dict[str, np.ndarray]) -
             return LSTMEncoder(arrays["W"], arrays["R"], arrays["b"], arrays["p"],
                                peepholes=bool(config.get("peepholes", True)),
                                forget_gate=bool(config.get("forget_gate", True)),
-                               reverse=bool(config.get("reverse", False)))
+                               reverse=bool(config.get("reverse", False)),
+                               pool=str(config.get("pool", "last")))
         if kind == "rnn":
             return RNNEncoder(arrays["W"], arrays["R"], arrays["b"])
         if kind == "dssm":

@@ -97,6 +97,8 @@ class TextTrainConfig:
         DSSM hidden layer size.
     peepholes, forget_gate : bool
         LSTM cell options (the chapter's cell has both).
+    pool : {"last", "mean"}
+        LSTM embedding: the last output (the chapter's) or the mean output.
     max_words : int or None
         Words read per text, in training and in the saved model.
     max_trigrams : int or None
@@ -117,6 +119,8 @@ class TextTrainConfig:
     clip : float
         Gradient renormalization threshold (per tower).
     weight_decay : float
+    dropout : float
+        Dropout rate on the word vectors in training (0: none).
     seed : int
     n_threads : int or None
         torch CPU threads (default 1).
@@ -132,6 +136,7 @@ class TextTrainConfig:
     dssm_hidden: int = 256
     peepholes: bool = True
     forget_gate: bool = True
+    pool: str = "last"
     max_words: int | None = 200
     max_trigrams: int | None = 2000
     init: str = "lsa"
@@ -144,6 +149,7 @@ class TextTrainConfig:
     patience: int = 2
     clip: float = 1.0
     weight_decay: float = 0.0
+    dropout: float = 0.0
     seed: int = 0
     n_threads: int | None = 1
     max_seconds: float | None = None
@@ -154,6 +160,10 @@ class TextTrainConfig:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.optimizer not in ("nesterov", "adam"):
             raise ValueError(f"optimizer must be 'nesterov' or 'adam', got {self.optimizer!r}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
+        if self.pool not in ("last", "mean"):
+            raise ValueError(f"pool must be 'last' or 'mean', got {self.pool!r}")
         if self.init not in ("lsa", "random"):
             raise ValueError(f"init must be 'lsa' or 'random', got {self.init!r}")
         for name in ("n_cells", "embed_dim", "dssm_hidden", "batch_size", "max_epochs",
@@ -271,7 +281,7 @@ def _init_encoder(cfg: TextTrainConfig, rng: np.random.Generator, lsa: bool,
         elif cfg.forget_gate:
             b[H : 2 * H] = 1.0
         return LSTMEncoder(W, R, b, p, peepholes=cfg.peepholes, forget_gate=cfg.forget_gate,
-                           reverse=reverse)
+                           reverse=reverse, pool=cfg.pool)
     if cfg.kind == "rnn":
         s = 1.0 / math.sqrt(H)
         W = rng.uniform(-s, s, (H, d))
@@ -344,6 +354,8 @@ def _torch_lstm(torch: Any, P: dict[str, Any], cfg: dict[str, Any], X: Any,
     fg = bool(cfg.get("forget_gate", True))
     y = X.new_zeros((batch.n, H))
     c = X.new_zeros((batch.n, H))
+    mean = cfg.get("pool", "last") == "mean"
+    acc = X.new_zeros((batch.n, H))
     for t in range(X.shape[1]):
         na = batch.active(t)
         if na == 0:
@@ -365,6 +377,12 @@ def _torch_lstm(torch: Any, P: dict[str, Any], cfg: dict[str, Any], X: Any,
             c = torch.cat([cn, c[na:]])
         else:
             y, c = yn, cn
+        if mean:
+            acc = acc + (torch.cat([yn, yn.new_zeros((batch.n - na, H))]) if na < batch.n
+                         else yn)
+    if mean:
+        n = torch.from_numpy(np.maximum(batch.lens, 1).astype(np.float32))
+        return acc / n[:, None]
     return y
 
 
@@ -383,12 +401,14 @@ def _torch_rnn(torch: Any, P: dict[str, Any], X: Any, batch: _Batch) -> Any:
 
 
 def _torch_encode(torch: Any, kind: str, cfg: dict[str, Any], P: dict[str, Any], E: Any,
-                  batch: _Batch) -> Any:
-    """Embeddings (n, out) in the batch's original order."""
+                  batch: _Batch, dropout: float = 0.0) -> Any:
+    """Embeddings (n, out) in the batch's original order (``dropout``: on word vectors)."""
     if batch.n_words:
         table = torch.nn.functional.embedding_bag(batch.flat, E, batch.offsets, mode="sum")
     else:
         table = E.new_zeros((1, E.shape[1]))
+    if dropout > 0:
+        table = torch.nn.functional.dropout(table, dropout, training=True)
     X = table[batch.ids]
     if kind == "dssm":
         mask = torch.from_numpy(
@@ -568,8 +588,10 @@ def train_retrieval_model(
                     mu = 0.9 if (frac < 0.02 or frac >= 0.98) else 0.995
                     for g in opt.param_groups:
                         g["momentum"] = mu
-                Q = _torch_encode(torch, cfg.kind, towers[0][0].config(), towers[0][1], E, qb)
-                D = _torch_encode(torch, cfg.kind, towers[1][0].config(), towers[1][1], E, db)
+                Q = _torch_encode(torch, cfg.kind, towers[0][0].config(), towers[0][1], E, qb,
+                                  cfg.dropout)
+                D = _torch_encode(torch, cfg.kind, towers[1][0].config(), towers[1][1], E, db,
+                                  cfg.dropout)
                 loss = _loss(torch, Q, D, invalid, cfg.gamma, cfg.n_negatives, rng)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
