@@ -17,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._file import read_meta, register_arch
+from ..lstm_cs.model import read_model_meta
+from ._file import register_arch
 from .cdsn import CDSNCS, fit_cdsn
 from .nwsomp import NWSOMP
 
@@ -52,7 +53,7 @@ def load_model(path: str | Path) -> Any:
     """
     from ..lstm_cs.model import ModelFileError
 
-    arch = read_meta(path).get("arch", "lstm")
+    arch = read_model_meta(path)["arch"]
     if arch in ARCH_CLASSES:
         return ARCH_CLASSES[arch].load(path)
     if arch in ("lstm", "blstm"):

@@ -34,11 +34,10 @@ from ..lstm_cs.model import (
     ModelFileError,
     ProblemSpec,
     read_model_arrays,
-    read_model_meta,
     save_npz_atomic,
 )
 
-__all__ = ["load_arch_file", "read_meta", "register_arch", "save_arch_file"]
+__all__ = ["load_arch_file", "register_arch", "save_arch_file"]
 
 #: ``shapes(spec, arch_params) -> {entry: shape}`` of one architecture
 Shapes = Callable[[ProblemSpec, dict[str, int]], Mapping[str, tuple[int, ...]]]
@@ -114,27 +113,6 @@ def save_arch_file(
         raise ValueError(f"info is too large ({blob.size} bytes of JSON; at most {MAX_META_BYTES})")
     out = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
     save_npz_atomic(path, {"meta": blob, "A": np.ascontiguousarray(A, dtype=np.float64), **out})
-
-
-def read_meta(path: str | Path) -> dict[str, Any]:
-    """Read and check only the ``meta`` entry of a model file (bounded).
-
-    Parameters
-    ----------
-    path : path
-        A model file.
-
-    Returns
-    -------
-    dict
-        The metadata (``arch`` is ``"lstm"`` for LSTM-CS files without the field).
-
-    Raises
-    ------
-    ModelFileError
-        Unreadable or not a cscore model file.
-    """
-    return read_model_meta(path)
 
 
 def load_arch_file(
