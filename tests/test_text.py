@@ -120,6 +120,18 @@ def test_lstm_mean_pool_is_the_mean_of_the_outputs(rng):
         LSTMEncoder.random(5, 4, pool="max")
 
 
+def test_lstm_last_plus_bag_adds_the_mean_word_vector(rng):
+    enc = LSTMEncoder.random(5, 3, seed=3, pool="last+bag")
+    table = rng.standard_normal((9, 5)).astype(np.float32)
+    seqs = [rng.integers(0, 9, n) for n in (3, 0, 7, 1)]
+    out = enc.encode(seqs, table)
+    last = LSTMEncoder(enc.W, enc.R, enc.b, enc.p).encode(seqs, table)
+    for s, row, lrow in zip(seqs, out, last):
+        want = lrow + (table[s, :3].mean(0) if len(s) else 0.0)
+        np.testing.assert_allclose(row, want, atol=1e-5)
+    assert not out[1].any()  # no words: zero vector, no NaN
+
+
 def test_rnn_and_dssm_match_their_equations(rng):
     table = rng.standard_normal((6, 3)).astype(np.float32)
     seq = np.array([0, 4, 2])
@@ -137,8 +149,8 @@ def test_rnn_and_dssm_match_their_equations(rng):
 
 
 def test_encoder_configs_roundtrip():
-    for kind in ("lstm", "rnn", "bilstm", "dssm", "lstm-mean"):
-        enc = (tiny_model("lstm", pool="mean") if kind == "lstm-mean"
+    for kind in ("lstm", "rnn", "bilstm", "dssm", "lstm-mean", "lstm-last+bag"):
+        enc = (tiny_model("lstm", pool=kind[5:]) if kind.startswith("lstm-")
                else tiny_model(kind)).document_encoder
         back = encoder_from_arrays(json.loads(json.dumps(enc.config())), enc.params())
         assert back.config() == enc.config()
@@ -260,13 +272,15 @@ def test_cranfield_from_a_user_directory():
 
 # ----------------------------------------------------------------------------- training
 @requires_torch
-@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm", "lstm-mean"])
+@pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm", "lstm-mean",
+                                  "lstm-last+bag"])
 def test_torch_forward_matches_numpy(kind):
     import torch
 
     from cscore.text import train as T
 
-    m = tiny_model("lstm", seed=5, pool="mean") if kind == "lstm-mean" else tiny_model(kind, seed=5)
+    m = (tiny_model("lstm", seed=5, pool=kind[5:]) if kind.startswith("lstm-")
+         else tiny_model(kind, seed=5))
     kind = m.kind
     enc = m.document_encoder
     P = {k: torch.from_numpy(v.copy()) for k, v in enc.params().items()}

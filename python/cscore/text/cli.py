@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
     p.add_argument("--init", choices=["lsa", "random"], default=None)
     p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
-    p.add_argument("--pool", choices=["last", "mean"], default=None,
+    p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
                    help="LSTM embedding: last output (the chapter's) or mean output")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")

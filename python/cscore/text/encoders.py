@@ -139,6 +139,16 @@ def _run_recurrent(
     return out, trace
 
 
+def _bag(seqs: Sequence[np.ndarray], table: np.ndarray, H: int) -> np.ndarray:
+    """Mean word vector of every text, first ``H`` coordinates (zeros for empty texts)."""
+    tab = np.asarray(table, dtype=F32)[:, :H]
+    out = np.zeros((len(seqs), H), F32)
+    for k, s in enumerate(seqs):
+        if len(s):
+            out[k, : tab.shape[1]] = tab[np.asarray(s, dtype=np.int64)].mean(0)
+    return out
+
+
 class LSTMEncoder(Encoder):
     """The chapter's LSTM cell (forget gate and peepholes), last output as embedding.
 
@@ -153,17 +163,18 @@ class LSTMEncoder(Encoder):
         Use the forget gate (else ``f = 1``, the cell the chapter's analysis ran).
     reverse : bool
         Read texts right to left.
-    pool : {"last", "mean"}
-        The embedding: the last output (the chapter's) or the mean of the
-        outputs over the words.
+    pool : {"last", "mean", "last+bag"}
+        The embedding: the last output (the chapter's), the mean of the
+        outputs over the words, or the last output plus the mean word vector
+        (first ``H`` coordinates: a residual bag of trigrams).
     """
 
     kind: ClassVar[str] = "lstm"
 
     def __init__(self, W: Any, R: Any, b: Any, p: Any = None, *, peepholes: bool = True,
                  forget_gate: bool = True, reverse: bool = False, pool: str = "last") -> None:
-        if pool not in ("last", "mean"):
-            raise ValueError(f"pool must be 'last' or 'mean', got {pool!r}")
+        if pool not in ("last", "mean", "last+bag"):
+            raise ValueError(f"pool must be 'last', 'mean' or 'last+bag', got {pool!r}")
         self.pool = pool
         W = np.asarray(W)
         if W.ndim != 2 or W.shape[0] % 4:
@@ -224,7 +235,9 @@ class LSTMEncoder(Encoder):
     def encode(self, seqs: Sequence[np.ndarray], table: np.ndarray) -> np.ndarray:
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
         out, _ = _run_recurrent(seqs, P, self.n_cells, self._step(False), self.reverse,
-                                pool=self.pool)
+                                pool="last" if self.pool == "last+bag" else self.pool)
+        if self.pool == "last+bag":
+            out = out + _bag(seqs, table, self.n_cells)
         return out
 
     def trace(self, seq: np.ndarray, table: np.ndarray) -> dict[str, np.ndarray]:

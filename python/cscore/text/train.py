@@ -97,7 +97,7 @@ class TextTrainConfig:
         DSSM hidden layer size.
     peepholes, forget_gate : bool
         LSTM cell options (the chapter's cell has both).
-    pool : {"last", "mean"}
+    pool : {"last", "mean", "last+bag"}
         LSTM embedding: the last output (the chapter's) or the mean output.
     max_words : int or None
         Words read per text, in training and in the saved model.
@@ -162,8 +162,9 @@ class TextTrainConfig:
             raise ValueError(f"optimizer must be 'nesterov' or 'adam', got {self.optimizer!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
-        if self.pool not in ("last", "mean"):
-            raise ValueError(f"pool must be 'last' or 'mean', got {self.pool!r}")
+        if self.pool not in ("last", "mean", "last+bag"):
+            raise ValueError(
+                f"pool must be 'last', 'mean' or 'last+bag', got {self.pool!r}")
         if self.init not in ("lsa", "random"):
             raise ValueError(f"init must be 'lsa' or 'random', got {self.init!r}")
         for name in ("n_cells", "embed_dim", "dssm_hidden", "batch_size", "max_epochs",
@@ -383,6 +384,14 @@ def _torch_lstm(torch: Any, P: dict[str, Any], cfg: dict[str, Any], X: Any,
     if mean:
         n = torch.from_numpy(np.maximum(batch.lens, 1).astype(np.float32))
         return acc / n[:, None]
+    if cfg.get("pool", "last") == "last+bag":
+        mask = torch.from_numpy(
+            (np.arange(X.shape[1])[None, :] < batch.lens[:, None]).astype(np.float32))
+        n = torch.from_numpy(np.maximum(batch.lens, 1).astype(np.float32))
+        bag = (X[:, :, :H] * mask[:, :, None]).sum(1) / n[:, None]
+        if bag.shape[1] < H:
+            bag = torch.cat([bag, bag.new_zeros((batch.n, H - bag.shape[1]))], 1)
+        return y + bag
     return y
 
 
