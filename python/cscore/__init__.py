@@ -7,7 +7,9 @@ sparse ``S`` of shape (N, L).  A single problem's ``Y`` is (M, L); a batch is
 
 from __future__ import annotations
 
-from . import _blas, seq, text
+from typing import Any
+
+from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
 from .bcs import bcs, mtbcs
 from .decoder import Decoder, decoder, decoder_names, register_decoder
@@ -20,6 +22,16 @@ from .result import DecodeResult
 from .sbl import tmsbl, tsbl
 
 _blas.register()
+
+
+def __getattr__(name: str) -> Any:
+    # The sequence-model and text packages (thesis chapters 2 and 3) load on first
+    # use, so that decoding does not pay for their imports at start-up.
+    if name in ("seq", "text"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = "0.1.0"
 
