@@ -323,6 +323,95 @@ def test_training_learns_a_toy_task():
         text.TextTrainConfig(kind="gru")
 
 
+def test_bm25_matrix_matches_rank_bm25():
+    from cscore.text.cranfield import _BM25Matrix, bm25_scores
+
+    c = text.load_cranfield()
+    qs = list(range(0, 150, 15))
+    got = _BM25Matrix(c.documents).scores([c.queries[q] for q in qs] + ["", "zzqx"])
+    np.testing.assert_allclose(got[:-2], bm25_scores(c, qs), rtol=1e-10, atol=1e-10)
+    assert not got[-2:].any()
+
+
+def test_training_pairs_hard_negatives():
+    from cscore.text.cranfield import _BM25Matrix, training_pairs
+
+    c = text.load_cranfield()
+    sp = text.split_queries(c)
+    plain = training_pairs(c, sp, sentences_per_doc=1, seed=3)(0)
+    hard = training_pairs(c, sp, sentences_per_doc=1, hard_negatives=4, seed=3)(0)
+    assert all(len(p) == 4 for p in plain) and all(len(p) == 6 for p in hard)
+    assert [p[:4] for p in hard] == plain  # the same pairs, each with a negative added
+    bm = _BM25Matrix(c.documents)
+    judged = [p for p in hard if p[2] < 10_000]
+    assert len(judged) == 3 * sum(len(c.qrels.get(q, {})) for q in sp.train)
+    for q, _, qk, dk, neg_text, neg in hard[::50] + judged[::20]:
+        relevant = set(c.qrels[qk]) if qk < 10_000 else {dk}
+        assert neg not in relevant and neg_text == c.documents[neg]
+        order = [d for d in np.argsort(-bm.scores([q])[0], kind="stable")
+                 if d not in relevant]
+        assert neg in order[:4]
+    again = training_pairs(c, sp, sentences_per_doc=1, hard_negatives=4, seed=3)(0)
+    assert again == hard
+    with pytest.raises(ValueError, match="hard_negatives"):
+        training_pairs(c, sp, hard_negatives=-1)
+
+
+@requires_torch
+def test_loss_ignores_masked_hard_negatives():
+    import torch
+
+    from cscore.text import train as T
+
+    g = torch.Generator().manual_seed(0)
+    Q, D = torch.randn(4, 6, generator=g), torch.randn(7, 6, generator=g)
+    D[5] = Q[1]  # a "hard negative" that query 1 would score highest
+    inv = np.zeros((4, 7), dtype=bool)
+    inv[np.arange(4), np.arange(4)] = True  # each query's own positive
+    inv[1, 5] = True  # a "hard negative" that is relevant to query 1
+    rng = np.random.default_rng(0)
+    full = T._loss(torch, Q, D, inv, 10.0, None, rng)
+    # the masked column contributes nothing: the same as query 1 never seeing it
+    keep = [0, 1, 2, 3, 4, 6]
+    S = torch.nn.functional.normalize(Q, dim=1) @ torch.nn.functional.normalize(D, dim=1).T
+    want = []
+    for r in range(4):
+        cols = keep if r == 1 else list(range(7))
+        logits = 10.0 * S[r, cols]
+        want.append(float(torch.logsumexp(logits, 0) - 10.0 * S[r, r]))
+    assert float(full) == pytest.approx(np.mean(want), rel=1e-5)
+    assert float(full) != pytest.approx(float(T._loss(torch, Q, D, np.eye(4, 7, dtype=bool),
+                                                      10.0, None, rng)), rel=1e-3)
+
+
+@requires_torch
+def test_embed_lr_sets_the_embedding_step_size():
+    docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
+    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+
+    def run(**kw):
+        seen = []
+
+        def ev(m):
+            seen.append(m)
+            return float(len(seen))  # every epoch "improves": the last one is kept
+
+        res = text.train_retrieval_model(
+            pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
+            dssm_hidden=8, init="random", lr=1e-4, batch_size=4, max_epochs=3, patience=3,
+            progress=False, **kw)
+        first, last = seen[0], res.model
+        dE = np.abs(last.embedding - first.embedding).max()
+        dW = np.abs(last.query_encoder.params()["W1"] - first.query_encoder.params()["W1"]).max()
+        return dE, dW
+
+    dE, dW = run()
+    dE_fast, dW_fast = run(embed_lr=1e-2)
+    assert dE_fast > 20 * dE and dW_fast < 5 * dW
+    with pytest.raises(ValueError, match="embed_lr"):
+        text.TextTrainConfig(embed_lr=0.0)
+
+
 # ----------------------------------------------------------------------------- pretrained
 @pytest.mark.parametrize("name", ["cranfield-lstm", "cranfield-rnn", "cranfield-dssm"])
 def test_pretrained_models(name):
@@ -369,7 +458,8 @@ def test_cli_train_writes_a_loadable_model(tmp_path, capsys):
 
     out = tmp_path / "m.npz"
     assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--epochs", "1",
-                     "--max-seconds", "0.5", "--quiet"]) == 0
+                     "--max-seconds", "0.5", "--quiet", "--hard-negatives", "5",
+                     "--max-trigrams", "500"]) == 0
     m = RetrievalModel.load(out)
-    assert m.kind == "dssm" and m.info["dataset"] == "cranfield"
+    assert m.kind == "dssm" and m.info["dataset"] == "cranfield" and len(m.hasher) == 500
     assert len(m.info["split"]["test"]) == 50

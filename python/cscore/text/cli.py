@@ -14,7 +14,7 @@ from pathlib import Path
 
 HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
 
-__all__ = ["HELP", "add_arguments", "run"]
+__all__ = ["HELP", "PAIRS", "add_arguments", "recipe", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,6 +35,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
     p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
                    help="LSTM embedding: last output (the chapter's) or mean output")
+    p.add_argument("--max-trigrams", type=int, default=None, help="trigram vocabulary size")
+    p.add_argument("--sentences-per-doc", type=int, default=None,
+                   help="abstract sentence -> rest-of-document pairs per document and epoch")
+    p.add_argument("--hard-negatives", type=int, default=None,
+                   help="add a hard negative to every pair, drawn from BM25's top N")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -81,14 +86,19 @@ def _train(args: argparse.Namespace) -> int:
     c = load_cranfield(args.data)
     split = split_queries(c)
     kw: dict[str, object] = {"seed": args.seed, "progress": not args.quiet}
-    for k in ("optimizer", "lr", "n_cells", "max_seconds", "init", "dropout", "pool"):
+    for k in ("optimizer", "lr", "n_cells", "max_seconds", "init", "dropout", "pool",
+              "max_trigrams"):
         if getattr(args, k) is not None:
             kw[k] = getattr(args, k)
     if args.epochs is not None:
         kw["max_epochs"] = args.epochs
     cfg = recipe(args.kind, **kw)
+    pk = dict(PAIRS)
+    for k in ("sentences_per_doc", "hard_negatives"):
+        if getattr(args, k) is not None:
+            pk[k] = getattr(args, k)
     res = train_retrieval_model(
-        training_pairs(c, split, sentences_per_doc=1, seed=args.seed),
+        training_pairs(c, split, seed=args.seed, **pk),
         vocab_texts=c.documents + c.titles + [c.queries[q] for q in split.train],
         lsa_texts=c.documents, evaluate=validation_scorer(c, split.val), config=cfg,
         info={"dataset": "cranfield", "split": {"train": list(split.train),
@@ -100,13 +110,34 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Training pairs of the shipped models (:func:`~cscore.text.cranfield.training_pairs`).
+PAIRS: dict[str, int] = {"sentences_per_doc": 2, "judged_repeat": 3, "hard_negatives": 0}
+
+#: Per-kind settings of the shipped models, chosen by 5-fold cross-validation over
+#: the training + validation queries (benchmarks/results/text.md).
+_KIND_RECIPES: dict[str, dict[str, object]] = {
+    "lstm": {"lr": 1e-4, "embed_lr": 1e-3, "max_epochs": 10},
+    "bilstm": {"lr": 1e-4, "embed_lr": 1e-3, "max_epochs": 10},
+    "rnn": {"lr": 1e-4, "embed_lr": 1e-3, "n_cells": 256, "max_epochs": 10},
+    "dssm": {"lr": 1e-3, "max_epochs": 12},
+}
+
+
 def recipe(kind: str, **overrides: object):  # type: ignore[no-untyped-def]
-    """The settings that trained the shipped ``cranfield-<kind>`` models."""
+    """The settings that trained the shipped ``cranfield-<kind>`` models.
+
+    Every kind reads the whole trigram vocabulary of Cranfield (``max_trigrams``
+    6000 is above its size) and uses Adam, gamma 10, in-batch negatives and
+    early stopping with patience 3; step sizes (the embedding's may differ) and
+    epochs are per kind.  The
+    training pairs are :data:`PAIRS`.
+    """
     from .train import TextTrainConfig
 
-    base: dict[str, object] = {"kind": kind, "optimizer": "adam", "lr": 1e-4,
-                               "n_negatives": None, "gamma": 10.0, "batch_size": 128,
-                               "max_epochs": 6, "patience": 2, "n_threads": 1}  # = defaults
+    base: dict[str, object] = {"kind": kind, "optimizer": "adam", "n_negatives": None,
+                               "gamma": 10.0, "batch_size": 128, "patience": 3,
+                               "max_trigrams": 6000, "n_threads": 1,
+                               **_KIND_RECIPES.get(kind, {})}
     base.update(overrides)
     return TextTrainConfig(**base)  # type: ignore[arg-type]
 

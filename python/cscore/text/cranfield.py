@@ -54,9 +54,49 @@ def sentences(abstract: str, min_words: int = 4) -> list[str]:
     return [p.strip() for p in parts if len(tokenize(p)) >= min_words]
 
 
+class _BM25Matrix:
+    """rank-bm25's ``BM25Okapi`` scores as one sparse matrix product (same numbers)."""
+
+    def __init__(self, documents: Sequence[str]) -> None:
+        from rank_bm25 import BM25Okapi
+        from scipy import sparse
+
+        bm = BM25Okapi([tokenize(d) for d in documents])
+        self.vocab = {t: i for i, t in enumerate(bm.idf)}
+        rows, cols, vals = [], [], []
+        for d, (freqs, dl) in enumerate(zip(bm.doc_freqs, bm.doc_len)):
+            norm = bm.k1 * (1 - bm.b + bm.b * dl / bm.avgdl)
+            for t, f in freqs.items():
+                rows.append(d)
+                cols.append(self.vocab[t])
+                vals.append(bm.idf[t] * f * (bm.k1 + 1) / (f + norm))
+        self.W = sparse.csr_matrix((vals, (rows, cols)),
+                                   shape=(len(documents), len(self.vocab)))
+
+    def scores(self, queries: Sequence[str]) -> np.ndarray:
+        """(len(queries), n_docs) BM25 scores."""
+        from scipy import sparse
+
+        rows, cols = [], []
+        for r, q in enumerate(queries):
+            for t in tokenize(q):
+                if t in self.vocab:
+                    rows.append(r)
+                    cols.append(self.vocab[t])
+        Q = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                              shape=(len(queries), len(self.vocab)))
+        return np.asarray((Q @ self.W.T).toarray())
+
+
+def _top_excluding(scores: np.ndarray, exclude: Sequence[set[int]], k: int) -> list[np.ndarray]:
+    order = np.argsort(-scores, axis=1, kind="stable")[:, : k + 32]
+    return [np.array([d for d in row if d not in ex][:k], dtype=np.int64)
+            for row, ex in zip(order, exclude)]
+
+
 def training_pairs(
     collection: Collection, split: QuerySplit, *, sentences_per_doc: int = 2,
-    judged_repeat: int = 3, seed: int = 0,
+    judged_repeat: int = 3, hard_negatives: int = 0, seed: int = 0,
 ) -> Callable[[int], list[TrainPair]]:
     """Pairs for :func:`~cscore.text.train.train_retrieval_model`, fresh each epoch.
 
@@ -70,33 +110,68 @@ def training_pairs(
         which repeats the title, is skipped).
     judged_repeat : int
         How often each judged pair appears per epoch.
+    hard_negatives : int
+        0 (default): none.  Otherwise every pair carries a hard negative drawn
+        at random from BM25's top ``hard_negatives`` documents for its query
+        that are not known to be relevant (the source document of a title or
+        sentence; the judged documents of a query).
     seed : int
 
     Returns
     -------
     callable
-        ``epoch -> list of (query, document, query_key, document_key)``.
+        ``epoch -> list of (query, document, query_key, document_key)``, with
+        ``(negative_document, negative_key)`` appended when ``hard_negatives``.
     """
     docs = collection.documents
     n = len(docs)
     sents = [sentences(a)[1:] for a in collection.abstracts]
-    judged = [(collection.queries[q], d, q) for q in split.train
-              for d in sorted(collection.qrels.get(q, {}))]
+    train_q = [q for q in split.train if collection.qrels.get(q)]
+    judged = [(collection.queries[q], d, q) for q in train_q
+              for d in sorted(collection.qrels[q])]
+    if hard_negatives < 0:
+        raise ValueError(f"hard_negatives must be >= 0, got {hard_negatives}")
+    hard: dict[tuple[int, int], np.ndarray] = {}  # (kind, index) -> candidate negatives
+    if hard_negatives:
+        bm = _BM25Matrix(docs)
+        tops = _top_excluding(bm.scores(collection.titles), [{d} for d in range(n)],
+                              hard_negatives)
+        hard.update({(0, d): t for d, t in enumerate(tops)})
+        flat = [(d, j) for d in range(n) for j in range(len(sents[d]))]
+        if flat:
+            tops = _top_excluding(bm.scores([sents[d][j] for d, j in flat]),
+                                  [{d} for d, _ in flat], hard_negatives)
+            hard.update({(1, d * 10_000 + j): t for (d, j), t in zip(flat, tops)})
+        if train_q:
+            tops = _top_excluding(bm.scores([collection.queries[q] for q in train_q]),
+                                  [set(collection.qrels[q]) for q in train_q], hard_negatives)
+            hard.update({(2, q): t for q, t in zip(train_q, tops)})
 
     def make(epoch: int) -> list[TrainPair]:
         rng = np.random.default_rng(seed * 1000 + epoch)
+        nrng = np.random.default_rng([seed, epoch, 1])  # negatives: own stream
         out: list[TrainPair] = []
+
+        def add(q: str, d: str, qk: int, dk: int, key: tuple[int, int]) -> None:
+            cand = hard.get(key)
+            if cand is None:
+                out.append((q, d, qk, dk))
+            elif len(cand):
+                neg = int(cand[nrng.integers(len(cand))])
+                out.append((q, d, qk, dk, docs[neg], neg))
+
         for d in range(n):
             if collection.titles[d].strip():
-                out.append((collection.titles[d], docs[d], 10_000 + d, d))
+                add(collection.titles[d], docs[d], 10_000 + d, d, (0, d))
             ss = sents[d]
             if ss and sentences_per_doc:
                 for k in rng.choice(len(ss), min(sentences_per_doc, len(ss)), replace=False):
                     rest = " ".join(s for j, s in enumerate(ss) if j != k)
                     body = f"{collection.titles[d]} {rest}"
-                    out.append((ss[k], body, 100_000 + d, d))
+                    add(ss[k], body, 100_000 + d, d, (1, d * 10_000 + int(k)))
         for _ in range(judged_repeat):
-            out.extend((q, docs[d], qk, d) for q, d, qk in judged)
+            for q, d, qk in judged:
+                add(q, docs[d], qk, d, (2, qk))
         return out
 
     return make

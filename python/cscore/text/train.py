@@ -59,10 +59,12 @@ __all__ = [
     "train_retrieval_model",
 ]
 
-#: (query text, document text, query key, document key).  Pairs with the same
-#: query key share their set of relevant documents (by document key); a
-#: document in that set is never used as the query's negative.
-TrainPair = tuple[str, str, int, int]
+#: (query text, document text, query key, document key), optionally followed by
+#: (negative document text, negative document key): a hard negative that is
+#: added to the minibatch's documents.  Pairs with the same query key share
+#: their set of relevant documents (by document key); a document in that set is
+#: never used as the query's negative.
+TrainPair = Union[tuple[str, str, int, int], tuple[str, str, int, int, str, int]]
 
 KINDS = ("lstm", "rnn", "bilstm", "dssm")
 
@@ -113,6 +115,8 @@ class TextTrainConfig:
     optimizer : {"adam", "nesterov"}
     lr : float or None
         Step size (default 1e-4 for Adam, 1e-3 for Nesterov).
+    embed_lr : float or None
+        Step size of the trigram embedding (default: ``lr``).
     batch_size : int
     max_epochs, patience : int
         Stop when the validation score has not improved for ``patience`` epochs.
@@ -144,6 +148,7 @@ class TextTrainConfig:
     n_negatives: int | None = None
     optimizer: str = "adam"
     lr: float | None = None
+    embed_lr: float | None = None
     batch_size: int = 128
     max_epochs: int = 6
     patience: int = 2
@@ -178,6 +183,8 @@ class TextTrainConfig:
                                              or self.n_negatives < 1):
             raise ValueError(f"n_negatives must be a positive int or None, "
                              f"got {self.n_negatives!r}")
+        if self.embed_lr is not None and not self.embed_lr > 0:
+            raise ValueError(f"embed_lr must be > 0, got {self.embed_lr!r}")
         if not self.gamma > 0 or not self.clip > 0:
             raise ValueError(f"gamma and clip must be > 0, got {self.gamma}, {self.clip}")
 
@@ -452,7 +459,7 @@ def _loss(torch: Any, Q: Any, D: Any, invalid: np.ndarray, gamma: float,
         idx = torch.arange(B)
         logits[idx, idx] = gamma * S[idx, idx]
         return F.cross_entropy(logits, idx)
-    r = gen.random((B, B))
+    r = gen.random(S.shape)
     r[invalid] = np.inf
     pick = np.argsort(r, axis=1)[:, :n_neg]
     bad = np.take_along_axis(invalid, pick, axis=1)
@@ -486,8 +493,10 @@ def train_retrieval_model(
     Parameters
     ----------
     pairs : list of TrainPair, or callable
-        ``(query, document, query_key, document_key)`` pairs, or
-        ``pairs(epoch) -> list`` to draw fresh pairs every epoch.
+        ``(query, document, query_key, document_key)`` pairs, optionally with a
+        hard negative ``(..., negative_document, negative_key)`` (then every
+        pair must have one), or ``pairs(epoch) -> list`` to draw fresh pairs
+        every epoch.
     vocab_texts : sequence of str
         Texts the trigram vocabulary is built from.
     evaluate : callable
@@ -531,8 +540,9 @@ def train_retrieval_model(
              for k, v in enc.params().items()}
         towers.append((enc, P))
     groups = [[E], list(towers[0][1].values()), list(towers[1][1].values())]
-    params = [p for g in groups for p in g]
     lr = cfg.step_size
+    params = [{"params": groups[0], "lr": lr if cfg.embed_lr is None else cfg.embed_lr},
+              {"params": groups[1] + groups[2]}]
     if cfg.optimizer == "adam":
         opt = torch.optim.Adam(params, lr=lr, weight_decay=cfg.weight_decay)
     else:
@@ -576,8 +586,8 @@ def train_retrieval_model(
         for epoch in range(cfg.max_epochs):
             ep_pairs = first if epoch == 0 else get_pairs(epoch)
             pos: dict[int, set[int]] = {}
-            for _, _, qk, dk in ep_pairs:
-                pos.setdefault(qk, set()).add(dk)
+            for pr in ep_pairs:
+                pos.setdefault(pr[2], set()).add(pr[3])
             perm = rng.permutation(len(ep_pairs))
             run, nb = 0.0, 0
             out_of_time = False
@@ -589,9 +599,10 @@ def train_retrieval_model(
                 if len(bp) < 2:
                     continue
                 qb = _Batch(torch, [words(p[0]) for p in bp], hasher)
-                db = _Batch(torch, [words(p[1]) for p in bp], hasher)
-                invalid = np.array([[bp[j][3] in pos[bp[r][2]] for j in range(len(bp))]
-                                    for r in range(len(bp))])
+                dtexts = [p[1] for p in bp] + [p[4] for p in bp if len(p) > 4]  # type: ignore[misc]
+                dkeys = [p[3] for p in bp] + [p[5] for p in bp if len(p) > 4]  # type: ignore[misc]
+                db = _Batch(torch, [words(t) for t in dtexts], hasher)
+                invalid = np.array([[k in pos[p[2]] for k in dkeys] for p in bp])
                 if cfg.optimizer == "nesterov":
                     frac = update / max(total_updates, 1)
                     mu = 0.9 if (frac < 0.02 or frac >= 0.98) else 0.995

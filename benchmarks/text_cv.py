@@ -1,0 +1,119 @@
+"""5-fold cross-validation of text-encoder settings on Cranfield (issue 9).
+
+The 100 training + validation queries of ``split_queries`` are cut into 5 folds
+of 20 (seed 7); each job trains on the other 80 queries' judged pairs plus the
+weak title / sentence pairs, with no early stopping, and records the fold's
+validation NDCG@10 after every epoch.  The test queries are never touched.
+
+Usage::
+
+    PYTHONPATH=python python benchmarks/text_cv.py JOBS.json OUT.jsonl SECONDS [WORKERS]
+
+``JOBS.json`` is a list of ``{"name", "kind", "over": {TextTrainConfig fields},
+"pairs": {training_pairs arguments}, "fold": 0-4}``; one process per job, one
+thread each; jobs still running after SECONDS are dropped.  The results of the
+runs in ``benchmarks/results/text.md`` are in ``benchmarks/results/text-cv.jsonl``
+(per-epoch fold scores; summarize with ``--summary OUT.jsonl``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from multiprocessing import Pool
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_v] = "1"
+
+import numpy as np  # noqa: E402
+
+
+def folds_of():  # type: ignore[no-untyped-def]
+    """Collection, split, the 100 pooled queries and their 5 folds."""
+    from cscore.text.data import load_cranfield, split_queries
+
+    c = load_cranfield()
+    sp = split_queries(c)
+    pool = list(sp.train) + list(sp.val)
+    perm = np.random.default_rng(7).permutation(len(pool))
+    return c, sp, pool, [[pool[i] for i in perm[k::5]] for k in range(5)]
+
+
+def job(j: dict) -> dict:
+    """Train one (settings, fold) job; returns it with the per-epoch scores."""
+    import torch
+
+    from cscore.text.cli import recipe
+    from cscore.text.cranfield import training_pairs, validation_scorer
+    from cscore.text.data import QuerySplit
+    from cscore.text.train import train_retrieval_model
+
+    torch.set_num_threads(1)
+    c, sp, pool, folds = folds_of()
+    f = folds[j["fold"]]
+    s = QuerySplit(tuple(q for q in pool if q not in f), tuple(f), sp.test)
+    budget = min(j.get("max_seconds", 500), j["deadline"] - time.time() - 20)
+    cfg = recipe(j["kind"], **{"patience": 99, "progress": False, "max_seconds": budget,
+                               **j["over"]})
+    t = time.time()
+    try:
+        res = train_retrieval_model(
+            training_pairs(c, s, **{"sentences_per_doc": 1, "seed": 0, **j.get("pairs", {})}),
+            vocab_texts=c.documents + c.titles + [c.queries[q] for q in s.train],
+            lsa_texts=c.documents, evaluate=validation_scorer(c, s.val), config=cfg)
+        h: object = [round(x["val_score"], 4) for x in res.history]
+    except Exception as e:  # recorded, not fatal to the sweep
+        h = repr(e)
+    return {**j, "hist": h, "sec": round(time.time() - t, 1)}
+
+
+def summary(paths: list[str]) -> None:
+    """Mean fold score per epoch of every complete setting."""
+    import collections
+
+    by: dict[str, dict[int, list[float]]] = collections.defaultdict(dict)
+    for p in paths:
+        with open(p) as fh:
+            for line in fh:
+                r = json.loads(line)
+                if isinstance(r["hist"], list):
+                    by[r["name"]][r["fold"]] = r["hist"]
+    for name, d in sorted(by.items()):
+        if len(d) == 5:
+            n = min(len(h) for h in d.values())
+            m = np.array([d[f][:n] for f in range(5)]).mean(0)
+            print(f"{name:14s} " + " ".join(f"{x:.3f}" for x in m)
+                  + f"  best epoch {m.argmax()}: {m.max():.3f}")
+
+
+def main() -> None:
+    if sys.argv[1] == "--summary":
+        summary(sys.argv[2:])
+        return
+    with open(sys.argv[1]) as fh:
+        jobs = json.load(fh)
+    out, deadline = sys.argv[2], time.time() + float(sys.argv[3])
+    nw = int(sys.argv[4]) if len(sys.argv) > 4 else os.cpu_count()
+    for j in jobs:
+        j["deadline"] = deadline
+    with Pool(nw, maxtasksperchild=1) as p, open(out, "a") as fo:
+        its = p.imap_unordered(job, jobs)
+        while True:
+            try:
+                r = its.next(timeout=max(1.0, deadline - time.time()))
+            except StopIteration:
+                break
+            except Exception as e:
+                print("stopped:", repr(e), flush=True)
+                p.terminate()
+                break
+            r.pop("deadline", None)
+            fo.write(json.dumps(r) + "\n")
+            fo.flush()
+            print(r["name"], r["fold"], r["hist"], r["sec"], flush=True)
+
+
+if __name__ == "__main__":
+    main()
