@@ -46,9 +46,8 @@ def job(j: dict) -> dict:
     import torch
 
     from cscore.text.cli import recipe
-    from cscore.text.cranfield import training_pairs, validation_scorer
+    from cscore.text.cranfield import train_on_split
     from cscore.text.data import QuerySplit
-    from cscore.text.train import train_retrieval_model
 
     torch.set_num_threads(1)
     c, sp, pool, folds = folds_of()
@@ -59,10 +58,7 @@ def job(j: dict) -> dict:
                                **j["over"]})
     t = time.time()
     try:
-        res = train_retrieval_model(
-            training_pairs(c, s, **{"sentences_per_doc": 1, "seed": 0, **j.get("pairs", {})}),
-            vocab_texts=c.documents + c.titles + [c.queries[q] for q in s.train],
-            lsa_texts=c.documents, evaluate=validation_scorer(c, s.val), config=cfg)
+        res = train_on_split(c, s, cfg, pairs={"sentences_per_doc": 1, **j.get("pairs", {})})
         h: object = [round(x["val_score"], 4) for x in res.history]
     except Exception as e:  # recorded, not fatal to the sweep
         h = repr(e)

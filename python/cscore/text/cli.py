@@ -79,9 +79,8 @@ def _load_model(spec: str):  # type: ignore[no-untyped-def]
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .cranfield import training_pairs, validation_scorer
+    from .cranfield import train_on_split
     from .data import load_cranfield, split_queries
-    from .train import train_retrieval_model
 
     c = load_cranfield(args.data)
     split = split_queries(c)
@@ -97,10 +96,8 @@ def _train(args: argparse.Namespace) -> int:
     for k in ("sentences_per_doc", "hard_negatives"):
         if getattr(args, k) is not None:
             pk[k] = getattr(args, k)
-    res = train_retrieval_model(
-        training_pairs(c, split, seed=args.seed, **pk),
-        vocab_texts=c.documents + c.titles + [c.queries[q] for q in split.train],
-        lsa_texts=c.documents, evaluate=validation_scorer(c, split.val), config=cfg,
+    res = train_on_split(
+        c, split, cfg, pairs=pk, seed=args.seed,
         info={"dataset": "cranfield", "split": {"train": list(split.train),
                                                   "val": list(split.val),
                                                   "test": list(split.test)}})
@@ -129,8 +126,7 @@ def recipe(kind: str, **overrides: object):  # type: ignore[no-untyped-def]
     Every kind reads the whole trigram vocabulary of Cranfield (``max_trigrams``
     6000 is above its size) and uses Adam, gamma 10, in-batch negatives and
     early stopping with patience 3; step sizes (the embedding's may differ) and
-    epochs are per kind.  The
-    training pairs are :data:`PAIRS`.
+    epochs are per kind.  The training pairs are :data:`PAIRS`.
     """
     from .train import TextTrainConfig
 

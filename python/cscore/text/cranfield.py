@@ -32,6 +32,7 @@ __all__ = [
     "model_scores",
     "sentences",
     "tfidf_scores",
+    "train_on_split",
     "training_pairs",
     "validation_scorer",
 ]
@@ -175,6 +176,40 @@ def training_pairs(
         return out
 
     return make
+
+
+def train_on_split(collection: Collection, split: QuerySplit, config: Any, *,
+                   pairs: dict[str, int] | None = None, seed: int = 0,
+                   info: dict[str, Any] | None = None) -> Any:
+    """Train on ``split.train``, early-stopping on ``split.val`` NDCG@10.
+
+    The trigram vocabulary comes from the documents, titles and training
+    queries; LSA initialization from the documents.
+
+    Parameters
+    ----------
+    collection : Collection
+    split : QuerySplit
+    config : TextTrainConfig
+    pairs : dict, optional
+        Keyword arguments of :func:`training_pairs` (besides ``seed``).
+    seed : int
+        Seed of the training pairs.
+    info : dict, optional
+        Provenance stored in the model.
+
+    Returns
+    -------
+    TextTrainResult
+    """
+    from .train import train_retrieval_model
+
+    return train_retrieval_model(
+        training_pairs(collection, split, seed=seed, **(pairs or {})),
+        vocab_texts=collection.documents + collection.titles
+        + [collection.queries[q] for q in split.train],
+        lsa_texts=collection.documents, evaluate=validation_scorer(collection, split.val),
+        config=config, info=info)
 
 
 def model_scores(model: RetrievalModel, collection: Collection,
