@@ -412,6 +412,38 @@ def test_embed_lr_sets_the_embedding_step_size():
         text.TextTrainConfig(embed_lr=0.0)
 
 
+@requires_torch
+def test_avg_eta_exports_the_polynomial_decay_average():
+    docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
+    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+
+    def run(**kw):
+        seen = []
+
+        def ev(m):
+            seen.append(m)
+            return float(len(seen))
+
+        text.train_retrieval_model(
+            pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
+            dssm_hidden=8, init="random", lr=1e-2, batch_size=4, max_epochs=4, patience=4,
+            progress=False, **kw)
+        return [m.embedding.astype(np.float64) for m in seen]  # one update per epoch
+
+    raw = run()
+    eta = 3
+    avg = run(avg_eta=eta)
+    expect = raw[0].copy()
+    assert np.array_equal(avg[0], raw[0])
+    for u in range(len(raw) - 1):
+        d = (u + 1) / (u + eta + 2)
+        expect = d * expect + (1 - d) * raw[u + 1]
+        np.testing.assert_allclose(avg[u + 1], expect, atol=1e-6)
+    assert np.abs(avg[-1] - raw[-1]).max() > 1e-3  # the average lags the raw weights
+    with pytest.raises(ValueError, match="avg_eta"):
+        text.TextTrainConfig(avg_eta=-1)
+
+
 # ----------------------------------------------------------------------------- pretrained
 @pytest.mark.parametrize("name", ["cranfield-lstm", "cranfield-rnn", "cranfield-dssm"])
 def test_pretrained_models(name):

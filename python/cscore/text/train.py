@@ -125,6 +125,12 @@ class TextTrainConfig:
     weight_decay : float
     dropout : float
         Dropout rate on the word vectors in training (0: none).
+    avg_eta : int
+        Polynomial-decay averaging of all weights (Shamir & Zhang, ICML 2013):
+        after update ``u`` (counted from 0), ``avg = d * avg + (1 - d) * w``
+        with ``d = (u + 1) / (u + avg_eta + 2)``, so the average weighs
+        roughly the last ``u / (avg_eta + 1)`` updates.  The averaged weights
+        are validated and exported.  0 (default): the raw weights.
     seed : int
     n_threads : int or None
         torch CPU threads (default 1).
@@ -155,6 +161,7 @@ class TextTrainConfig:
     clip: float = 1.0
     weight_decay: float = 0.0
     dropout: float = 0.0
+    avg_eta: int = 0
     seed: int = 0
     n_threads: int | None = 1
     max_seconds: float | None = None
@@ -165,6 +172,8 @@ class TextTrainConfig:
             raise ValueError(f"kind must be one of {KINDS}, got {self.kind!r}")
         if self.optimizer not in ("nesterov", "adam"):
             raise ValueError(f"optimizer must be 'nesterov' or 'adam', got {self.optimizer!r}")
+        if not isinstance(self.avg_eta, int) or self.avg_eta < 0:
+            raise ValueError(f"avg_eta must be an int >= 0, got {self.avg_eta!r}")
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.pool not in ("last", "mean", "last+bag"):
@@ -549,6 +558,15 @@ def train_retrieval_model(
         opt = torch.optim.SGD(params, lr=lr, momentum=0.9, nesterov=True,
                               weight_decay=cfg.weight_decay)
 
+    # the averaged weights (the raw ones themselves when avg_eta == 0)
+    avg_E, avg_towers = E, towers
+    if cfg.avg_eta > 0:
+        avg_E = E.detach().clone()
+        avg_towers = [(enc, {k: v.detach().clone() for k, v in P.items()})
+                      for enc, P in towers]
+    pairs_avg = list(zip([avg_E] + [v for _, P in avg_towers for v in P.values()],
+                         [E] + [v for _, P in towers for v in P.values()]))
+
     def get_pairs(epoch: int) -> list[TrainPair]:
         got = pairs(epoch) if callable(pairs) else pairs
         out = list(got)
@@ -571,7 +589,7 @@ def train_retrieval_model(
     total_updates = n_batches * cfg.max_epochs
     history: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    model = _export(torch, hasher, E, towers, cfg)
+    model = _export(torch, hasher, avg_E, avg_towers, cfg)
     score = float(evaluate(model))
     history.append({"epoch": 0, "val_score": score, "seconds": time.perf_counter() - t0})
     best: tuple[float, int, RetrievalModel] = (score, 0, model)
@@ -618,6 +636,11 @@ def train_retrieval_model(
                 for g in groups:
                     torch.nn.utils.clip_grad_norm_(g, cfg.clip)
                 opt.step()
+                if cfg.avg_eta > 0:
+                    d = (update + 1) / (update + cfg.avg_eta + 2)
+                    with torch.no_grad():
+                        for a, w in pairs_avg:
+                            a.mul_(d).add_(w.detach(), alpha=1.0 - d)
                 update += 1
                 run += float(loss.detach())
                 nb += 1
@@ -626,7 +649,7 @@ def train_retrieval_model(
                     if nb % 10 == 0:
                         bar.set_postfix(epoch=epoch + 1, loss=f"{run / nb:.3f}",
                                         val=f"{best[0]:.3f}")
-            model = _export(torch, hasher, E, towers, cfg)
+            model = _export(torch, hasher, avg_E, avg_towers, cfg)
             score = float(evaluate(model))
             history.append({"epoch": epoch + 1, "train_loss": run / max(nb, 1),
                             "val_score": score, "updates": update,
