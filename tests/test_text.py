@@ -384,23 +384,32 @@ def test_loss_ignores_masked_hard_negatives():
                                                       10.0, None, rng)), rel=1e-3)
 
 
-@requires_torch
-def test_embed_lr_sets_the_embedding_step_size():
+def _toy_epochs(**kw):
+    """Models after each epoch (epoch 0 first) of a 4-document DSSM run.
+
+    The minibatch holds all four pairs, so every epoch is one update; every
+    epoch "improves", so the last model is the one kept.
+    """
     docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
     pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+    seen = []
 
+    def ev(m):
+        seen.append(m)
+        return float(len(seen))
+
+    res = text.train_retrieval_model(
+        pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
+        dssm_hidden=8, init="random", batch_size=4, progress=False, **kw)
+    assert res.model is seen[-1]
+    return seen
+
+
+@requires_torch
+def test_embed_lr_sets_the_embedding_step_size():
     def run(**kw):
-        seen = []
-
-        def ev(m):
-            seen.append(m)
-            return float(len(seen))  # every epoch "improves": the last one is kept
-
-        res = text.train_retrieval_model(
-            pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
-            dssm_hidden=8, init="random", lr=1e-4, batch_size=4, max_epochs=3, patience=3,
-            progress=False, **kw)
-        first, last = seen[0], res.model
+        seen = _toy_epochs(lr=1e-4, max_epochs=3, patience=3, **kw)
+        first, last = seen[0], seen[-1]
         dE = np.abs(last.embedding - first.embedding).max()
         dW = np.abs(last.query_encoder.params()["W1"] - first.query_encoder.params()["W1"]).max()
         return dE, dW
@@ -414,21 +423,9 @@ def test_embed_lr_sets_the_embedding_step_size():
 
 @requires_torch
 def test_avg_eta_exports_the_polynomial_decay_average():
-    docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
-    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
-
     def run(**kw):
-        seen = []
-
-        def ev(m):
-            seen.append(m)
-            return float(len(seen))
-
-        text.train_retrieval_model(
-            pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
-            dssm_hidden=8, init="random", lr=1e-2, batch_size=4, max_epochs=4, patience=4,
-            progress=False, **kw)
-        return [m.embedding.astype(np.float64) for m in seen]  # one update per epoch
+        seen = _toy_epochs(lr=1e-2, max_epochs=4, patience=4, **kw)
+        return [m.embedding.astype(np.float64) for m in seen]
 
     raw = run()
     eta = 3

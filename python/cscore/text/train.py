@@ -558,14 +558,16 @@ def train_retrieval_model(
         opt = torch.optim.SGD(params, lr=lr, momentum=0.9, nesterov=True,
                               weight_decay=cfg.weight_decay)
 
-    # the averaged weights (the raw ones themselves when avg_eta == 0)
+    # the averaged weights (the raw ones themselves when avg_eta == 0), and
+    # (average, weight) pairs in the order of ``groups``
     avg_E, avg_towers = E, towers
+    pairs_avg: list[tuple[Any, Any]] = []
     if cfg.avg_eta > 0:
         avg_E = E.detach().clone()
         avg_towers = [(enc, {k: v.detach().clone() for k, v in P.items()})
                       for enc, P in towers]
-    pairs_avg = list(zip([avg_E] + [v for _, P in avg_towers for v in P.values()],
-                         [E] + [v for _, P in towers for v in P.values()]))
+        pairs_avg = list(zip([avg_E] + [v for _, P in avg_towers for v in P.values()],
+                             [p for g in groups for p in g]))
 
     def get_pairs(epoch: int) -> list[TrainPair]:
         got = pairs(epoch) if callable(pairs) else pairs
@@ -636,7 +638,7 @@ def train_retrieval_model(
                 for g in groups:
                     torch.nn.utils.clip_grad_norm_(g, cfg.clip)
                 opt.step()
-                if cfg.avg_eta > 0:
+                if pairs_avg:
                     d = (update + 1) / (update + cfg.avg_eta + 2)
                     with torch.no_grad():
                         for a, w in pairs_avg:
