@@ -5,8 +5,10 @@ Usage::
     PYTHONPATH=python python benchmarks/bench_text.py [--out-dir benchmarks/figures]
 
 Prints the NDCG table on the 50 test queries (all 1400 documents, and BM25's
-top 100 reranked), the same on all 150 queries for the baselines, and the time
-to encode the 1400 documents with each model (wall and process CPU time).
+top 100 reranked), per-query paired differences of NDCG@10 (mean +- standard
+error, wins/losses), every ensemble member's own NDCG@10 on the test queries
+and on its held-out fold, the baselines on all 150 queries, and the time to encode the 1400 documents with each model (wall
+and process CPU time).
 """
 
 from __future__ import annotations
@@ -23,9 +25,25 @@ from cscore.text.cranfield import (
     bm25_scores,
     evaluate_methods,
     format_table,
+    interpolate,
+    model_scores,
+    selection_scores,
     tfidf_scores,
 )
 from cscore.text.metrics import mean_ndcg
+
+
+def per_query(S: np.ndarray, qrels: dict, queries: list[int], k: int = 10) -> np.ndarray:
+    """NDCG@k of every query (row) of a score matrix."""
+    return np.array([mean_ndcg(S[i : i + 1], qrels, [q], (k,))[k]
+                     for i, q in enumerate(queries)])
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> str:
+    """Mean +- standard error of a - b, and wins / losses of a."""
+    d = a - b
+    se = d.std(ddof=1) / np.sqrt(len(d))
+    return f"{d.mean():+.3f} +- {se:.3f} | {(d > 1e-12).sum()}/{(d < -1e-12).sum()}"
 
 
 def main() -> None:
@@ -40,6 +58,41 @@ def main() -> None:
     print(f"## Test queries ({len(split.test)}), NDCG over all 1400 documents "
           f"and reranking BM25's top 100\n")
     print(format_table(rows))
+    test = list(split.test)
+    nd: dict[str, np.ndarray] = {"BM25": per_query(bm25_scores(c, test), c.qrels, test),
+                                 "TF-IDF": per_query(tfidf_scores(c, test), c.qrels, test)}
+    docs = {}
+    for name, m in models.items():
+        docs[name] = m.encode_documents(c.documents)
+        nd[name] = per_query(model_scores(m, c, test, docs[name]), c.qrels, test)
+    inter = next(r for r in rows if r.name == "BM25 + LSTM")
+    w = float(inter.note.split()[1])
+    nd["BM25 + LSTM"] = per_query(
+        interpolate(bm25_scores(c, test), model_scores(models["LSTM"], c, test, docs["LSTM"]),
+                    w), c.qrels, test)
+    print("\n## Paired differences of NDCG@10 on the test queries\n")
+    print("| comparison | difference | wins/losses |\n|---|---|---|")
+    for a, b in (("BM25 + LSTM", "BM25"), ("LSTM", "TF-IDF"), ("LSTM", "BM25"),
+                 ("LSTM", "RNN"), ("LSTM", "DSSM"), ("RNN", "DSSM")):
+        print(f"| {a} vs {b} | {paired(nd[a], nd[b])} |")
+    print("\n## Ensemble members alone (NDCG@10, test queries)\n")
+    for name, m in models.items():
+        mem = getattr(m, "members", None)
+        if mem:
+            vals = [mean_ndcg(model_scores(x, c, test), c.qrels, test, (10,))[10] for x in mem]
+            print(f"- {name}: ensemble {nd[name].mean():.3f}; members "
+                  + ", ".join(f"{v:.3f}" for v in vals) + f" (mean {np.mean(vals):.3f})")
+    held = {name: selection_scores(m, c, split) for name, m in models.items()}
+    qs = {tuple(q) for q, _, how in held.values() if how.startswith("out-of-fold")}
+    if len(qs) == 1:  # the same held-out queries for every kind: compare the members there
+        oq = list(qs.pop())
+        oof = {name: per_query(S, c.qrels, oq) for name, (_, S, _) in held.items()}
+        print(f"\n## Members on their held-out folds ({len(oq)} queries no member scoring "
+              "them trained on; NDCG@10)\n")
+        print(", ".join(f"{name} {v.mean():.3f}" for name, v in oof.items()) + "\n")
+        print("| comparison | difference | wins/losses |\n|---|---|---|")
+        for a, b in (("LSTM", "RNN"), ("LSTM", "DSSM"), ("RNN", "DSSM")):
+            print(f"| {a} vs {b} | {paired(oof[a], oof[b])} |")
     allq = list(range(len(c.queries)))
     print("\n## Baselines on all 150 queries (NDCG@10)\n")
     for name, S in (("BM25", bm25_scores(c, allq)), ("TF-IDF cosine", tfidf_scores(c, allq))):

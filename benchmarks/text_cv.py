@@ -31,14 +31,12 @@ import numpy as np  # noqa: E402
 
 
 def folds_of():  # type: ignore[no-untyped-def]
-    """Collection, split, the 100 pooled queries and their 5 folds."""
-    from cscore.text.data import load_cranfield, split_queries
+    """Collection, split and the 5 fold splits of the 100 pooled queries."""
+    from cscore.text.data import fold_splits, load_cranfield, split_queries
 
     c = load_cranfield()
     sp = split_queries(c)
-    pool = list(sp.train) + list(sp.val)
-    perm = np.random.default_rng(7).permutation(len(pool))
-    return c, sp, pool, [[pool[i] for i in perm[k::5]] for k in range(5)]
+    return c, sp, fold_splits(sp, 5, seed=7)
 
 
 def job(j: dict) -> dict:
@@ -47,12 +45,10 @@ def job(j: dict) -> dict:
 
     from cscore.text.cli import recipe
     from cscore.text.cranfield import train_on_split
-    from cscore.text.data import QuerySplit
 
     torch.set_num_threads(1)
-    c, sp, pool, folds = folds_of()
-    f = folds[j["fold"]]
-    s = QuerySplit(tuple(q for q in pool if q not in f), tuple(f), sp.test)
+    c, _, folds = folds_of()
+    s = folds[j["fold"]]
     budget = min(j.get("max_seconds", 500), j["deadline"] - time.time() - 20)
     cfg = recipe(j["kind"], **{"patience": 99, "progress": False, "max_seconds": budget,
                                **j["over"]})

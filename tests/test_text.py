@@ -188,6 +188,111 @@ def test_model_file_errors(tmp_path):
         RetrievalModel.load(other)
 
 
+# ----------------------------------------------------------------------------- ensembles
+def test_ensemble_score_is_the_mean_of_member_cosines():
+    a, b = tiny_model("lstm", seed=0), tiny_model("dssm", seed=3)
+    ens = text.RetrievalEnsemble([a, b])
+    assert ens.dim == a.dim + b.dim and ens.kind == "mixed"
+    q = ["hypersonic heat", "flutter of a wing", ""]
+    S = ens.score(q, CORPUS)
+    want = (a.score(q, CORPUS) + b.score(q, CORPUS)) / 2
+    np.testing.assert_allclose(S, want, atol=1e-6)
+    assert S.dtype == np.float32 and not S[2].any()
+    # the embeddings are what a user's own cosine sees
+    Q, D = ens.encode_queries(q), ens.encode_documents(CORPUS)
+    assert Q.dtype == D.dtype == np.float32 and Q.shape == (3, ens.dim)
+    np.testing.assert_allclose(cosine_scores(Q, D), want, atol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(D, axis=1), 1.0, atol=1e-6)
+    assert ens.rank("hypersonic heat", CORPUS, top_k=4) == \
+        [(i, pytest.approx(float(S[0, i]), abs=1e-6)) for i in np.argsort(-S[0], kind="stable")]
+
+
+def test_ensemble_member_that_knows_no_word_contributes_zero():
+    a = tiny_model("rnn", seed=1)
+    h = TrigramHasher.fit(["wedge"])
+    rng = np.random.default_rng(5)
+    b = RetrievalModel(h, rng.standard_normal((len(h), 6)).astype(np.float32),
+                       RNNEncoder.random(6, 4, seed=1), RNNEncoder.random(6, 4, seed=2))
+    ens = text.RetrievalEnsemble([a, b])
+    S = ens.score(["heat transfer"], CORPUS)  # b knows no word of the query
+    np.testing.assert_allclose(S, a.score(["heat transfer"], CORPUS) / 2, atol=1e-6)
+    assert ens.words("heat wedge") == ["heat", "wedge"] and b.words("heat wedge") == ["wedge"]
+    assert np.isfinite(S).all()
+
+
+def test_ensemble_errors_and_trace():
+    with pytest.raises(ValueError, match="at least one member"):
+        text.RetrievalEnsemble([])
+    with pytest.raises(TypeError, match="member 1"):
+        text.RetrievalEnsemble([tiny_model(), "model"])  # type: ignore[list-item]
+    ens = text.RetrievalEnsemble([tiny_model("lstm", seed=0), tiny_model("lstm", seed=4)])
+    assert ens.kind == "lstm"
+    words, acts = ens.trace("heat transfer", member=1)
+    w1, a1 = ens.members[1].trace("heat transfer")
+    assert words == w1 and np.array_equal(acts["input_gate"], a1["input_gate"])
+    with pytest.raises(ValueError, match="member must be"):
+        ens.trace("heat", member=2)
+
+
+def test_ensemble_save_load_roundtrip(tmp_path):
+    ens = text.RetrievalEnsemble([tiny_model("lstm", seed=0), tiny_model("rnn", seed=2)],
+                                 info={"note": "x"})
+    ens.members[1].info["split"] = {"val": [3, 4]}
+    path = ens.save(tmp_path / "e.npz")
+    with np.load(path, allow_pickle=False) as npz:
+        assert all(npz[k].dtype in (np.float32, np.uint8) for k in npz.files)
+    e2 = text.load_model(path)
+    assert isinstance(e2, text.RetrievalEnsemble) and e2.info["note"] == "x"
+    assert [m.kind for m in e2.members] == ["lstm", "rnn"]
+    assert e2.members[1].info["split"]["val"] == [3, 4]
+    np.testing.assert_array_equal(e2.encode_documents(CORPUS), ens.encode_documents(CORPUS))
+    assert isinstance(text.RetrievalEnsemble.load(path), text.RetrievalEnsemble)
+    with pytest.raises(TextModelFileError, match="ensemble of 2 models"):
+        RetrievalModel.load(path)
+    single = tiny_model().save(tmp_path / "one.npz")
+    assert isinstance(text.load_model(single), RetrievalModel)
+    assert len(text.RetrievalEnsemble.load(single).members) == 1
+    # a newer format than this version reads, and a broken member list
+    for meta in (b'{"format": "cscore.text", "version": 3, "members": []}',
+                 b'{"format": "cscore.text", "version": 2, "members": []}'):
+        bad = tmp_path / "bad.npz"
+        np.savez(bad, meta=np.frombuffer(meta, dtype=np.uint8))
+        with pytest.raises(TextModelFileError):
+            text.load_model(bad)
+
+
+def test_fold_splits_cover_the_non_test_queries():
+    sp = text.QuerySplit(tuple(range(0, 23)), tuple(range(23, 30)), (30, 31))
+    folds = text.fold_splits(sp, 5, seed=1)
+    held = [set(f.val) for f in folds]
+    assert sum(len(h) for h in held) == 30 and set().union(*held) == set(range(30))
+    for f in folds:
+        assert not set(f.train) & set(f.val) and set(f.train) | set(f.val) == set(range(30))
+        assert f.test == (30, 31)
+    assert text.fold_splits(sp, 5, seed=1) == folds and text.fold_splits(sp, 5, seed=2) != folds
+    with pytest.raises(ValueError, match="n_folds"):
+        text.fold_splits(sp, 1)
+
+
+def test_selection_scores_are_out_of_fold():
+    from cscore.text.cranfield import model_scores, selection_scores
+
+    c = text.load_cranfield()
+    sp = text.split_queries(c)
+    a, b = tiny_model("lstm", seed=0), tiny_model("lstm", seed=4)
+    qa, qb = [sp.val[0], sp.train[0]], [sp.train[1], sp.test[0]]  # a test query is never used
+    a.info["split"], b.info["split"] = {"val": qa}, {"val": qb}
+    ens = text.RetrievalEnsemble([a, b])
+    queries, S, how = selection_scores(ens, c, sp)
+    assert how == "out-of-fold validation" and queries == sorted([*qa, sp.train[1]])
+    for q, row in zip(queries, S):
+        m = a if q in qa else b
+        np.testing.assert_allclose(row, model_scores(m, c, [q])[0], atol=1e-6)
+    # without recorded folds: the ensemble's own scores on the validation queries
+    queries, S, how = selection_scores(text.RetrievalEnsemble([tiny_model()]), c, sp)
+    assert how == "validation" and queries == list(sp.val) and S.shape == (20, 1400)
+
+
 def test_encode_edge_cases():
     m = tiny_model()
     long_query = " ".join(CORPUS * 50)  # far longer than any "training" text
@@ -384,11 +489,12 @@ def test_loss_ignores_masked_hard_negatives():
                                                       10.0, None, rng)), rel=1e-3)
 
 
-def _toy_epochs(**kw):
+def _toy_epochs(worse: bool = False, **kw):
     """Models after each epoch (epoch 0 first) of a 4-document DSSM run.
 
     The minibatch holds all four pairs, so every epoch is one update; every
-    epoch "improves", so the last model is the one kept.
+    epoch "improves" (``worse``: gets worse), and the run must return the last
+    model (``worse``: returns it with ``res``).
     """
     docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
     pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
@@ -396,13 +502,26 @@ def _toy_epochs(**kw):
 
     def ev(m):
         seen.append(m)
-        return float(len(seen))
+        return -float(len(seen)) if worse else float(len(seen))
 
     res = text.train_retrieval_model(
         pairs, vocab_texts=docs, evaluate=ev, kind="dssm", n_cells=8, embed_dim=8,
         dssm_hidden=8, init="random", batch_size=4, progress=False, **kw)
+    if worse:
+        return seen, res
     assert res.model is seen[-1]
     return seen
+
+
+@requires_torch
+def test_patience_none_trains_every_epoch_and_keeps_the_last():
+    seen, res = _toy_epochs(worse=True, lr=1e-2, max_epochs=3, patience=1)
+    assert len(seen) == 2 and res.model is seen[0] and res.best_epoch == 0  # early stop
+    seen, res = _toy_epochs(worse=True, lr=1e-2, max_epochs=3, patience=None)
+    assert len(seen) == 4 and res.model is seen[-1] and res.best_epoch == 3
+    assert res.model.info["training"]["best_val_score"] == -4.0
+    with pytest.raises(ValueError, match="patience"):
+        text.TextTrainConfig(patience=0)
 
 
 @requires_torch
@@ -482,13 +601,31 @@ def test_cli_eval_writes_table_and_figure(tmp_path, capsys):
 
 
 @requires_torch
-def test_cli_train_writes_a_loadable_model(tmp_path, capsys):
+def test_cli_train_one_model_or_members_on_their_own_folds(tmp_path, capsys):
     from cscore import cli
 
-    out = tmp_path / "m.npz"
-    assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--epochs", "1",
-                     "--max-seconds", "0.5", "--quiet", "--hard-negatives", "5",
-                     "--max-trigrams", "500"]) == 0
-    m = RetrievalModel.load(out)
+    base = ["text", "train", "--kind", "dssm", "--epochs", "1", "--quiet"]
+    one, out = tmp_path / "m.npz", tmp_path / "e.npz"
+    assert cli.main([*base, "--out", str(one), "--max-seconds", "0.5", "--hard-negatives",
+                     "5", "--max-trigrams", "500", "--members", "1"]) == 0
+    m = RetrievalModel.load(one)
     assert m.kind == "dssm" and m.info["dataset"] == "cranfield" and len(m.hasher) == 500
     assert len(m.info["split"]["test"]) == 50
+    assert cli.main([*base, "--out", str(out), "--max-seconds", "0.3", "--max-trigrams", "300",
+                     "--members", "2", "--seed", "4"]) == 0
+    assert "2 members" in capsys.readouterr().out
+    ens = text.load_model(out)
+    assert isinstance(ens, text.RetrievalEnsemble) and len(ens.members) == 2
+    assert ens.info["members"]["seeds"] == [4, 5]
+    sp = text.split_queries(text.load_cranfield())
+    non_test = set(sp.train) | set(sp.val)
+    trained = set()
+    for m in ens.members:
+        s = m.info["split"]
+        assert len(s["val"]) == 20 and not set(s["val"]) & set(s["train"])
+        assert set(s["val"]) | set(s["train"]) == non_test and s["test"] == list(sp.test)
+        trained |= set(s["train"])
+    assert trained == non_test  # two members between them train on every non-test query
+    assert not set(ens.members[0].info["split"]["val"]) & set(ens.members[1].info["split"]["val"])
+    assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--members", "0"]) == 2
+    assert "--members must be >= 1" in capsys.readouterr().err

@@ -20,11 +20,17 @@ True
 
 from __future__ import annotations
 
-from .data import Collection, QuerySplit, load_cranfield, split_queries
+from .data import Collection, QuerySplit, fold_splits, load_cranfield, split_queries
 from .encoders import BiLSTMEncoder, DSSMEncoder, Encoder, LSTMEncoder, RNNEncoder
 from .hashing import TrigramHasher, tokenize, word_trigrams
 from .metrics import mean_ndcg, ndcg_at_k
-from .model import RetrievalModel, TextModelFileError, cosine_scores
+from .model import (
+    RetrievalEnsemble,
+    RetrievalModel,
+    TextModelFileError,
+    cosine_scores,
+    load_model,
+)
 from .pretrained import list_pretrained, pretrained
 from .train import TextTrainConfig, train_retrieval_model
 
@@ -36,13 +42,16 @@ __all__ = [
     "LSTMEncoder",
     "QuerySplit",
     "RNNEncoder",
+    "RetrievalEnsemble",
     "RetrievalModel",
     "TextModelFileError",
     "TextTrainConfig",
     "TrigramHasher",
     "cosine_scores",
+    "fold_splits",
     "list_pretrained",
     "load_cranfield",
+    "load_model",
     "mean_ndcg",
     "ndcg_at_k",
     "pretrained",

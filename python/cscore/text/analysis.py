@@ -23,7 +23,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .model import RetrievalModel
+from .model import TextModel
 
 __all__ = [
     "KeywordReport",
@@ -36,9 +36,11 @@ __all__ = [
 ]
 
 
-def activations(model: RetrievalModel, text: str,
+def activations(model: TextModel, text: str,
                 side: str = "query") -> tuple[list[str], dict[str, np.ndarray]]:
     """Per-word activations of ``text`` (see :meth:`RetrievalModel.trace`).
+
+    For an ensemble these are its first member's (:meth:`RetrievalEnsemble.trace`).
 
     Returns
     -------
@@ -76,13 +78,13 @@ class KeywordReport:
         return {c: [self.words[t] for t in ts] for c, ts in self.detected.items()}
 
 
-def keywords(model: RetrievalModel, text: str, side: str = "query", *, n_cells: int = 10,
+def keywords(model: TextModel, text: str, side: str = "query", *, n_cells: int = 10,
              threshold: float = 0.5) -> KeywordReport:
     """Backtrack the ``n_cells`` most active cells of ``text``'s embedding.
 
     Parameters
     ----------
-    model : RetrievalModel
+    model : RetrievalModel or RetrievalEnsemble
         With an LSTM, BiLSTM or RNN encoder on ``side``.
     text : str
     side : {"query", "document"}
@@ -116,13 +118,13 @@ def keywords(model: RetrievalModel, text: str, side: str = "query", *, n_cells: 
     return rep
 
 
-def topic_cells(model: RetrievalModel, texts: Sequence[str], side: str = "query", *,
+def topic_cells(model: TextModel, texts: Sequence[str], side: str = "query", *,
                 n_cells: int = 5, threshold: float = 0.5) -> dict[int, list[tuple[int, list[str]]]]:
     """Cell -> [(text index, words it detects there)] over the 5 most active cells of each text.
 
     Parameters
     ----------
-    model : RetrievalModel
+    model : RetrievalModel or RetrievalEnsemble
     texts : sequence of str
     side : {"query", "document"}
     n_cells : int
@@ -153,7 +155,7 @@ def _plt() -> Any:
     return plt
 
 
-def plot_activations(model: RetrievalModel, text: str, path: Union[str, Path], *,
+def plot_activations(model: TextModel, text: str, path: Union[str, Path], *,
                      side: str = "query", max_cells: int = 32) -> Path:
     """Heatmaps of input gate, cell state and output per word (Figs. 3.4-3.5).
 
@@ -219,14 +221,15 @@ def plot_keywords(report: KeywordReport, path: Union[str, Path], title: str = ""
     return path
 
 
-def write_analysis(model: RetrievalModel, text: str, out_dir: Union[str, Path], *,
+def write_analysis(model: TextModel, text: str, out_dir: Union[str, Path], *,
                    side: str = "query", topic_texts: Sequence[str] = (),
                    n_topic_cells: int = 12) -> dict[str, Path]:
     """Write the chapter's analysis of ``text`` into ``out_dir``.
 
     Files: ``activations.png`` (heatmaps), ``keywords.png`` (bar chart) and
     ``analysis.md`` (keyword table, cells' keywords, and the topic table over
-    ``text`` and ``topic_texts``).
+    ``text`` and ``topic_texts``).  An ensemble is analyzed through its first
+    member (the file says so).
 
     Returns
     -------
@@ -241,7 +244,9 @@ def write_analysis(model: RetrievalModel, text: str, out_dir: Union[str, Path], 
     paths = {"activations": plot_activations(model, text, out / "activations.png", side=side),
              "keywords": plot_keywords(rep, out / "keywords.png", f"{side}: {text[:70]}")}
     lines = [f"# LSTM analysis of the {side}: \u201c{text}\u201d", "",
-             f"Model: {model!r}", "",
+             f"Model: {model!r}"
+             + (" (activations of its first member)" if hasattr(model, "members") else ""),
+             "",
              "## Keywords (cells out of the 10 most active that detect each word)", "",
              "| " + " | ".join(rep.words) + " |", "|" + "---|" * len(rep.words),
              "| " + " | ".join("-" if t == 0 else str(k) for t, k in enumerate(rep.counts)) + " |",

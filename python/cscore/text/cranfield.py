@@ -17,10 +17,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .data import Collection, QuerySplit
+from .data import Collection, QuerySplit, fold_splits
 from .hashing import tokenize
 from .metrics import mean_ndcg
-from .model import RetrievalModel, cosine_scores
+from .model import RetrievalEnsemble, TextModel, cosine_scores
 from .train import TrainPair
 
 __all__ = [
@@ -30,8 +30,10 @@ __all__ = [
     "evaluate_methods",
     "interpolate",
     "model_scores",
+    "selection_scores",
     "sentences",
     "tfidf_scores",
+    "train_ensemble",
     "train_on_split",
     "training_pairs",
     "validation_scorer",
@@ -212,7 +214,71 @@ def train_on_split(collection: Collection, split: QuerySplit, config: Any, *,
         config=config, info=info)
 
 
-def model_scores(model: RetrievalModel, collection: Collection,
+def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_members: int, *,
+                   pairs: dict[str, int] | None = None, seed: int = 0, n_folds: int = 5,
+                   fold_seed: int = 7, info: dict[str, Any] | None = None,
+                   ) -> tuple[RetrievalEnsemble, list[Any]]:
+    """Train ``n_members`` models on folds of the queries and average them.
+
+    The training + validation queries of ``split`` are cut into
+    ``max(n_folds, n_members)`` folds (:func:`~cscore.text.data.fold_splits`);
+    member ``i`` holds out fold ``i`` (its validation queries: early stopping
+    when ``config.patience`` is set, and its recorded score), trains on the
+    other folds' judged pairs (plus the weak pairs of every document) and uses
+    seed ``seed + i`` for both its weights and its pairs.  With two or more
+    members every non-test query trains some member, and every member's
+    held-out fold is recorded in its ``info["split"]["val"]``
+    (:func:`selection_scores`).  ``cscore text train --members`` trains every
+    member a fixed number of epochs (``patience=None``).
+
+    Parameters
+    ----------
+    collection : Collection
+    split : QuerySplit
+    config : TextTrainConfig
+        Settings of every member (its ``seed`` is offset by the member index).
+    n_members : int
+    pairs : dict, optional
+        Keyword arguments of :func:`training_pairs` (besides ``seed``).
+    seed : int
+        Seed of member 0's training pairs.
+    n_folds, fold_seed : int
+        Folds of the queries (5 and 7: the folds of the cross-validation
+        that chose the recipes).
+    info : dict, optional
+        Provenance stored in the ensemble and in every member.
+
+    Returns
+    -------
+    ensemble : RetrievalEnsemble
+    results : list of TextTrainResult
+        One per member.
+    """
+    import dataclasses
+
+    if not isinstance(n_members, int) or n_members < 1:
+        raise ValueError(f"n_members must be a positive int, got {n_members!r}")
+    folds = fold_splits(split, max(n_folds, n_members), seed=fold_seed)
+    results = []
+    for i in range(n_members):
+        s = folds[i]
+        cfg = dataclasses.replace(config, seed=config.seed + i)
+        res = train_on_split(
+            collection, s, cfg, pairs=pairs, seed=seed + i,
+            info={**(info or {}), "member": i,
+                  "split": {"train": list(s.train), "val": list(s.val), "test": list(s.test)}})
+        results.append(res)
+    ens = RetrievalEnsemble([r.model for r in results], info=dict(info or {}))
+    ens.info["members"] = {"n": n_members, "n_folds": len(folds), "fold_seed": fold_seed,
+                           "seeds": [config.seed + i for i in range(n_members)]}
+    ens.info["training"] = {
+        "seconds": round(sum(r.seconds for r in results), 1),
+        "best_epoch": [r.best_epoch for r in results],
+        "best_val_score": [r.model.info["training"]["best_val_score"] for r in results]}
+    return ens, results
+
+
+def model_scores(model: TextModel, collection: Collection,
                  queries: Sequence[int], doc_emb: np.ndarray | None = None) -> np.ndarray:
     """Cosine scores (len(queries), n_docs) of a model."""
     D = model.encode_documents(collection.documents) if doc_emb is None else doc_emb
@@ -221,11 +287,11 @@ def model_scores(model: RetrievalModel, collection: Collection,
 
 
 def validation_scorer(collection: Collection, queries: Sequence[int],
-                      k: int = 10) -> Callable[[RetrievalModel], float]:
+                      k: int = 10) -> Callable[[TextModel], float]:
     """``model -> mean NDCG@k`` over ``queries`` (for early stopping)."""
     qs = list(queries)
 
-    def score(model: RetrievalModel) -> float:
+    def score(model: TextModel) -> float:
         return mean_ndcg(model_scores(model, collection, qs), collection.qrels, qs, (k,))[k]
 
     return score
@@ -294,6 +360,42 @@ def choose_interpolation(bm25: np.ndarray, cos: np.ndarray, qrels: dict[int, dic
     return best
 
 
+def selection_scores(model: TextModel, collection: Collection, split: QuerySplit,
+                     ) -> tuple[list[int], np.ndarray, str]:
+    """Held-out queries and scores on which to choose a setting for ``model``.
+
+    A single model: its scores on ``split.val``.  An ensemble whose members
+    record the queries they were validated on (``info["split"]["val"]``, as
+    ``cscore text train --members`` writes): the out-of-fold scores, i.e.
+    each such query scored by the member(s) that did not train on it (other
+    members did).  Test queries of ``split`` are never used.
+
+    Returns
+    -------
+    queries : list of int
+    scores : ndarray (len(queries), n_docs)
+    description : str
+        "validation" or "out-of-fold validation".
+    """
+    members: list[Any] = list(getattr(model, "members", None) or [])
+    held = [m.info.get("split", {}).get("val") for m in members]
+    if not held or any(not h for h in held):
+        val = list(split.val)
+        return val, model_scores(model, collection, val), "validation"
+    test = set(split.test)
+    queries = sorted({int(q) for h in held for q in h} - test)
+    S = np.zeros((len(queries), len(collection.documents)), dtype=np.float64)
+    count = np.zeros(len(queries))
+    row = {q: i for i, q in enumerate(queries)}
+    for m, h in zip(members, held):
+        qs = [int(q) for q in h if int(q) in row]
+        if qs:
+            idx = [row[q] for q in qs]
+            S[idx] += model_scores(m, collection, qs)
+            count[idx] += 1
+    return queries, S / count[:, None], "out-of-fold validation"
+
+
 @dataclass
 class MethodScores:
     """NDCG@1,3,10 of one method over all documents and reranking BM25's top 100."""
@@ -305,7 +407,7 @@ class MethodScores:
 
 
 def evaluate_methods(
-    collection: Collection, split: QuerySplit, models: dict[str, RetrievalModel],
+    collection: Collection, split: QuerySplit, models: dict[str, TextModel],
     *, interpolate_with: str | None = "LSTM", ks: Sequence[int] = (1, 3, 10),
     top: int = 100, queries: Sequence[int] | None = None,
 ) -> list[MethodScores]:
@@ -315,8 +417,8 @@ def evaluate_methods(
     ----------
     collection : Collection
     split : QuerySplit
-        Test queries are evaluated; validation queries choose the
-        interpolation weight.
+        Test queries are evaluated; the interpolation weight is chosen on
+        queries the model did not train on (:func:`selection_scores`).
     models : dict
         Display name -> model.
     interpolate_with : str or None
@@ -333,7 +435,6 @@ def evaluate_methods(
         BM25, TF-IDF, each model, and the interpolation.
     """
     test = list(split.test if queries is None else queries)
-    val = list(split.val)
     bm_t = bm25_scores(collection, test)
     cand = np.argsort(-bm_t, axis=1, kind="stable")[:, :top]
     rows: list[MethodScores] = []
@@ -345,17 +446,17 @@ def evaluate_methods(
 
     add("BM25", bm_t)
     add("TF-IDF cosine", tfidf_scores(collection, test))
-    cos: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    cos: dict[str, np.ndarray] = {}
     for name, m in models.items():
         D = m.encode_documents(collection.documents)
-        S_t = model_scores(m, collection, test, D)
-        cos[name] = (S_t, model_scores(m, collection, val, D))
-        add(name, S_t)
+        cos[name] = model_scores(m, collection, test, D)
+        add(name, cos[name])
     if interpolate_with is not None and interpolate_with in cos:
-        S_t, S_v = cos[interpolate_with]
+        m = models[interpolate_with]
+        val, S_v, how = selection_scores(m, collection, split)
         w, _ = choose_interpolation(bm25_scores(collection, val), S_v, collection.qrels, val)
-        add(f"BM25 + {interpolate_with}", interpolate(bm_t, S_t, w),
-            f"weight {w:.2f} on the {interpolate_with} score, chosen on validation")
+        add(f"BM25 + {interpolate_with}", interpolate(bm_t, cos[interpolate_with], w),
+            f"weight {w:.2f} on the {interpolate_with} score, chosen on {how}")
     return rows
 
 

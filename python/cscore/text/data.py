@@ -24,6 +24,7 @@ import numpy as np
 __all__ = [
     "Collection",
     "QuerySplit",
+    "fold_splits",
     "load_cranfield",
     "split_queries",
 ]
@@ -187,3 +188,38 @@ def split_queries(
     val = tuple(sorted(int(q) for q in perm[n_test : n_test + n_val]))
     train = tuple(sorted(int(q) for q in perm[n_test + n_val :]))
     return QuerySplit(train, val, test)
+
+
+def fold_splits(split: QuerySplit, n_folds: int = 5, *, seed: int = 7) -> list[QuerySplit]:
+    """Cut the training + validation queries of ``split`` into ``n_folds`` folds.
+
+    Split ``k`` validates on fold ``k`` and trains on the other folds; the test
+    queries stay out of all of them.  These are the folds of the
+    cross-validation that chose the training recipes
+    (``benchmarks/text_cv.py``) and the held-out queries of an ensemble's
+    members (``cscore text train --members``).
+
+    Parameters
+    ----------
+    split : QuerySplit
+    n_folds : int
+        At least 2 and at most the number of pooled queries.
+    seed : int
+        Seed of the permutation (7: the folds of the benchmarks).
+
+    Returns
+    -------
+    list of QuerySplit
+        Training queries in ``split.train + split.val`` order, the fold's
+        queries in permutation order, ``split.test`` unchanged.
+    """
+    pool = list(split.train) + list(split.val)
+    if not isinstance(n_folds, int) or not 2 <= n_folds <= len(pool):
+        raise ValueError(f"n_folds must be an int in [2, {len(pool)}], got {n_folds!r}")
+    perm = np.random.default_rng(seed).permutation(len(pool))
+    out = []
+    for k in range(n_folds):
+        fold = [pool[i] for i in perm[k::n_folds]]
+        held = set(fold)
+        out.append(QuerySplit(tuple(q for q in pool if q not in held), tuple(fold), split.test))
+    return out

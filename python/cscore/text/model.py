@@ -7,6 +7,10 @@ An ``.npz`` archive (``numpy.savez_compressed``, read with ``allow_pickle=False`
 ``query.<name>`` and ``document.<name>`` (each tower's weights, float32), and
 ``meta``: a uint8 array holding UTF-8 JSON with ``format``, ``version``, the
 trigram vocabulary, both towers' configs, ``max_words`` and free-form ``info``.
+
+An ensemble (:class:`RetrievalEnsemble`, format version 2) stores member ``i``'s
+arrays under the prefix ``m<i>.`` and their metadata in ``meta["members"]``.
+:func:`load_model` reads either kind of file.
 """
 
 from __future__ import annotations
@@ -23,10 +27,19 @@ import numpy as np
 from .encoders import Encoder, encoder_from_arrays
 from .hashing import TrigramHasher, check_texts
 
-__all__ = ["FORMAT_NAME", "RetrievalModel", "TextModelFileError", "cosine_scores"]
+__all__ = [
+    "FORMAT_NAME",
+    "RetrievalEnsemble",
+    "RetrievalModel",
+    "TextModel",
+    "TextModelFileError",
+    "cosine_scores",
+    "load_model",
+]
 
 FORMAT_NAME = "cscore.text"
-FORMAT_VERSION = 1
+#: Newest format this version reads and writes (1: one model, 2: an ensemble).
+FORMAT_VERSION = 2
 SIDES = ("query", "document")
 
 
@@ -65,7 +78,133 @@ def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
     return Qh @ Dh.T
 
 
-class RetrievalModel:
+class _Scorer:
+    """Scoring and ranking on top of ``encode(texts, side)`` and ``dim``."""
+
+    @property
+    def dim(self) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def encode(self, texts: Sequence[str], side: str = "document", *,
+               normalize: bool = False, batch_size: int = 2048) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query-side embeddings, (n, dim) float32."""
+        return self.encode(texts, "query")
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Document-side embeddings, (n, dim) float32 (a document: title + abstract)."""
+        return self.encode(texts, "document")
+
+    def score(self, queries: Sequence[str], documents: Sequence[str] | np.ndarray) -> np.ndarray:
+        """Similarity of every query with every document.
+
+        One model: the cosine of the embeddings.  An ensemble: the mean of its
+        members' cosines (the dot product of its embeddings, which is their
+        cosine whenever every member reads both texts).
+
+        Parameters
+        ----------
+        queries : list of str
+        documents : list of str, or ndarray (nd, dim)
+            Texts, or embeddings from :meth:`encode_documents`.
+
+        Returns
+        -------
+        ndarray (nq, nd) float32
+            In [-1, 1]; 0 where either side has no known word (for an
+            ensemble: a member that knows no word of either text adds 0).
+        """
+        return self._similarity(self.encode_queries(queries), self._doc_matrix(documents))
+
+    def _similarity(self, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
+        return cosine_scores(Q, D)
+
+    def save(self, path: Union[str, Path]) -> Path:
+        """Write the model (or the ensemble) as one compressed ``.npz`` (no pickle).
+
+        Parameters
+        ----------
+        path : str or Path
+
+        Returns
+        -------
+        Path
+        """
+        meta, arrays = self._file_content()
+        return _write(path, {"format": FORMAT_NAME, **meta}, arrays)
+
+    @classmethod
+    def load(cls, path: Union[str, Path]) -> Any:
+        """Read a file written by :meth:`save` as an instance of this class.
+
+        ``RetrievalModel.load`` refuses an ensemble file;
+        ``RetrievalEnsemble.load`` reads a single-model file as an ensemble of
+        one.  :func:`load_model` returns whichever the file holds.
+
+        Parameters
+        ----------
+        path : str or Path
+
+        Returns
+        -------
+        object
+            An instance of the class ``load`` is called on.
+
+        Raises
+        ------
+        TextModelFileError
+            Not a cscore text model, inconsistent, or (``RetrievalModel``) an
+            ensemble.
+        """
+        return cls._from_loaded(load_model(path), path)
+
+    def _file_content(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    @classmethod
+    def _from_loaded(cls, model: Any, path: Union[str, Path]) -> Any:
+        raise NotImplementedError  # pragma: no cover - overridden
+
+    def _doc_matrix(self, documents: Sequence[str] | np.ndarray) -> np.ndarray:
+        if isinstance(documents, np.ndarray) and documents.dtype.kind == "f":
+            if documents.ndim != 2 or documents.shape[1] != self.dim:
+                raise ValueError(
+                    f"documents as embeddings must be (n, {self.dim}); got {documents.shape}"
+                )
+            return documents
+        return self.encode_documents(documents)  # type: ignore[arg-type]
+
+    def rank(self, query: str, documents: Sequence[str] | np.ndarray,
+             top_k: int | None = 10) -> list[tuple[int, float]]:
+        """Rank ``documents`` for ``query`` by cosine similarity.
+
+        Parameters
+        ----------
+        query : str
+        documents : list of str, or ndarray (nd, dim) of document embeddings
+        top_k : int or None
+            How many to return (None: all).
+
+        Returns
+        -------
+        list of (int, float)
+            Document index and score, best first (ties in document order).
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
+        s = self.score([query], documents)[0]
+        order = np.argsort(-s, kind="stable")
+        if top_k is not None:
+            order = order[:top_k]
+        return [(int(i), float(s[i])) for i in order]
+
+
+
+class RetrievalModel(_Scorer):
     """Letter-trigram hashing, a shared trigram embedding, and two encoders.
 
     Parameters
@@ -170,67 +309,6 @@ class RetrievalModel:
             np.divide(out, n, out=out, where=n > 0)
         return out
 
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query-side embeddings, (n, dim) float32."""
-        return self.encode(texts, "query")
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Document-side embeddings, (n, dim) float32 (a document: title + abstract)."""
-        return self.encode(texts, "document")
-
-    def score(self, queries: Sequence[str], documents: Sequence[str] | np.ndarray) -> np.ndarray:
-        """Cosine similarity of every query with every document.
-
-        Parameters
-        ----------
-        queries : list of str
-        documents : list of str, or ndarray (nd, dim)
-            Texts, or embeddings from :meth:`encode_documents`.
-
-        Returns
-        -------
-        ndarray (nq, nd) float32
-            In [-1, 1]; 0 where either side has no known word.
-        """
-        Q = self.encode_queries(queries)
-        D = self._doc_matrix(documents)
-        return cosine_scores(Q, D)
-
-    def _doc_matrix(self, documents: Sequence[str] | np.ndarray) -> np.ndarray:
-        if isinstance(documents, np.ndarray) and documents.dtype.kind == "f":
-            if documents.ndim != 2 or documents.shape[1] != self.dim:
-                raise ValueError(
-                    f"documents as embeddings must be (n, {self.dim}); got {documents.shape}"
-                )
-            return documents
-        return self.encode_documents(documents)  # type: ignore[arg-type]
-
-    def rank(self, query: str, documents: Sequence[str] | np.ndarray,
-             top_k: int | None = 10) -> list[tuple[int, float]]:
-        """Rank ``documents`` for ``query`` by cosine similarity.
-
-        Parameters
-        ----------
-        query : str
-        documents : list of str, or ndarray (nd, dim) of document embeddings
-        top_k : int or None
-            How many to return (None: all).
-
-        Returns
-        -------
-        list of (int, float)
-            Document index and score, best first (ties in document order).
-        """
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-        s = self.score([query], documents)[0]
-        order = np.argsort(-s, kind="stable")
-        if top_k is not None:
-            order = order[:top_k]
-        return [(int(i), float(s[i])) for i in order]
-
     def trace(self, text: str, side: str = "query") -> tuple[list[str], dict[str, np.ndarray]]:
         """Per-word activations of one text (LSTM, BiLSTM and RNN encoders).
 
@@ -255,83 +333,220 @@ class RetrievalModel:
         return self.words(text), enc.trace(seqs[0], table)  # type: ignore[attr-defined]
 
     # ------------------------------------------------------------------ files
-    def save(self, path: Union[str, Path]) -> Path:
-        """Write the model as a compressed ``.npz`` (no pickle).
-
-        Parameters
-        ----------
-        path : str or Path
-
-        Returns
-        -------
-        Path
-        """
-        path = Path(path)
+    def _to_arrays(self, prefix: str = "") -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         meta = {
-            "format": FORMAT_NAME, "version": FORMAT_VERSION,
             "hasher": self.hasher.to_json(),
             "query_encoder": self.query_encoder.config(),
             "document_encoder": self.document_encoder.config(),
             "max_words": self.max_words, "info": self.info,
         }
-        arrays: dict[str, np.ndarray] = {"embedding": self.embedding}
+        arrays: dict[str, np.ndarray] = {f"{prefix}embedding": self.embedding}
         for side, enc in (("query", self.query_encoder), ("document", self.document_encoder)):
             for k, v in enc.params().items():
-                arrays[f"{side}.{k}"] = np.asarray(v, dtype=np.float32)
-        arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-        with open(path, "wb") as f:
-            np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
-        return path
+                arrays[f"{prefix}{side}.{k}"] = np.asarray(v, dtype=np.float32)
+        return meta, arrays
 
     @classmethod
-    def load(cls, path: Union[str, Path]) -> RetrievalModel:
-        """Read a model written by :meth:`save`.
+    def _from_arrays(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray],
+                     prefix: str = "") -> RetrievalModel:
+        hasher = TrigramHasher.from_json(meta["hasher"])
+        towers = []
+        for side in SIDES:
+            pre = f"{prefix}{side}."
+            towers.append(encoder_from_arrays(
+                meta[f"{side}_encoder"],
+                {k[len(pre):]: v for k, v in arrays.items() if k.startswith(pre)}))
+        return cls(hasher, arrays[f"{prefix}embedding"], towers[0], towers[1],
+                   max_words=meta.get("max_words"), info=meta.get("info") or {})
 
-        Parameters
-        ----------
-        path : str or Path
+    def _file_content(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        meta, arrays = self._to_arrays()
+        return {"version": 1, **meta}, arrays
 
-        Returns
-        -------
-        RetrievalModel
-
-        Raises
-        ------
-        TextModelFileError
-            Not a cscore text model, or inconsistent.
-        """
-        path = Path(path)
-        try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {k: npz[k] for k in npz.files}
-        except (zipfile.BadZipFile, ValueError, EOFError) as exc:
-            raise TextModelFileError(f"{path} is not a readable .npz model: {exc}") from None
-        if "meta" not in arrays or "embedding" not in arrays:
-            raise TextModelFileError(f"{path} lacks 'meta' or 'embedding'")
-        try:
-            meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise TextModelFileError(f"{path}: unreadable metadata ({exc})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-            raise TextModelFileError(f"{path} is not a {FORMAT_NAME} model file")
-        if int(meta.get("version", 0)) > FORMAT_VERSION:
+    @classmethod
+    def _from_loaded(cls, model: TextModel, path: Union[str, Path]) -> RetrievalModel:
+        if not isinstance(model, RetrievalModel):
             raise TextModelFileError(
-                f"{path} has format version {meta.get('version')}; this cscore reads "
-                f"up to {FORMAT_VERSION}"
-            )
-        try:
-            hasher = TrigramHasher.from_json(meta["hasher"])
-            towers = []
-            for side in SIDES:
-                pre = f"{side}."
-                towers.append(encoder_from_arrays(
-                    meta[f"{side}_encoder"],
-                    {k[len(pre):]: v for k, v in arrays.items() if k.startswith(pre)}))
-            return cls(hasher, arrays["embedding"], towers[0], towers[1],
-                       max_words=meta.get("max_words"), info=meta.get("info") or {})
-        except (KeyError, ValueError, TypeError) as exc:
-            raise TextModelFileError(f"{path}: inconsistent model ({exc})") from None
+                f"{path} holds an ensemble of {len(model.members)} models; read it with "
+                "cscore.text.load_model or RetrievalEnsemble.load")
+        return model
 
     def __repr__(self) -> str:
         return (f"RetrievalModel(kind={self.kind!r}, dim={self.dim}, "
                 f"trigrams={len(self.hasher)}, max_words={self.max_words})")
+
+
+class RetrievalEnsemble(_Scorer):
+    """Several retrieval models scored together: the mean of their cosines.
+
+    A text's embedding is the concatenation of the members' unit-length
+    embeddings, each scaled by ``1 / sqrt(n_members)``, so that the cosine of
+    two ensemble embeddings is the mean of the members' cosines (a member that
+    reads no known word of a text contributes 0).  Averaging members trained
+    from different seeds and query folds lowers the variance that a single
+    small model has from training noise.
+
+    Parameters
+    ----------
+    members : sequence of RetrievalModel
+        At least one.
+    info : dict, optional
+        Free-form provenance (training settings, results).
+    """
+
+    def __init__(self, members: Sequence[RetrievalModel], *,
+                 info: dict[str, Any] | None = None) -> None:
+        members = list(members)
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        for i, m in enumerate(members):
+            if not isinstance(m, RetrievalModel):
+                raise TypeError(f"member {i} is a {type(m).__name__}, not a RetrievalModel")
+        self.members = members
+        self.info: dict[str, Any] = dict(info or {})
+
+    @property
+    def dim(self) -> int:
+        """Embedding size (the sum of the members')."""
+        return sum(m.dim for m in self.members)
+
+    @property
+    def kind(self) -> str:
+        """The members' kind ("lstm", ...), or "mixed" when they differ."""
+        kinds = {m.kind for m in self.members}
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+    def words(self, text: str) -> list[str]:
+        """The words of ``text`` read by the member that reads the most of them."""
+        return max((m.words(text) for m in self.members), key=len)
+
+    def encode(self, texts: Sequence[str], side: str = "document", *,
+               normalize: bool = False, batch_size: int = 2048) -> np.ndarray:
+        """Embed ``texts`` with one tower of every member.
+
+        Parameters
+        ----------
+        texts : list of str
+            Empty texts, or texts no member knows a word of, get the zero vector.
+        side : {"document", "query"}
+        normalize : bool
+            Scale every non-zero row to unit length (rows are already unit
+            length when every member knows a word of the text).
+        batch_size : int
+            Texts per batch.
+
+        Returns
+        -------
+        ndarray (len(texts), dim) float32
+        """
+        texts = check_texts("texts", texts)
+        parts = [m.encode(texts, side, normalize=True, batch_size=batch_size)
+                 for m in self.members]
+        out = np.concatenate(parts, axis=1) * np.float32(1.0 / np.sqrt(len(parts)))
+        if normalize:
+            n = np.linalg.norm(out, axis=1, keepdims=True)
+            np.divide(out, n, out=out, where=n > 0)
+        return out
+
+    def _similarity(self, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
+        return Q @ D.T  # the members' parts are unit length (or zero): mean cosine
+
+    def trace(self, text: str, side: str = "query", *,
+              member: int = 0) -> tuple[list[str], dict[str, np.ndarray]]:
+        """Per-word activations of one member (see :meth:`RetrievalModel.trace`).
+
+        Parameters
+        ----------
+        text : str
+        side : {"query", "document"}
+        member : int
+            Which member (default: the first).
+        """
+        if not isinstance(member, int) or not 0 <= member < len(self.members):
+            raise ValueError(f"member must be an int in [0, {len(self.members)}), got {member!r}")
+        return self.members[member].trace(text, side)
+
+    def _file_content(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        metas, arrays = [], {}
+        for i, m in enumerate(self.members):
+            meta, arr = m._to_arrays(f"m{i}.")
+            metas.append(meta)
+            arrays.update(arr)
+        return {"version": 2, "members": metas, "info": self.info}, arrays
+
+    @classmethod
+    def _from_loaded(cls, model: TextModel, path: Union[str, Path]) -> RetrievalEnsemble:
+        return model if isinstance(model, RetrievalEnsemble) else cls([model])
+
+    def __repr__(self) -> str:
+        return (f"RetrievalEnsemble(kind={self.kind!r}, members={len(self.members)}, "
+                f"dim={self.dim})")
+
+
+#: Either kind of text model (what :func:`load_model` and ``pretrained`` return).
+TextModel = Union[RetrievalModel, RetrievalEnsemble]
+
+
+def _write(path: Union[str, Path], meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
+    path = Path(path)
+    arrays = dict(arrays)
+    arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
+    with open(path, "wb") as f:
+        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
+    return path
+
+
+def load_model(path: Union[str, Path]) -> TextModel:
+    """Read a text model file: one model or an ensemble.
+
+    Parameters
+    ----------
+    path : str or Path
+
+    Returns
+    -------
+    RetrievalModel or RetrievalEnsemble
+        Both have ``encode_queries``, ``encode_documents``, ``score``,
+        ``rank`` and ``trace``.
+
+    Raises
+    ------
+    TextModelFileError
+        Not a cscore text model, of a newer format, or inconsistent.
+    """
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
+        raise TextModelFileError(f"{path} is not a readable .npz model: {exc}") from None
+    if "meta" not in arrays:
+        raise TextModelFileError(f"{path} lacks 'meta'")
+    try:
+        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TextModelFileError(f"{path}: unreadable metadata ({exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
+        raise TextModelFileError(f"{path} is not a {FORMAT_NAME} model file")
+    try:
+        version = int(meta.get("version", 0))
+    except (TypeError, ValueError):
+        raise TextModelFileError(f"{path}: bad format version {meta.get('version')!r}") from None
+    if version > FORMAT_VERSION:
+        raise TextModelFileError(
+            f"{path} has format version {version}; this cscore reads up to {FORMAT_VERSION}"
+        )
+    try:
+        if "members" in meta:
+            if not isinstance(meta["members"], list) or not meta["members"]:
+                raise ValueError("'members' must be a non-empty list")
+            return RetrievalEnsemble(
+                [RetrievalModel._from_arrays(mm, arrays, f"m{i}.")
+                 for i, mm in enumerate(meta["members"])], info=meta.get("info") or {})
+        if "embedding" not in arrays:
+            raise TextModelFileError(f"{path} lacks 'embedding'")
+        return RetrievalModel._from_arrays(meta, arrays)
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        if isinstance(exc, TextModelFileError):
+            raise
+        raise TextModelFileError(f"{path}: inconsistent model ({exc})") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .model import RetrievalModel
+from .model import TextModel, load_model
 
 __all__ = ["list_pretrained", "model_dirs", "pretrained"]
 
@@ -43,7 +43,7 @@ def list_pretrained() -> list[str]:
     return list(_files())
 
 
-def pretrained(name: str) -> RetrievalModel:
+def pretrained(name: str) -> TextModel:
     """Load a pretrained text model.
 
     Parameters
@@ -54,7 +54,11 @@ def pretrained(name: str) -> RetrievalModel:
 
     Returns
     -------
-    RetrievalModel
+    RetrievalModel or RetrievalEnsemble
+        The shipped Cranfield models are ensembles of three members each
+        (``cscore text train --members 3``); both classes have
+        ``encode_queries``, ``encode_documents``, ``score``, ``rank`` and
+        ``trace``.
 
     Raises
     ------
@@ -67,4 +71,4 @@ def pretrained(name: str) -> RetrievalModel:
     if name not in files:
         known = ", ".join(files) if files else "none installed"
         raise ValueError(f"unknown pretrained text model {name!r}; known: {known}")
-    return RetrievalModel.load(files[name])
+    return load_model(files[name])

@@ -118,8 +118,12 @@ class TextTrainConfig:
     embed_lr : float or None
         Step size of the trigram embedding (default: ``lr``).
     batch_size : int
-    max_epochs, patience : int
-        Stop when the validation score has not improved for ``patience`` epochs.
+    max_epochs : int
+    patience : int or None
+        Stop when the validation score has not improved for ``patience``
+        epochs and return the best epoch's weights (early stopping).  None:
+        train ``max_epochs`` epochs and return the last weights (the
+        validation score is still recorded after every epoch).
     clip : float
         Gradient renormalization threshold (per tower).
     weight_decay : float
@@ -157,7 +161,7 @@ class TextTrainConfig:
     embed_lr: float | None = None
     batch_size: int = 128
     max_epochs: int = 6
-    patience: int = 2
+    patience: int | None = 2
     clip: float = 1.0
     weight_decay: float = 0.0
     dropout: float = 0.0
@@ -184,6 +188,8 @@ class TextTrainConfig:
         for name in ("n_cells", "embed_dim", "dssm_hidden", "batch_size", "max_epochs",
                      "patience"):
             v = getattr(self, name)
+            if name == "patience" and v is None:
+                continue
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if self.kind == "bilstm" and self.n_cells % 2:
@@ -207,7 +213,12 @@ class TextTrainConfig:
 
 @dataclass
 class TextTrainResult:
-    """What :func:`train_retrieval_model` returns."""
+    """What :func:`train_retrieval_model` returns.
+
+    ``best_epoch`` is the epoch whose weights ``model`` holds (the last one
+    when ``config.patience`` is None); ``history`` has every epoch's
+    validation score (epoch 0: before training).
+    """
 
     model: RetrievalModel
     history: list[dict[str, Any]]
@@ -661,7 +672,9 @@ def train_retrieval_model(
             if bar is not None:
                 bar.set_postfix(epoch=epoch + 1, loss=f"{run / max(nb, 1):.3f}",
                                 val=f"{score:.3f}")
-            if score > best[0] + 1e-4:
+            if cfg.patience is None:
+                best = (score, epoch + 1, model)  # no early stopping: the last weights
+            elif score > best[0] + 1e-4:
                 best = (score, epoch + 1, model)
                 bad = 0
             else:
