@@ -20,7 +20,7 @@ import json
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Union
+from typing import Any, TypeVar, Union
 
 import numpy as np
 
@@ -76,6 +76,9 @@ def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
     Qh = np.divide(Q, qn, out=np.zeros_like(Q), where=qn > 0)
     Dh = np.divide(D, dn, out=np.zeros_like(D), where=dn > 0)
     return Qh @ Dh.T
+
+
+_S = TypeVar("_S", bound="_Scorer")
 
 
 class _Scorer:
@@ -136,7 +139,7 @@ class _Scorer:
         return _write(path, {"format": FORMAT_NAME, **meta}, arrays)
 
     @classmethod
-    def load(cls, path: Union[str, Path]) -> Any:
+    def load(cls: type[_S], path: Union[str, Path]) -> _S:
         """Read a file written by :meth:`save` as an instance of this class.
 
         ``RetrievalModel.load`` refuses an ensemble file;
@@ -164,7 +167,7 @@ class _Scorer:
         raise NotImplementedError  # pragma: no cover - overridden
 
     @classmethod
-    def _from_loaded(cls, model: Any, path: Union[str, Path]) -> Any:
+    def _from_loaded(cls: type[_S], model: Any, path: Union[str, Path]) -> _S:
         raise NotImplementedError  # pragma: no cover - overridden
 
     def _doc_matrix(self, documents: Sequence[str] | np.ndarray) -> np.ndarray:
