@@ -7,8 +7,8 @@ Usage::
 Prints the NDCG table on the 50 test queries (all 1400 documents, and BM25's
 top 100 reranked), per-query paired differences of NDCG@10 (mean +- standard
 error, wins/losses), every ensemble member's own NDCG@10 on the test queries
-and on its held-out fold, the baselines on all 150 queries, and the time to encode the 1400 documents with each model (wall
-and process CPU time).
+and on its held-out fold, the baselines on all 150 queries, and the time to
+encode the 1400 documents with each model (wall and process CPU time).
 """
 
 from __future__ import annotations
