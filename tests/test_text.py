@@ -580,9 +580,11 @@ def test_cli_search_and_analyze(tmp_path, capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 3 and out[0].lstrip().startswith("1")
     assert cli.main(["text", "analyze", "heat transfer in hypersonic flow", "--out-dir",
-                     str(tmp_path), "--topic-queries", "3"]) == 0
+                     str(tmp_path), "--topic-queries", "3", "--member", "2"]) == 0
+    assert "member 2 of the 3-member ensemble" in capsys.readouterr().out
     for f in ("activations.png", "keywords.png", "analysis.md"):
         assert (tmp_path / f).stat().st_size > 0
+    assert cli.main(["text", "analyze", "heat", "--out-dir", str(tmp_path), "--member", "3"]) == 2
 
 
 def test_cli_eval_writes_table_and_figure(tmp_path, capsys):
@@ -611,10 +613,16 @@ def test_cli_train_one_model_or_members_on_their_own_folds(tmp_path, capsys):
     m = RetrievalModel.load(one)
     assert m.kind == "dssm" and m.info["dataset"] == "cranfield" and len(m.hasher) == 500
     assert len(m.info["split"]["test"]) == 50
-    assert cli.main([*base, "--out", str(out), "--max-seconds", "0.3", "--max-trigrams", "300",
-                     "--members", "2", "--seed", "4"]) == 0
+    members = [*base, "--max-trigrams", "300", "--members", "2", "--seed", "4"]
+    assert cli.main([*members, "--out", str(out), "--jobs", "2"]) == 0
     assert "2 members" in capsys.readouterr().out
     ens = text.load_model(out)
+    # one process at a time gives the same members as two at a time
+    assert cli.main([*members, "--out", str(tmp_path / "e1.npz"), "--jobs", "1"]) == 0
+    for a, b in zip(ens.members, text.load_model(tmp_path / "e1.npz").members):
+        assert np.array_equal(a.embedding, b.embedding)
+        assert all(np.array_equal(v, b.query_encoder.params()[k])
+                   for k, v in a.query_encoder.params().items())
     assert isinstance(ens, text.RetrievalEnsemble) and len(ens.members) == 2
     assert ens.info["members"]["seeds"] == [4, 5]
     sp = text.split_queries(text.load_cranfield())
@@ -629,3 +637,5 @@ def test_cli_train_one_model_or_members_on_their_own_folds(tmp_path, capsys):
     assert not set(ens.members[0].info["split"]["val"]) & set(ens.members[1].info["split"]["val"])
     assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--members", "0"]) == 2
     assert "--members must be >= 1" in capsys.readouterr().err
+    assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--jobs", "0"]) == 2
+    assert "--jobs must be >= 1" in capsys.readouterr().err

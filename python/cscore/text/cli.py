@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from pathlib import Path
 
 HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
@@ -49,6 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "validation queries (a different fold held out) for a fixed number "
                         "of epochs (default 3: the shipped models); 1: one model on the "
                         "fixed 80 / 20 split with early stopping")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="members trained at the same time, one process each (default: "
+                        "as many as there are CPU cores); the result does not depend on it")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -72,6 +76,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--out-dir", default="text-analysis")
     p.add_argument("--topic-queries", type=int, default=20,
                    help="Cranfield queries added to the topic-cell table")
+    p.add_argument("--member", type=int, default=0,
+                   help="for an ensemble: which member to analyze (default: the first)")
 
 
 def _load_model(spec: str):  # type: ignore[no-untyped-def]
@@ -102,6 +108,8 @@ def _train(args: argparse.Namespace) -> int:
         kw["max_epochs"] = args.epochs
     if args.members < 1:
         raise ValueError(f"--members must be >= 1, got {args.members}")
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
     if args.members > 1:
         kw = {"max_epochs": MEMBER_EPOCHS, "patience": None, **kw}
     cfg = recipe(args.kind, **kw)
@@ -118,13 +126,15 @@ def _train(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}: best epoch {res.best_epoch}, validation NDCG@10 "
               f"{res.model.info['training']['best_val_score']:.3f}, {res.seconds:.0f} s")
         return 0
+    jobs = args.jobs if args.jobs is not None else max(1, min(args.members, os.cpu_count() or 1))
     ens, results = train_ensemble(c, split, cfg, args.members, pairs=pk, seed=args.seed,
-                                  info=info)
+                                  info=info, n_jobs=jobs)
     ens.save(args.out)
     for i, r in enumerate(results):
         print(f"member {i}: epoch {r.best_epoch}, NDCG@10 on its held-out fold "
               f"{r.model.info['training']['best_val_score']:.3f}, {r.seconds:.0f} s")
-    print(f"wrote {args.out}: {args.members} members, {ens.info['training']['seconds']:.0f} s")
+    print(f"wrote {args.out}: {args.members} members, {ens.info['training']['seconds']:.0f} s "
+          f"of training in all ({jobs} at a time)")
     return 0
 
 
@@ -243,7 +253,13 @@ def _analyze(args: argparse.Namespace) -> int:
     from .data import load_cranfield
 
     model = _load_model(args.model)
-    topic = []
+    members = getattr(model, "members", None)
+    if members is not None:
+        if not 0 <= args.member < len(members):
+            raise ValueError(f"--member must be in [0, {len(members)}), got {args.member}")
+        model = members[args.member]
+        print(f"analyzing member {args.member} of the {len(members)}-member ensemble")
+    topic: list[str] = []
     if args.topic_queries > 0:
         topic = load_cranfield().queries[: args.topic_queries]
     paths = write_analysis(model, args.text, args.out_dir,

@@ -217,7 +217,7 @@ def train_on_split(collection: Collection, split: QuerySplit, config: Any, *,
 def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_members: int, *,
                    pairs: dict[str, int] | None = None, seed: int = 0, n_folds: int = 5,
                    fold_seed: int = 7, info: dict[str, Any] | None = None,
-                   ) -> tuple[RetrievalEnsemble, list[Any]]:
+                   n_jobs: int = 1) -> tuple[RetrievalEnsemble, list[Any]]:
     """Train ``n_members`` models on folds of the queries and average them.
 
     The training + validation queries of ``split`` are cut into
@@ -247,6 +247,10 @@ def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_mem
         that chose the recipes).
     info : dict, optional
         Provenance stored in the ensemble and in every member.
+    n_jobs : int
+        Members trained at the same time, each in its own process (one torch
+        thread each; the progress bar counts members); the result does not
+        depend on it.
 
     Returns
     -------
@@ -258,16 +262,40 @@ def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_mem
 
     if not isinstance(n_members, int) or n_members < 1:
         raise ValueError(f"n_members must be a positive int, got {n_members!r}")
+    if not isinstance(n_jobs, int) or n_jobs < 1:
+        raise ValueError(f"n_jobs must be a positive int, got {n_jobs!r}")
     folds = fold_splits(split, max(n_folds, n_members), seed=fold_seed)
-    results = []
+    jobs = []
     for i in range(n_members):
         s = folds[i]
         cfg = dataclasses.replace(config, seed=config.seed + i)
-        res = train_on_split(
-            collection, s, cfg, pairs=pairs, seed=seed + i,
-            info={**(info or {}), "member": i,
-                  "split": {"train": list(s.train), "val": list(s.val), "test": list(s.test)}})
-        results.append(res)
+        if n_jobs > 1:
+            cfg = dataclasses.replace(cfg, progress=False)
+        jobs.append((collection, s, cfg, pairs, seed + i,
+                     {**(info or {}), "member": i,
+                      "split": {"train": list(s.train), "val": list(s.val),
+                                "test": list(s.test)}}))
+    if n_jobs == 1 or n_members == 1:
+        results = [_train_member(j) for j in jobs]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn")  # no forked torch / BLAS state
+        bar = None
+        if config.progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_members, desc=f"{config.kind} members ({n_jobs} at a time)",
+                       unit="member")
+        with ProcessPoolExecutor(min(n_jobs, n_members), mp_context=ctx) as ex:
+            futures = [ex.submit(_train_member, j) for j in jobs]
+            if bar is not None:
+                for f in as_completed(futures):
+                    f.result()
+                    bar.update(1)
+                bar.close()
+            results = [f.result() for f in futures]
     ens = RetrievalEnsemble([r.model for r in results], info=dict(info or {}))
     ens.info["members"] = {"n": n_members, "n_folds": len(folds), "fold_seed": fold_seed,
                            "seeds": [config.seed + i for i in range(n_members)]}
@@ -276,6 +304,11 @@ def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_mem
         "best_epoch": [r.best_epoch for r in results],
         "best_val_score": [r.model.info["training"]["best_val_score"] for r in results]}
     return ens, results
+
+
+def _train_member(job: tuple[Any, ...]) -> Any:
+    collection, split, cfg, pairs, seed, info = job
+    return train_on_split(collection, split, cfg, pairs=pairs, seed=seed, info=info)
 
 
 def model_scores(model: TextModel, collection: Collection,
