@@ -49,12 +49,15 @@ def _path(cache: Path, name: str, fold: int, seed: int) -> Path:
 
 
 def parse_variant(spec: str) -> tuple[str, str, dict[str, object]]:
-    """``NAME:KIND:key=value,...`` -> (name, kind, overrides); values are numbers."""
+    """``NAME:KIND:key=value,...`` -> (name, kind, overrides); numbers or strings."""
     name, kind, kv = spec.split(":", 2)
     over: dict[str, object] = {}
     for item in filter(None, kv.split(",")):
         k, v = item.split("=", 1)
-        over[k] = int(v) if v.lstrip("-").isdigit() else float(v)
+        try:
+            over[k] = int(v) if v.lstrip("-").isdigit() else float(v)
+        except ValueError:
+            over[k] = v
     return name, kind, over
 
 

@@ -514,6 +514,28 @@ def _toy_epochs(worse: bool = False, **kw):
 
 
 @requires_torch
+def test_lsa_rotated_start_is_a_rotation_of_the_lsa_start():
+    docs = [*CORPUS, "flow over a flat plate", "pressure on a cone in supersonic flow"]
+    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+
+    def start(init: str, seed: int = 0) -> np.ndarray:
+        res = text.train_retrieval_model(
+            pairs, vocab_texts=docs, evaluate=lambda m: 0.0, kind="lstm", n_cells=4,
+            embed_dim=6, init=init, max_epochs=1, max_seconds=0.0, progress=False, seed=seed)
+        assert res.best_epoch == 0
+        return res.model.embedding.astype(np.float64)
+
+    E, R = start("lsa"), start("lsa-rotated")
+    m = 4  # the cells read the first min(embed_dim, n_cells) coordinates
+    np.testing.assert_allclose(R[:, m:], E[:, m:])
+    np.testing.assert_allclose(R[:, :m] @ R[:, :m].T, E[:, :m] @ E[:, :m].T, atol=1e-5)
+    assert not np.allclose(R[:, :m], E[:, :m], atol=1e-3)
+    assert not np.allclose(start("lsa-rotated", seed=1)[:, :m], R[:, :m], atol=1e-3)
+    with pytest.raises(ValueError, match="lsa-rotated"):
+        text.TextTrainConfig(init="rotated")
+
+
+@requires_torch
 def test_patience_none_trains_every_epoch_and_keeps_the_last():
     seen, res = _toy_epochs(worse=True, lr=1e-2, max_epochs=3, patience=1)
     assert len(seen) == 2 and res.model is seen[0] and res.best_epoch == 0  # early stop

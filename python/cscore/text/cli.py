@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="polynomial-decay weight averaging (0: off; recipe: 8)")
     p.add_argument("--n-cells", type=int, default=None)
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
-    p.add_argument("--init", choices=["lsa", "random"], default=None)
+    p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None)
     p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
     p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
                    help="LSTM embedding: last output (the chapter's) or mean output")

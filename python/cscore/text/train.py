@@ -105,8 +105,12 @@ class TextTrainConfig:
         Words read per text, in training and in the saved model.
     max_trigrams : int or None
         Trigram vocabulary size (the most frequent in the vocabulary texts).
-    init : {"lsa", "random"}
+    init : {"lsa", "lsa-rotated", "random"}
         Start from LSA (see the module notes) or small random weights.
+        ``"lsa-rotated"``: LSA with the leading directions the towers read
+        (as many as they have cells) in a random orthonormal basis drawn from
+        ``seed``, so that members of an ensemble start from different,
+        equally good points.
     gamma : float
         Softmax scale of eq. 3.5.
     n_negatives : int or None
@@ -183,8 +187,9 @@ class TextTrainConfig:
         if self.pool not in ("last", "mean", "last+bag"):
             raise ValueError(
                 f"pool must be 'last', 'mean' or 'last+bag', got {self.pool!r}")
-        if self.init not in ("lsa", "random"):
-            raise ValueError(f"init must be 'lsa' or 'random', got {self.init!r}")
+        if self.init not in ("lsa", "lsa-rotated", "random"):
+            raise ValueError(
+                f"init must be 'lsa', 'lsa-rotated' or 'random', got {self.init!r}")
         for name in ("n_cells", "embed_dim", "dssm_hidden", "batch_size", "max_epochs",
                      "patience"):
             v = getattr(self, name)
@@ -543,13 +548,21 @@ def train_retrieval_model(
     rng = np.random.default_rng(cfg.seed)
     vocab_texts = check_texts("vocab_texts", vocab_texts)
     hasher = TrigramHasher.fit(vocab_texts, max_size=cfg.max_trigrams)
-    lsa = cfg.init == "lsa"
+    lsa = cfg.init in ("lsa", "lsa-rotated")
     scale = 1.0
     if lsa:
         ltexts = check_texts("lsa_texts", lsa_texts) if lsa_texts is not None else vocab_texts
         E0 = lsa_embedding(hasher, ltexts, cfg.embed_dim, max_words=cfg.max_words,
                            seed=cfg.seed)
         scale = _lsa_scale(hasher, E0, ltexts, cfg.max_words)
+        if cfg.init == "lsa-rotated":
+            # the towers read the first m coordinates: give them a random
+            # orthonormal basis of those m leading LSA directions
+            read = {"lstm": cfg.n_cells, "bilstm": cfg.n_cells // 2, "rnn": cfg.n_cells,
+                    "dssm": cfg.dssm_hidden}[cfg.kind]
+            m = min(cfg.embed_dim, read)
+            q, r = np.linalg.qr(rng.standard_normal((m, m)))
+            E0[:, :m] = E0[:, :m] @ (q * np.sign(np.diag(r))).astype(np.float32)
     else:
         E0 = (rng.standard_normal((len(hasher), cfg.embed_dim)) * 0.1).astype(np.float32)
     E = torch.from_numpy(E0).requires_grad_(True)
