@@ -25,25 +25,17 @@ from cscore.text.cranfield import (
     bm25_scores,
     evaluate_methods,
     format_table,
-    interpolate,
     model_scores,
     selection_scores,
     tfidf_scores,
 )
-from cscore.text.metrics import mean_ndcg
-
-
-def per_query(S: np.ndarray, qrels: dict, queries: list[int], k: int = 10) -> np.ndarray:
-    """NDCG@k of every query (row) of a score matrix."""
-    return np.array([mean_ndcg(S[i : i + 1], qrels, [q], (k,))[k]
-                     for i, q in enumerate(queries)])
+from cscore.text.metrics import mean_ndcg, paired_difference, per_query_ndcg
 
 
 def paired(a: np.ndarray, b: np.ndarray) -> str:
-    """Mean +- standard error of a - b, and wins / losses of a."""
-    d = a - b
-    se = d.std(ddof=1) / np.sqrt(len(d))
-    return f"{d.mean():+.3f} +- {se:.3f} | {(d > 1e-12).sum()}/{(d < -1e-12).sum()}"
+    """``mean +- s.e. | wins/losses`` of the per-query differences a - b."""
+    d, se, wins, losses = paired_difference(a, b)
+    return f"{d:+.3f} +- {se:.3f} | {wins}/{losses}"
 
 
 def main() -> None:
@@ -59,20 +51,10 @@ def main() -> None:
           f"and reranking BM25's top 100\n")
     print(format_table(rows))
     test = list(split.test)
-    nd: dict[str, np.ndarray] = {"BM25": per_query(bm25_scores(c, test), c.qrels, test),
-                                 "TF-IDF": per_query(tfidf_scores(c, test), c.qrels, test)}
-    docs = {}
-    for name, m in models.items():
-        docs[name] = m.encode_documents(c.documents)
-        nd[name] = per_query(model_scores(m, c, test, docs[name]), c.qrels, test)
-    inter = next(r for r in rows if r.name == "BM25 + LSTM")
-    w = float(inter.note.split()[1])
-    nd["BM25 + LSTM"] = per_query(
-        interpolate(bm25_scores(c, test), model_scores(models["LSTM"], c, test, docs["LSTM"]),
-                    w), c.qrels, test)
+    nd = {r.name: r.per_query[10] for r in rows}
     print("\n## Paired differences of NDCG@10 on the test queries\n")
     print("| comparison | difference | wins/losses |\n|---|---|---|")
-    for a, b in (("BM25 + LSTM", "BM25"), ("LSTM", "TF-IDF"), ("LSTM", "BM25"),
+    for a, b in (("BM25 + LSTM", "BM25"), ("LSTM", "TF-IDF cosine"), ("LSTM", "BM25"),
                  ("LSTM", "RNN"), ("LSTM", "DSSM"), ("RNN", "DSSM")):
         print(f"| {a} vs {b} | {paired(nd[a], nd[b])} |")
     print("\n## Ensemble members alone (NDCG@10, test queries)\n")
@@ -86,7 +68,8 @@ def main() -> None:
     qs = {tuple(q) for q, _, how in held.values() if how.startswith("out-of-fold")}
     if len(qs) == 1:  # the same held-out queries for every kind: compare the members there
         oq = list(qs.pop())
-        oof = {name: per_query(S, c.qrels, oq) for name, (_, S, _) in held.items()}
+        oof = {name: per_query_ndcg(S, c.qrels, oq, (10,))[10]
+               for name, (_, S, _) in held.items()}
         print(f"\n## Members on their held-out folds ({len(oq)} queries no member scoring "
               "them trained on; NDCG@10)\n")
         print(", ".join(f"{name} {v.mean():.3f}" for name, v in oof.items()) + "\n")

@@ -93,21 +93,18 @@ def reuse_shipped(cache: Path) -> None:
 
 
 def summary(cache: Path, names: tuple[str, ...] = KINDS) -> None:
-    from cscore.text.metrics import mean_ndcg
+    from cscore.text.metrics import paired_difference, per_query_ndcg
 
     c, folds = _setup()
     qs = [q for f in folds for q in f.val]
     single, ens = {}, {}
     for kind in names:
-        per_seed, per_ens = [], []
-        for f in folds:
-            S = [np.load(_path(cache, kind, folds.index(f), s)) for s in SEEDS]
+        per_seed, per_ens = [], []  # per fold: (seeds, queries) and (queries,) NDCG@10
+        for k, f in enumerate(folds):
+            S = [np.load(_path(cache, kind, k, s)) for s in SEEDS]
             q = list(f.val)
-            per_seed.append([[mean_ndcg(X[i : i + 1], c.qrels, [qq], (10,))[10]
-                              for i, qq in enumerate(q)] for X in S])
-            E = np.mean(S, axis=0)
-            per_ens.append([mean_ndcg(E[i : i + 1], c.qrels, [qq], (10,))[10]
-                            for i, qq in enumerate(q)])
+            per_seed.append([per_query_ndcg(X, c.qrels, q, (10,))[10] for X in S])
+            per_ens.append(per_query_ndcg(np.mean(S, axis=0), c.qrels, q, (10,))[10])
         single[kind] = np.concatenate([np.mean(p, axis=0) for p in per_seed])
         ens[kind] = np.concatenate(per_ens)
         seeds = [np.concatenate([p[s] for p in per_seed]).mean() for s in range(len(SEEDS))]
@@ -120,9 +117,9 @@ def summary(cache: Path, names: tuple[str, ...] = KINDS) -> None:
     pairs += [(n, k) for n in names[len(KINDS):] for k in KINDS]
     for a, b in pairs:
         cells = []
-        for d in (single[a] - single[b], ens[a] - ens[b]):
-            se = d.std(ddof=1) / np.sqrt(len(d))
-            cells.append(f"{d.mean():+.3f} +- {se:.3f} ({(d > 1e-12).sum()}/{(d < -1e-12).sum()})")
+        for x, y in ((single[a], single[b]), (ens[a], ens[b])):
+            d, se, wins, losses = paired_difference(x, y)
+            cells.append(f"{d:+.3f} +- {se:.3f} ({wins}/{losses})")
         print(f"| {a.upper()} vs {b.upper()} | " + " | ".join(cells) + " |")
 
 

@@ -16,7 +16,7 @@ from cscore.text.encoders import (
     encoder_from_arrays,
 )
 from cscore.text.hashing import TrigramHasher, tokenize, word_trigrams
-from cscore.text.metrics import mean_ndcg, ndcg_at_k
+from cscore.text.metrics import mean_ndcg, ndcg_at_k, paired_difference, per_query_ndcg
 from cscore.text.model import RetrievalModel, TextModelFileError, cosine_scores
 
 from conftest import requires_torch, shared_data
@@ -274,6 +274,19 @@ def test_fold_splits_cover_the_non_test_queries():
         text.fold_splits(sp, 1)
 
 
+def test_evaluate_methods_rows_carry_per_query_ndcg():
+    from cscore.text.cranfield import evaluate_methods
+
+    c = text.load_cranfield()
+    sp = text.split_queries(c)
+    rows = evaluate_methods(c, sp, {"LSTM": tiny_model()}, queries=sp.test[:5])
+    assert [r.name for r in rows] == ["BM25", "TF-IDF cosine", "LSTM", "BM25 + LSTM"]
+    for r in rows:
+        assert set(r.per_query) == {1, 3, 10} and len(r.per_query[10]) == 5
+        for k, v in r.full.items():
+            assert v == pytest.approx(r.per_query[k].mean())
+
+
 def test_selection_scores_are_out_of_fold():
     from cscore.text.cranfield import model_scores, selection_scores
 
@@ -351,6 +364,18 @@ def test_ndcg():
     assert res[1] == pytest.approx(1.0)
     with pytest.raises(ValueError, match="NaN"):
         mean_ndcg(np.array([[np.nan]]), {}, [0])
+    per = per_query_ndcg(S, {0: {1: 2}, 1: {2: 3}}, [0, 1], (1,))
+    np.testing.assert_array_equal(per[1], [1.0, 0.0])
+
+
+def test_paired_difference():
+    a, b = np.array([0.5, 0.2, 0.9, 0.4]), np.array([0.3, 0.2, 0.6, 0.5])
+    d = a - b
+    mean, se, wins, losses = paired_difference(a, b)
+    assert mean == pytest.approx(d.mean()) and wins == 2 and losses == 1
+    assert se == pytest.approx(np.std(d, ddof=1) / 2)
+    with pytest.raises(ValueError, match="length >= 2"):
+        paired_difference(a[:1], b[:1])
 
 
 # ----------------------------------------------------------------------------- data

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
 from .data import Collection, QuerySplit, fold_splits
 from .hashing import tokenize
-from .metrics import mean_ndcg
-from .model import RetrievalEnsemble, TextModel, cosine_scores
+from .metrics import mean_ndcg, per_query_ndcg
+from .model import RetrievalEnsemble, TextModel
 from .train import TrainPair
 
 __all__ = [
@@ -313,10 +313,10 @@ def _train_member(job: tuple[Any, ...]) -> Any:
 
 def model_scores(model: TextModel, collection: Collection,
                  queries: Sequence[int], doc_emb: np.ndarray | None = None) -> np.ndarray:
-    """Cosine scores (len(queries), n_docs) of a model."""
+    """Scores (len(queries), n_docs) of a model (:meth:`RetrievalModel.score`: the
+    cosine; for an ensemble the mean of its members' cosines)."""
     D = model.encode_documents(collection.documents) if doc_emb is None else doc_emb
-    Q = model.encode_queries([collection.queries[q] for q in queries])
-    return cosine_scores(Q, D)
+    return model.score([collection.queries[q] for q in queries], D)
 
 
 def validation_scorer(collection: Collection, queries: Sequence[int],
@@ -431,12 +431,17 @@ def selection_scores(model: TextModel, collection: Collection, split: QuerySplit
 
 @dataclass
 class MethodScores:
-    """NDCG@1,3,10 of one method over all documents and reranking BM25's top 100."""
+    """NDCG@1,3,10 of one method over all documents and reranking BM25's top 100.
+
+    ``per_query`` holds the per-query NDCG@k over all documents (k -> array in
+    the order of the evaluated queries), for paired comparisons.
+    """
 
     name: str
     full: dict[int, float]
     rerank: dict[int, float]
     note: str = ""
+    per_query: dict[int, np.ndarray] = field(default_factory=dict)
 
 
 def evaluate_methods(
@@ -473,9 +478,11 @@ def evaluate_methods(
     rows: list[MethodScores] = []
 
     def add(name: str, S: np.ndarray, note: str = "") -> None:
+        per = per_query_ndcg(S, collection.qrels, test, ks)
+        n = max(len(test), 1)
         rows.append(MethodScores(
-            name, mean_ndcg(S, collection.qrels, test, ks),
-            mean_ndcg(S, collection.qrels, test, ks, candidates=cand), note))
+            name, {k: float(v.sum()) / n for k, v in per.items()},
+            mean_ndcg(S, collection.qrels, test, ks, candidates=cand), note, per))
 
     add("BM25", bm_t)
     add("TF-IDF cosine", tfidf_scores(collection, test))

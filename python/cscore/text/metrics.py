@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["mean_ndcg", "ndcg_at_k", "rank_scores"]
+__all__ = ["mean_ndcg", "ndcg_at_k", "paired_difference", "per_query_ndcg", "rank_scores"]
 
 
 def rank_scores(scores: np.ndarray) -> np.ndarray:
@@ -75,7 +75,7 @@ def ndcg_at_k(
     return dcg / idcg
 
 
-def mean_ndcg(
+def per_query_ndcg(
     score_matrix: np.ndarray,
     qrels: Mapping[int, Mapping[int, float]],
     queries: Sequence[int],
@@ -83,8 +83,8 @@ def mean_ndcg(
     *,
     candidates: np.ndarray | None = None,
     gain: str = "exp",
-) -> dict[int, float]:
-    """Mean NDCG@k over ``queries``.
+) -> dict[int, np.ndarray]:
+    """NDCG@k of every query.
 
     Parameters
     ----------
@@ -104,14 +104,14 @@ def mean_ndcg(
     Returns
     -------
     dict
-        k -> mean NDCG@k.
+        k -> ndarray (n_queries,) of NDCG@k.
     """
     S = np.asarray(score_matrix, dtype=np.float64)
     if S.ndim != 2 or S.shape[0] != len(queries):
         raise ValueError(
             f"score_matrix must be (n_queries, n_docs) with {len(queries)} rows; got {S.shape}"
         )
-    out = {k: 0.0 for k in ks}
+    out = {k: np.zeros(len(queries)) for k in ks}
     for i, q in enumerate(queries):
         if candidates is not None:
             cand = np.asarray(candidates[i])
@@ -120,6 +120,45 @@ def mean_ndcg(
             order = rank_scores(S[i])
         g = qrels.get(q, {})
         for k in ks:
-            out[k] += ndcg_at_k(order, g, k, gain=gain)
+            out[k][i] = ndcg_at_k(order, g, k, gain=gain)
+    return out
+
+
+def mean_ndcg(
+    score_matrix: np.ndarray,
+    qrels: Mapping[int, Mapping[int, float]],
+    queries: Sequence[int],
+    ks: Sequence[int] = (1, 3, 10),
+    *,
+    candidates: np.ndarray | None = None,
+    gain: str = "exp",
+) -> dict[int, float]:
+    """Mean NDCG@k over ``queries`` (0 for no query); arguments as :func:`per_query_ndcg`.
+
+    Returns
+    -------
+    dict
+        k -> mean NDCG@k.
+    """
+    per = per_query_ndcg(score_matrix, qrels, queries, ks, candidates=candidates, gain=gain)
     n = max(len(queries), 1)
-    return {k: v / n for k, v in out.items()}
+    return {k: float(v.sum()) / n for k, v in per.items()}
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray) -> tuple[float, float, int, int]:
+    """Mean and standard error of the per-query differences ``a - b``, and wins / losses.
+
+    Parameters
+    ----------
+    a, b : ndarray (n_queries,)
+        Per-query scores of two methods on the same queries (n >= 2).
+
+    Returns
+    -------
+    (mean, standard error, queries where a is higher, queries where b is higher)
+    """
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.ndim != 1 or len(d) < 2:
+        raise ValueError(f"a and b must be 1-D of equal length >= 2; got {d.shape}")
+    return (float(d.mean()), float(d.std(ddof=1) / np.sqrt(len(d))),
+            int((d > 1e-12).sum()), int((d < -1e-12).sum()))
