@@ -12,13 +12,15 @@ queries are never touched.
 Usage::
 
     PYTHONPATH=python python benchmarks/text_cv_ensemble.py CACHE_DIR [WORKERS] \
-        [--reuse-shipped] [--variant NAME:KIND:key=value,...]
+        [--reuse-shipped] [--variant NAME:KIND:key=value,...] [--seeds 0,1,2]
 
 ``--reuse-shipped`` takes the (fold i, seed i) models, i < 3, from the shipped
 ensembles (member i is exactly that model) instead of training them again.
-``--variant`` adds a fourth model, KIND's recipe with the given
+``--variant`` (repeatable) adds a model, KIND's recipe with the given
 ``TextTrainConfig`` overrides (e.g. ``lstm-lr3:lstm:lr=3e-4``), to the
-comparison.  Jobs already in ``CACHE_DIR`` are not run again.
+comparison.  ``--seeds 0`` trains and compares only the listed seeds (a
+quicker screen of a variant: single models; the "ensemble" column then
+averages the listed seeds).  Jobs already in ``CACHE_DIR`` are not run again.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def reuse_shipped(cache: Path) -> None:
             np.save(_path(cache, kind, i, i), model_scores(m, c, list(folds[i].val)))
 
 
-def summary(cache: Path, names: tuple[str, ...] = KINDS) -> None:
+def summary(cache: Path, names: tuple[str, ...] = KINDS,
+            seeds: tuple[int, ...] = SEEDS) -> None:
     from cscore.text.metrics import paired_difference, per_query_ndcg
 
     c, folds = _setup()
@@ -101,23 +104,28 @@ def summary(cache: Path, names: tuple[str, ...] = KINDS) -> None:
     for kind in names:
         per_seed, per_ens = [], []  # per fold: (seeds, queries) and (queries,) NDCG@10
         for k, f in enumerate(folds):
-            S = [np.load(_path(cache, kind, k, s)) for s in SEEDS]
+            S = [np.load(_path(cache, kind, k, s)) for s in seeds]
             q = list(f.val)
             per_seed.append([per_query_ndcg(X, c.qrels, q, (10,))[10] for X in S])
             per_ens.append(per_query_ndcg(np.mean(S, axis=0), c.qrels, q, (10,))[10])
         single[kind] = np.concatenate([np.mean(p, axis=0) for p in per_seed])
         ens[kind] = np.concatenate(per_ens)
-        seeds = [np.concatenate([p[s] for p in per_seed]).mean() for s in range(len(SEEDS))]
-        print(f"{kind}: single models {single[kind].mean():.3f} (seeds "
-              + ", ".join(f"{v:.3f}" for v in seeds)
-              + f"), 3-seed ensemble {ens[kind].mean():.3f}")
+        by_seed = [np.concatenate([p[i] for p in per_seed]).mean() for i in range(len(seeds))]
+        line = f"{kind}: single models {single[kind].mean():.3f} (seeds " + ", ".join(
+            f"{s}: {v:.3f}" for s, v in zip(seeds, by_seed)) + ")"
+        if len(seeds) > 1:
+            line += f", {len(seeds)}-seed ensemble {ens[kind].mean():.3f}"
+        print(line)
     print(f"\n{len(qs)} queries; paired differences of NDCG@10 (mean +- s.e., wins/losses)\n")
-    print("| comparison | single models | 3-seed ensembles |\n|---|---|---|")
+    if len(seeds) > 1:
+        print(f"| comparison | single models | {len(seeds)}-seed ensembles |\n|---|---|---|")
+    else:
+        print(f"| comparison | seed {seeds[0]} |\n|---|---|")
     pairs = [("lstm", "rnn"), ("lstm", "dssm"), ("rnn", "dssm")]
     pairs += [(n, k) for n in names[len(KINDS):] for k in KINDS]
     for a, b in pairs:
         cells = []
-        for x, y in ((single[a], single[b]), (ens[a], ens[b])):
+        for x, y in ((single[a], single[b]), (ens[a], ens[b]))[: 1 + (len(seeds) > 1)]:
             d, se, wins, losses = paired_difference(x, y)
             cells.append(f"{d:+.3f} +- {se:.3f} ({wins}/{losses})")
         print(f"| {a.upper()} vs {b.upper()} | " + " | ".join(cells) + " |")
@@ -125,21 +133,24 @@ def summary(cache: Path, names: tuple[str, ...] = KINDS) -> None:
 
 def main() -> None:
     args = [a for i, a in enumerate(sys.argv[1:], 1)
-            if not a.startswith("--") and sys.argv[i - 1] != "--variant"]
+            if not a.startswith("--") and sys.argv[i - 1] not in ("--variant", "--seeds")]
+    seeds = SEEDS
+    if "--seeds" in sys.argv:
+        seeds = tuple(int(s) for s in sys.argv[sys.argv.index("--seeds") + 1].split(","))
     cache = Path(args[0])
     cache.mkdir(parents=True, exist_ok=True)
     workers = int(args[1]) if len(args) > 1 else (os.cpu_count() or 1)
     if "--reuse-shipped" in sys.argv:
         reuse_shipped(cache)
     models = [(k, k, {}) for k in KINDS]
-    if "--variant" in sys.argv:
-        models.append(parse_variant(sys.argv[sys.argv.index("--variant") + 1]))
-    todo = [(str(cache), n, k, o, f, s) for n, k, o in models for f in range(5) for s in SEEDS
+    models += [parse_variant(sys.argv[i + 1]) for i, a in enumerate(sys.argv)
+               if a == "--variant"]
+    todo = [(str(cache), n, k, o, f, s) for n, k, o in models for f in range(5) for s in seeds
             if not _path(cache, n, f, s).exists()]
     with Pool(workers, maxtasksperchild=1) as p:
         for line in p.imap_unordered(job, todo):
             print(line, flush=True)
-    summary(cache, tuple(n for n, _, _ in models))
+    summary(cache, tuple(n for n, _, _ in models), seeds)
 
 
 if __name__ == "__main__":

@@ -403,14 +403,18 @@ def test_cranfield_from_a_user_directory():
 # ----------------------------------------------------------------------------- training
 @requires_torch
 @pytest.mark.parametrize("kind", ["lstm", "rnn", "bilstm", "dssm", "lstm-mean",
-                                  "lstm-last+bag"])
+                                  "lstm-last+bag", "lstm-reverse"])
 def test_torch_forward_matches_numpy(kind):
     import torch
 
     from cscore.text import train as T
 
-    m = (tiny_model("lstm", seed=5, pool=kind[5:]) if kind.startswith("lstm-")
-         else tiny_model(kind, seed=5))
+    if kind == "lstm-reverse":
+        m = tiny_model("lstm", seed=5, reverse=True)
+    elif kind.startswith("lstm-"):
+        m = tiny_model("lstm", seed=5, pool=kind[5:])
+    else:
+        m = tiny_model(kind, seed=5)
     kind = m.kind
     enc = m.document_encoder
     P = {k: torch.from_numpy(v.copy()) for k, v in enc.params().items()}
@@ -539,6 +543,87 @@ def _toy_epochs(worse: bool = False, **kw):
 
 
 @requires_torch
+def test_reverse_trains_and_saves_a_reversed_lstm(tmp_path):
+    docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
+    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+    res = text.train_retrieval_model(
+        pairs, vocab_texts=docs, evaluate=lambda m: 0.0, kind="lstm", n_cells=4,
+        embed_dim=4, init="random", batch_size=4, max_epochs=1, progress=False, max_words=None,
+        reverse=True)
+    m = res.model
+    assert m.query_encoder.reverse and m.document_encoder.reverse
+    loaded = text.RetrievalModel.load(m.save(tmp_path / "rev.npz"))
+    assert loaded.document_encoder.reverse
+    np.testing.assert_array_equal(loaded.encode_documents(docs), m.encode_documents(docs))
+    # the reversed tower reads "c b a" as the forward tower with its weights reads "a b c"
+    fwd = LSTMEncoder(**{k: v for k, v in m.document_encoder.params().items()})
+    fm = text.RetrievalModel(m.hasher, m.embedding, fwd, fwd, max_words=None)
+    np.testing.assert_allclose(m.encode_documents(["alpha beta gamma"]),
+                               fm.encode_documents(["gamma beta alpha"]), atol=1e-6)
+    assert not np.allclose(m.encode_documents(["alpha beta gamma"]),
+                           fm.encode_documents(["alpha beta gamma"]), atol=1e-3)
+    with pytest.raises(ValueError, match="reverse"):
+        text.TextTrainConfig(kind="dssm", reverse=True)
+
+
+@pytest.mark.parametrize("kind", ["lstm", "rnn", "dssm"])
+def test_input_gain_scales_the_lsa_start_input_weights(kind):
+    from cscore.text import train as T
+
+    def start(gain):
+        cfg = text.TextTrainConfig(kind=kind, n_cells=6, embed_dim=4, dssm_hidden=8,
+                                   input_gain=gain)
+        return T._init_encoder(cfg, np.random.default_rng(3), True, input_scale=2.0).params()
+
+    a, b = start(1.0), start(4.0)
+    key = "W1" if kind == "dssm" else "W"
+    rows = slice(12, 16) if kind == "lstm" else slice(0, 4)  # LSTM: the cell-input block
+    diag_a, diag_b = np.diag(a[key][rows, :4]), np.diag(b[key][rows, :4])
+    assert np.all(diag_a > 0.2)  # 0.5 / input_scale, plus small noise
+    np.testing.assert_allclose(diag_b, 4 * diag_a, rtol=0.1)
+    np.testing.assert_allclose(np.delete(b[key], rows, axis=0), np.delete(a[key], rows, axis=0))
+    with pytest.raises(ValueError, match="input_gain"):
+        text.TextTrainConfig(input_gain=0.0)
+
+
+@requires_torch
+@pytest.mark.parametrize("kind", ["lstm", "bilstm"])
+def test_gate_lr_scales_the_steps_of_the_gates_only(kind):
+    docs = ["alpha beta gamma", "delta epsilon zeta", "eta theta iota", "kappa lambda mu"]
+    pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
+    seen = []
+
+    def run(**kw):
+        seen.clear()
+        text.train_retrieval_model(
+            pairs, vocab_texts=docs, evaluate=lambda m: seen.append(m) or 0.0, kind=kind,
+            n_cells=4, embed_dim=4, init="lsa", batch_size=4, max_epochs=1, patience=None,
+            progress=False, max_words=None, lr=1e-3, **kw)
+        return [(m.query_encoder.params(), m.embedding) for m in seen]
+
+    (p0, _), (p1, e1) = run()
+    _, (p10, e10) = run(gate_lr=1e-2)
+    _, (p_same, _) = run(gate_lr=1e-3)
+    np.testing.assert_array_equal(e10, e1)  # one update: the embedding's step is unchanged
+    for k in p0:
+        if k.endswith("p"):
+            gate = np.ones(p0[k].shape[0], bool)
+        else:
+            H = p0[k].shape[0] // 4
+            gate = np.arange(p0[k].shape[0]) // H != 2
+        d1, d10 = p1[k] - p0[k], p10[k] - p0[k]
+        np.testing.assert_allclose(d10[gate], 10 * d1[gate], rtol=1e-3, atol=1e-7)
+        np.testing.assert_allclose(d10[~gate], d1[~gate], rtol=1e-4, atol=1e-8)
+        np.testing.assert_array_equal(p_same[k], p1[k])
+        if k.endswith("W"):  # (R has no gradient here: the queries are one word long)
+            assert np.abs(d1[gate]).max() > 0 and np.abs(d1[~gate]).max() > 0
+    with pytest.raises(ValueError, match="gate_lr"):
+        text.TextTrainConfig(kind="dssm", gate_lr=1e-3)
+    with pytest.raises(ValueError, match="gate_lr"):
+        text.TextTrainConfig(gate_lr=0.0)
+
+
+@requires_torch
 def test_lsa_rotated_start_is_a_rotation_of_the_lsa_start():
     docs = [*CORPUS, "flow over a flat plate", "pressure on a cone in supersonic flow"]
     pairs = [(d.split()[0], d, i, i) for i, d in enumerate(docs)]
@@ -656,9 +741,10 @@ def test_cli_train_one_model_or_members_on_their_own_folds(tmp_path, capsys):
     base = ["text", "train", "--kind", "dssm", "--epochs", "1", "--quiet"]
     one, out = tmp_path / "m.npz", tmp_path / "e.npz"
     assert cli.main([*base, "--out", str(one), "--max-seconds", "0.5", "--hard-negatives",
-                     "5", "--max-trigrams", "500", "--members", "1"]) == 0
+                     "5", "--max-trigrams", "500", "--members", "1", "--input-gain", "2.5"]) == 0
     m = RetrievalModel.load(one)
     assert m.kind == "dssm" and m.info["dataset"] == "cranfield" and len(m.hasher) == 500
+    assert m.info["training"]["config"]["input_gain"] == 2.5
     assert len(m.info["split"]["test"]) == 50
     members = [*base, "--max-trigrams", "300", "--members", "2", "--seed", "4"]
     assert cli.main([*members, "--out", str(out), "--jobs", "2"]) == 0

@@ -32,11 +32,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--lr", type=float, default=None)
     p.add_argument("--embed-lr", type=float, default=None,
                    help="step size of the trigram embedding (default: the recipe's)")
+    p.add_argument("--gate-lr", type=float, default=None,
+                   help="LSTM: step size of the gates' weights (default: the recipe's)")
     p.add_argument("--avg-eta", type=int, default=None,
                    help="polynomial-decay weight averaging (0: off; recipe: 8)")
     p.add_argument("--n-cells", type=int, default=None)
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
     p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None)
+    p.add_argument("--input-gain", type=float, default=None,
+                   help="LSA start: multiplier of the towers' input weights (recipe: LSTM "
+                        "10, others 1)")
     p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
     p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
                    help="LSTM embedding: last output (the chapter's) or mean output")
@@ -100,8 +105,8 @@ def _train(args: argparse.Namespace) -> int:
     c = load_cranfield(args.data)
     split = split_queries(c)
     kw: dict[str, object] = {"seed": args.seed, "progress": not args.quiet}
-    for k in ("optimizer", "lr", "embed_lr", "avg_eta", "n_cells", "max_seconds", "init",
-              "dropout", "pool", "max_trigrams"):
+    for k in ("optimizer", "lr", "embed_lr", "gate_lr", "avg_eta", "n_cells", "max_seconds",
+              "init", "input_gain", "dropout", "pool", "max_trigrams"):
         if getattr(args, k) is not None:
             kw[k] = getattr(args, k)
     if args.epochs is not None:

@@ -101,6 +101,10 @@ class TextTrainConfig:
         LSTM cell options (the chapter's cell has both).
     pool : {"last", "mean", "last+bag"}
         LSTM embedding: the last output (the chapter's) or the mean output.
+    reverse : bool
+        LSTM only: read every text from its last word (of the first
+        ``max_words``) to its first, so that the last output, the embedding,
+        is the one that has just read the opening words (a document's title).
     max_words : int or None
         Words read per text, in training and in the saved model.
     max_trigrams : int or None
@@ -111,6 +115,12 @@ class TextTrainConfig:
         (as many as they have cells) in a random orthonormal basis drawn from
         ``seed``, so that members of an ensemble start from different,
         equally good points.
+    input_gain : float
+        LSA start only: multiplies the towers' input weights (default 1: each
+        word adds about 0.5 per coordinate to a cell's input).  With a larger
+        gain a long document's summed input reaches the saturating range of
+        the LSTM's cell ``tanh`` (a sublinear term frequency), where with the
+        default the cell stays in its linear range.
     gamma : float
         Softmax scale of eq. 3.5.
     n_negatives : int or None
@@ -121,6 +131,11 @@ class TextTrainConfig:
         Step size (default 1e-4 for Adam, 1e-3 for Nesterov).
     embed_lr : float or None
         Step size of the trigram embedding (default: ``lr``).
+    gate_lr : float or None
+        LSTM and BiLSTM: step size of the gates' weights (the input, forget
+        and output gate rows of ``W``, ``R`` and ``b``, and the peepholes;
+        default: ``lr``).  Each optimizer step of those entries is scaled by
+        ``gate_lr / lr``.
     batch_size : int
     max_epochs : int
     patience : int or None
@@ -155,14 +170,17 @@ class TextTrainConfig:
     peepholes: bool = True
     forget_gate: bool = True
     pool: str = "last"
+    reverse: bool = False
     max_words: int | None = 200
     max_trigrams: int | None = 2000
     init: str = "lsa"
+    input_gain: float = 1.0
     gamma: float = 10.0
     n_negatives: int | None = None
     optimizer: str = "adam"
     lr: float | None = None
     embed_lr: float | None = None
+    gate_lr: float | None = None
     batch_size: int = 128
     max_epochs: int = 6
     patience: int | None = 2
@@ -197,6 +215,8 @@ class TextTrainConfig:
                 continue
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if self.reverse and self.kind != "lstm":
+            raise ValueError(f"reverse applies to kind 'lstm' only, got kind {self.kind!r}")
         if self.kind == "bilstm" and self.n_cells % 2:
             raise ValueError(f"n_cells must be even for a bilstm, got {self.n_cells}")
         if self.n_negatives is not None and (not isinstance(self.n_negatives, int)
@@ -205,6 +225,13 @@ class TextTrainConfig:
                              f"got {self.n_negatives!r}")
         if self.embed_lr is not None and not self.embed_lr > 0:
             raise ValueError(f"embed_lr must be > 0, got {self.embed_lr!r}")
+        if self.gate_lr is not None:
+            if not self.gate_lr > 0:
+                raise ValueError(f"gate_lr must be > 0, got {self.gate_lr!r}")
+            if self.kind not in ("lstm", "bilstm"):
+                raise ValueError(f"gate_lr applies to an LSTM, got kind {self.kind!r}")
+        if not self.input_gain > 0:
+            raise ValueError(f"input_gain must be > 0, got {self.input_gain!r}")
         if not self.gamma > 0 or not self.clip > 0:
             raise ValueError(f"gamma and clip must be > 0, got {self.gamma}, {self.clip}")
 
@@ -291,7 +318,7 @@ def _init_encoder(cfg: TextTrainConfig, rng: np.random.Generator, lsa: bool,
                   reverse: bool = False, n_cells: int | None = None,
                   input_scale: float = 1.0) -> Encoder:
     d, H = cfg.embed_dim, n_cells or cfg.n_cells
-    alpha = 0.5 / input_scale
+    alpha = 0.5 * cfg.input_gain / input_scale
     m = min(d, H)
     if cfg.kind in ("lstm", "bilstm"):
         if cfg.kind == "bilstm" and n_cells is None:
@@ -493,6 +520,22 @@ def _loss(torch: Any, Q: Any, D: Any, invalid: np.ndarray, gamma: float,
     return F.cross_entropy(logits, torch.zeros(B, dtype=torch.int64))
 
 
+def _gate_entries(torch: Any, towers: list[tuple[Encoder, dict]]) -> list[tuple[Any, Any]]:
+    """(parameter, boolean mask of its gate entries) of every LSTM in ``towers``."""
+    out = []
+    for _, P in towers:
+        for key, t in P.items():
+            name = key.rsplit(".", 1)[-1]  # a BiLSTM's keys are "fwd.W", "bwd.W", ...
+            if name == "p":
+                out.append((t, torch.ones_like(t, dtype=torch.bool)))
+            elif name in ("W", "R", "b"):
+                H = t.shape[0] // 4
+                rows = torch.ones(t.shape[0], dtype=torch.bool)
+                rows[2 * H : 3 * H] = False  # the cell input is not a gate
+                out.append((t, rows[:, None].expand_as(t) if t.dim() == 2 else rows))
+    return out
+
+
 def _export(torch: Any, hasher: TrigramHasher, E: Any, towers: list[tuple[Encoder, dict]],
             cfg: TextTrainConfig, info: dict[str, Any] | None = None) -> RetrievalModel:
     encs = []
@@ -568,12 +611,14 @@ def train_retrieval_model(
     E = torch.from_numpy(E0).requires_grad_(True)
     towers = []
     for _ in range(2):
-        enc = _init_encoder(cfg, rng, lsa, input_scale=scale)
+        enc = _init_encoder(cfg, rng, lsa, reverse=cfg.reverse, input_scale=scale)
         P = {k: torch.from_numpy(np.array(v, dtype=np.float32)).requires_grad_(True)
              for k, v in enc.params().items()}
         towers.append((enc, P))
     groups = [[E], list(towers[0][1].values()), list(towers[1][1].values())]
     lr = cfg.step_size
+    gate_steps = _gate_entries(torch, towers) if cfg.gate_lr is not None else []
+    gate_gain = (cfg.gate_lr or lr) / lr
     params = [{"params": groups[0], "lr": lr if cfg.embed_lr is None else cfg.embed_lr},
               {"params": groups[1] + groups[2]}]
     if cfg.optimizer == "adam":
@@ -661,7 +706,12 @@ def train_retrieval_model(
                 loss.backward()
                 for g in groups:
                     torch.nn.utils.clip_grad_norm_(g, cfg.clip)
+                before = [t.detach()[mask].clone() for t, mask in gate_steps]
                 opt.step()
+                if gate_steps and gate_gain != 1.0:
+                    with torch.no_grad():
+                        for (t, mask), b0 in zip(gate_steps, before):
+                            t[mask] = b0 + gate_gain * (t[mask] - b0)
                 if pairs_avg:
                     d = (update + 1) / (update + cfg.avg_eta + 2)
                     with torch.no_grad():
