@@ -34,10 +34,12 @@ def _unit(X: np.ndarray) -> np.ndarray:
     return X / np.where(n > 0, n, 1.0)
 
 
-def order_and_cells() -> None:
+def order_and_cells() -> list[dict[str, list[dict[str, np.ndarray]]]]:
+    """Print the order and cell table; return each LSTM member's per-text traces."""
     from cscore import text
 
     c = text.load_cranfield()
+    lstm_traces = []
     print("| model, member | cos(doc, reversed doc) | cos(doc, second half) "
           "| median abs c_T: documents / queries | share abs c_T > 1: documents |")
     print("|---|---|---|---|---|")
@@ -50,26 +52,25 @@ def order_and_cells() -> None:
             H = _unit(m.encode_documents([" ".join(w[len(w) // 2:]) for w in words]))
             cells = "| |"
             if kind == "lstm":
-                cd = np.concatenate([m.trace(d, side="document")[1]["cell"][-1:]
-                                     for d in docs])
-                cq = np.concatenate([m.trace(q, side="query")[1]["cell"][-1:]
-                                     for q in c.queries if m.words(q)])
+                tr = {side: [m.trace(t, side=side)[1] for t in texts if m.words(t)]
+                      for side, texts in (("document", docs), ("query", c.queries))}
+                lstm_traces.append(tr)
+                cd, cq = (np.concatenate([t["cell"][-1:] for t in tr[side]])
+                          for side in ("document", "query"))
                 cells = (f"| {np.median(np.abs(cd)):.3f} / {np.median(np.abs(cq)):.3f} "
                          f"| {np.mean(np.abs(cd) > 1):.3f} |")
             print(f"| {kind.upper()} {i} | {np.mean(np.sum(A * R, 1)):.3f} "
                   f"| {np.mean(np.sum(A * H, 1)):.3f} {cells}")
+    return lstm_traces
 
 
-def gates() -> None:
-    from cscore import text
-
-    c = text.load_cranfield()
+def gates(lstm_traces: list[dict[str, list[dict[str, np.ndarray]]]]) -> None:
+    """Print the gate table from the LSTM members' traces."""
     print("\n| LSTM member, side | input gate: mean, std over words | forget gate: min "
           "| output gate: mean, std over words |")
     print("|---|---|---|---|")
-    for i, m in enumerate(text.pretrained("cranfield-lstm").members):
-        for side, texts in (("document", c.documents), ("query", c.queries)):
-            tr = [m.trace(t, side=side)[1] for t in texts if m.words(t)]
+    for i, traces in enumerate(lstm_traces):
+        for side, tr in traces.items():
             g = {k: np.concatenate([t[k] for t in tr])
                  for k in ("input_gate", "forget_gate", "output_gate")}
             print(f"| {i}, {side} | {g['input_gate'].mean():.3f}, "
@@ -98,6 +99,5 @@ def lsa_starts() -> None:
 
 
 if __name__ == "__main__":
-    order_and_cells()
-    gates()
+    gates(order_and_cells())
     lsa_starts()

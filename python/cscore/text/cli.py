@@ -40,8 +40,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
     p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None)
     p.add_argument("--input-gain", type=float, default=None,
-                   help="LSA start: multiplier of the towers' input weights (recipe: LSTM "
-                        "10, others 1)")
+                   help="LSA start: multiplier of the towers' input weights (recipe: 1; "
+                        "larger values start the LSTM's cells in the saturating range of tanh)")
     p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
     p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
                    help="LSTM embedding: last output (the chapter's) or mean output")

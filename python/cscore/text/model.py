@@ -206,7 +206,6 @@ class _Scorer:
         return [(int(i), float(s[i])) for i in order]
 
 
-
 class RetrievalModel(_Scorer):
     """Letter-trigram hashing, a shared trigram embedding, and two encoders.
 
@@ -539,6 +538,8 @@ def load_model(path: Union[str, Path]) -> TextModel:
         raise TextModelFileError(
             f"{path} has format version {version}; this cscore reads up to {FORMAT_VERSION}"
         )
+    if "members" not in meta and "embedding" not in arrays:
+        raise TextModelFileError(f"{path} lacks 'embedding'")
     try:
         if "members" in meta:
             if not isinstance(meta["members"], list) or not meta["members"]:
@@ -546,10 +547,6 @@ def load_model(path: Union[str, Path]) -> TextModel:
             return RetrievalEnsemble(
                 [RetrievalModel._from_arrays(mm, arrays, f"m{i}.")
                  for i, mm in enumerate(meta["members"])], info=meta.get("info") or {})
-        if "embedding" not in arrays:
-            raise TextModelFileError(f"{path} lacks 'embedding'")
         return RetrievalModel._from_arrays(meta, arrays)
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        if isinstance(exc, TextModelFileError):
-            raise
         raise TextModelFileError(f"{path}: inconsistent model ({exc})") from None

@@ -617,8 +617,9 @@ def train_retrieval_model(
         towers.append((enc, P))
     groups = [[E], list(towers[0][1].values()), list(towers[1][1].values())]
     lr = cfg.step_size
-    gate_steps = _gate_entries(torch, towers) if cfg.gate_lr is not None else []
+    # gate entries whose steps are rescaled (none when gate_lr is the tower's step)
     gate_gain = (cfg.gate_lr or lr) / lr
+    gate_steps = _gate_entries(torch, towers) if gate_gain != 1.0 else []
     params = [{"params": groups[0], "lr": lr if cfg.embed_lr is None else cfg.embed_lr},
               {"params": groups[1] + groups[2]}]
     if cfg.optimizer == "adam":
@@ -708,7 +709,7 @@ def train_retrieval_model(
                     torch.nn.utils.clip_grad_norm_(g, cfg.clip)
                 before = [t.detach()[mask].clone() for t, mask in gate_steps]
                 opt.step()
-                if gate_steps and gate_gain != 1.0:
+                if gate_steps:
                     with torch.no_grad():
                         for (t, mask), b0 in zip(gate_steps, before):
                             t[mask] = b0 + gate_gain * (t[mask] - b0)
