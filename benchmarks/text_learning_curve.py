@@ -138,6 +138,8 @@ def main() -> None:
         return sys.argv[sys.argv.index(flag) + 1] if flag in sys.argv else default
 
     ns = tuple(sorted(int(x) for x in str(opt("--n", "40,80")).split(",")))
+    if not ns or ns[0] < 1 or ns[-1] > FULL:
+        sys.exit(f"--n: numbers of training queries in [1, {FULL}], got {ns}")
     seeds = tuple(int(x) for x in str(opt("--seeds", "0")).split(","))
     cache = Path(args[0])
     cache.mkdir(parents=True, exist_ok=True)
