@@ -63,17 +63,26 @@ def parse_variant(spec: str) -> tuple[str, str, dict[str, object]]:
     return name, kind, over
 
 
-def job(a: tuple[str, str, str, dict, int, int]) -> str:
-    """Train (model, fold, seed) and cache its held-out cosine scores."""
+def job(a: tuple[str, str, str, dict, int, int] | tuple[str, str, str, dict, int, int,
+                                                          tuple[int, ...] | None]) -> str:
+    """Train (model, fold, seed) and cache its held-out cosine scores.
+
+    An optional seventh element replaces the fold's training queries (None:
+    the fold's own).
+    """
     import torch
 
     from cscore.text.cli import MEMBER_EPOCHS, PAIRS, recipe
     from cscore.text.cranfield import model_scores, train_on_split
+    from cscore.text.data import QuerySplit
 
     cache, name, kind, over, fold, seed = Path(a[0]), a[1], a[2], a[3], a[4], a[5]
+    train = a[6] if len(a) > 6 else None
     torch.set_num_threads(1)
     c, folds = _setup()
     s = folds[fold]
+    if train is not None:
+        s = QuerySplit(tuple(train), s.val, s.test)
     cfg = recipe(kind, **{"seed": seed, "progress": False, "max_epochs": MEMBER_EPOCHS,
                           "patience": None, **over})
     res = train_on_split(c, s, cfg, pairs=dict(PAIRS), seed=seed)

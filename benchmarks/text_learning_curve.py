@@ -54,28 +54,6 @@ def subset(train: tuple[int, ...], n: int, fold: int) -> tuple[int, ...]:
     return tuple(train[i] for i in sorted(perm[:n]))
 
 
-def job(a: tuple[str, str, int, int, int]) -> str:
-    """Train (kind, n, fold, seed) and cache its held-out cosine scores."""
-    cache, kind, n, fold, seed = a
-    if n == FULL:
-        return cvens.job((cache, kind, kind, {}, fold, seed))
-    import torch
-
-    from cscore.text.cli import MEMBER_EPOCHS, PAIRS, recipe
-    from cscore.text.cranfield import model_scores, train_on_split
-    from cscore.text.data import QuerySplit
-
-    torch.set_num_threads(1)
-    c, folds = cvens._setup()
-    s = folds[fold]
-    split = QuerySplit(subset(s.train, n, fold), s.val, s.test)
-    cfg = recipe(kind, seed=seed, progress=False, max_epochs=MEMBER_EPOCHS, patience=None)
-    res = train_on_split(c, split, cfg, pairs=dict(PAIRS), seed=seed)
-    path = cvens._path(Path(cache), _name(kind, n), fold, seed)
-    np.save(path, model_scores(res.model, c, list(s.val)))
-    return f"{kind} n={n} fold {fold} seed {seed}: {res.seconds:.0f} s"
-
-
 def summary(cache: Path, ns: tuple[int, ...], seeds: tuple[int, ...],
             figure: str | None = None) -> None:
     from cscore.text.metrics import paired_difference, per_query_ndcg
@@ -144,10 +122,13 @@ def main() -> None:
     cache = Path(args[0])
     cache.mkdir(parents=True, exist_ok=True)
     workers = int(args[1]) if len(args) > 1 else (os.cpu_count() or 1)
-    todo = [(str(cache), k, n, f, s) for k in KINDS for n in ns for s in seeds for f in range(5)
+    _, folds = cvens._setup()
+    todo = [(str(cache), _name(k, n), k, {}, f, s,
+             None if n == FULL else subset(folds[f].train, n, f))
+            for k in KINDS for n in ns for s in seeds for f in range(5)
             if not cvens._path(cache, _name(k, n), f, s).exists()]
     with Pool(workers, maxtasksperchild=1) as p:
-        for line in p.imap_unordered(job, todo):
+        for line in p.imap_unordered(cvens.job, todo):
             print(line, flush=True)
     summary(cache, ns, seeds, opt("--figure", None))
 

@@ -29,11 +29,6 @@ import numpy as np  # noqa: E402
 GAINS = {"lstm": (1.0, 3.0, 10.0, 30.0), "rnn": (1.0, 3.0, 10.0), "dssm": (1.0, 3.0, 10.0)}
 
 
-def _unit(X: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(X, axis=1, keepdims=True)
-    return X / np.where(n > 0, n, 1.0)
-
-
 def order_and_cells() -> list[dict[str, list[dict[str, np.ndarray]]]]:
     """Print the order and cell table; return each LSTM member's per-text traces."""
     from cscore import text
@@ -46,10 +41,11 @@ def order_and_cells() -> list[dict[str, list[dict[str, np.ndarray]]]]:
     for kind in ("lstm", "rnn", "dssm"):
         for i, m in enumerate(text.pretrained(f"cranfield-{kind}").members):
             docs = [d for d in c.documents if m.words(d)]  # 2 have no known trigram
-            A = _unit(m.encode_documents(docs))
+            A = m.encode(docs, "document", normalize=True)
             words = [m.words(d) for d in docs]
-            R = _unit(m.encode_documents([" ".join(w[::-1]) for w in words]))
-            H = _unit(m.encode_documents([" ".join(w[len(w) // 2:]) for w in words]))
+            R = m.encode([" ".join(w[::-1]) for w in words], "document", normalize=True)
+            H = m.encode([" ".join(w[len(w) // 2:]) for w in words], "document",
+                         normalize=True)
             cells = "| |"
             if kind == "lstm":
                 tr = {side: [m.trace(t, side=side)[1] for t in texts if m.words(t)]

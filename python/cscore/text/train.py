@@ -707,7 +707,7 @@ def train_retrieval_model(
                 loss.backward()
                 for g in groups:
                     torch.nn.utils.clip_grad_norm_(g, cfg.clip)
-                before = [t.detach()[mask].clone() for t, mask in gate_steps]
+                before = [t.detach()[mask] for t, mask in gate_steps]  # a copy
                 opt.step()
                 if gate_steps:
                     with torch.no_grad():
