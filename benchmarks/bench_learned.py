@@ -41,8 +41,8 @@ from cscore.datasets import (
     problems_to_images,
     problems_to_natural_images,
 )
-from cscore.learned import load_model
 from cscore.metrics import nmse_per_item
+from cscore.models import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_IDX = np.arange(6000, 8000)

@@ -47,8 +47,8 @@ from cscore.datasets import (
     mnist_tuples,
     problems_to_images,
 )
-from cscore.lstm_cs.model import load_model_file
-from cscore.lstm_cs.reference import reference_decode
+from cscore.decoders.learned.reference import reference_decode
+from cscore.decoders.learned.weights import load_model_file
 from cscore.metrics import nmse_per_item
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -38,7 +38,7 @@ import numpy as np
 from cscore.bench import run_decoder
 from cscore.datasets import expected_noise_tol, image_mmv_problems, measure
 from cscore.datasets.msrc import load_msrc_split
-from cscore.lstm_cs import LSTMCS
+from cscore.decoders.learned import LSTMCS
 from cscore.metrics import nmse_per_item
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def speed(args: argparse.Namespace) -> dict:
         print("speed", transform, out[transform], flush=True)
     # the same number of cells in both (random weights of the shipped shapes, H = 256):
     # the cost of the second direction alone
-    from cscore.lstm_cs import BLSTMCS, BLSTMCSWeights, LSTMCSWeights
+    from cscore.decoders.learned import BLSTMCS, BLSTMCSWeights, LSTMCSWeights
 
     rng = np.random.default_rng(0)
     H, m0 = 256, models["lstm"]

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from cscore import text
-from cscore.text.cli import plot_table
 from cscore.text.cranfield import (
     bm25_scores,
     evaluate_methods,
@@ -30,6 +29,7 @@ from cscore.text.cranfield import (
     tfidf_scores,
 )
 from cscore.text.metrics import mean_ndcg, paired_difference, per_query_ndcg
+from cscore.text.recipes import plot_table
 
 
 def paired(a: np.ndarray, b: np.ndarray) -> str:

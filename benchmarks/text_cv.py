@@ -43,8 +43,8 @@ def job(j: dict) -> dict:
     """Train one (settings, fold) job; returns it with the per-epoch scores."""
     import torch
 
-    from cscore.text.cli import recipe
     from cscore.text.cranfield import train_on_split
+    from cscore.text.recipes import recipe
 
     torch.set_num_threads(1)
     c, _, folds = folds_of()

@@ -72,9 +72,9 @@ def job(a: tuple[str, str, str, dict, int, int] | tuple[str, str, str, dict, int
     """
     import torch
 
-    from cscore.text.cli import MEMBER_EPOCHS, PAIRS, recipe
     from cscore.text.cranfield import model_scores, train_on_split
     from cscore.text.data import QuerySplit
+    from cscore.text.recipes import MEMBER_EPOCHS, PAIRS, recipe
 
     cache, name, kind, over, fold, seed = Path(a[0]), a[1], a[2], a[3], a[4], a[5]
     train = a[6] if len(a) > 6 else None

@@ -75,9 +75,9 @@ def gates(lstm_traces: list[dict[str, list[dict[str, np.ndarray]]]]) -> None:
 
 
 def lsa_starts() -> None:
-    from cscore.text.cli import PAIRS, recipe
     from cscore.text.cranfield import train_on_split
     from cscore.text.data import QuerySplit, load_cranfield, split_queries
+    from cscore.text.recipes import PAIRS, recipe
 
     c = load_cranfield()
     s = split_queries(c)

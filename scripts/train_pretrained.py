@@ -89,8 +89,9 @@ from cscore.datasets import (
     paper_matrix,
 )
 from cscore.datasets.demo import DEMO_IMAGES, demo_images
-from cscore.lstm_cs.model import ProblemSpec, save_model_file
-from cscore.lstm_cs.train import TrainConfig, fit_lstm_cs, training_info
+from cscore.decoders.learned.weights import save_model_file
+from cscore.problem import ProblemSpec
+from cscore.training.lstm import TrainConfig, fit_lstm_cs, training_info
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "mnist"
@@ -129,7 +130,7 @@ def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epoch
     w0 = None
     previous = None
     if init is not None:
-        from cscore.lstm_cs.model import load_model_file
+        from cscore.decoders.learned.weights import load_model_file
 
         w0, A0, _, previous = load_model_file(init)
         if not np.array_equal(A0, A):
@@ -200,8 +201,8 @@ def train_demo(name: str, out: Path, threads: int | None, max_epochs: int) -> No
 def train_nwsomp(name: str, data: Path, out: Path, threads: int | None, max_epochs: int,
                  max_seconds: float | None, seed: int = 0) -> None:
     """NWSOMP on the data, split and sensing matrix of mnist-m72 (512 hidden units)."""
-    from cscore.learned import NWSOMP
-    from cscore.learned.train import fit_nwsomp
+    from cscore.decoders.learned import NWSOMP
+    from cscore.training.nwsomp import fit_nwsomp
 
     M, N, L = 72, 144, 4
     images, labels = load_mnist(data / "images-idx3-ubyte.gz", data / "labels-idx1-ubyte.gz")
@@ -263,7 +264,8 @@ def msrc_split(root: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray, np.n
 def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
                seed: int = 0, rbm: bool = True) -> None:
     """CDSN-CS with the thesis's section 4.7 settings: L=8, w=5, M=25, DCT, 3x64 modules."""
-    from cscore.learned import CDSNCS, fit_cdsn
+    from cscore.decoders.learned import CDSNCS
+    from cscore.training.cdsn import fit_cdsn
 
     M, N, L = 25, 64, 8
     A = paper_matrix(M, N, seed=25)
@@ -316,7 +318,7 @@ def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
     H = n_cells or MSRC_TRAIN[arch]["n_cells"]
     w0, previous = None, None
     if init is not None:
-        from cscore.lstm_cs.model import load_model_file
+        from cscore.decoders.learned.weights import load_model_file
 
         w0, A0, _, previous = load_model_file(init)
         if not np.array_equal(A0, A):

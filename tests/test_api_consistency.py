@@ -16,8 +16,10 @@ import pytest
 import cscore
 from cscore import _config
 from cscore.datasets import measure
-from cscore.lstm_cs import LSTMCS, LSTMCSWeights, ModelFileError, ProblemSpec
+from cscore.decoders.learned import LSTMCS, LSTMCSWeights
 from cscore.metrics import nmse, nmse_per_item, support_f1
+from cscore.models.format import ModelFileError
+from cscore.problem import ProblemSpec
 
 M, N, L, K = 12, 24, 3, 2
 H = 8
@@ -453,7 +455,7 @@ def test_cli_genuine_bugs_keep_their_traceback(monkeypatch):
     def boom(_args):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr("cscore.cli_version.run", boom)
+    monkeypatch.setattr("cscore.cli.version.run", boom)
     with pytest.raises(RuntimeError, match="a bug"):
         cli.main(["version"])
 
@@ -475,17 +477,26 @@ def test_synthetic_problems_checks_k():
 
 _DOC_MODULES = [
     "cscore",
-    "cscore.learned",
-    "cscore.learned.cdsn",
-    "cscore.learned.train",
+    "cscore.decoders",
+    "cscore.decoders.registry",
+    "cscore.decoders.learned",
+    "cscore.decoders.learned.cdsn",
+    "cscore.decoders.learned.weights",
+    "cscore.decoders.learned.reference",
+    "cscore.models",
+    "cscore.models.format",
+    "cscore.models.registry",
+    "cscore.training",
+    "cscore.training.cdsn",
+    "cscore.training.nwsomp",
+    "cscore.training.lstm",
+    "cscore.training.sequences",
+    "cscore.pipelines",
     "cscore.metrics",
     "cscore.datasets",
     "cscore.bench",
     "cscore.bench.plots",
-    "cscore.lstm_cs",
-    "cscore.lstm_cs.model",
-    "cscore.lstm_cs.reference",
-    "cscore.lstm_cs.train",
+    "cscore.text.recipes",
 ]
 
 
@@ -519,7 +530,7 @@ def test_public_functions_document_parameters_and_returns():
 
 
 def test_reference_exports_normalize_maxabs():
-    from cscore.lstm_cs import reference
+    from cscore.decoders.learned import reference
 
     assert "normalize_maxabs" in reference.__all__
 

@@ -9,18 +9,18 @@ import pytest
 
 import cscore
 from cscore.datasets import gaussian_matrix, keep_largest, measure
-from cscore.lstm_cs import (
+from cscore.decoders.learned import (
     BLSTMCS,
     LSTMCS,
     BLSTMCSWeights,
     LSTMCSWeights,
-    ModelFileError,
-    ProblemSpec,
     blstm_logits_native,
     load_model_file,
     save_model_file,
 )
-from cscore.lstm_cs.reference import blstm_logits, lstm_logits, reference_decode
+from cscore.decoders.learned.reference import blstm_logits, lstm_logits, reference_decode
+from cscore.models.format import ModelFileError
+from cscore.problem import ProblemSpec
 
 from conftest import requires_torch, shared_data
 
@@ -199,7 +199,7 @@ def test_lstm_files_keep_loading(tmp_path, rng):
 def test_torch_forward_matches(rng, cell):
     import torch
 
-    from cscore.lstm_cs.train import torch_logits
+    from cscore.training.lstm import torch_logits
 
     w = _weights(rng, cell, scale=0.5)
     X = rng.uniform(-1, 1, size=(9, L, M))
@@ -225,7 +225,7 @@ def test_train_blstm_returns_decoder(tmp_path, rng):
     # the exported weights reproduce the training forward (float32 file weights)
     import torch
 
-    from cscore.lstm_cs.train import torch_logits
+    from cscore.training.lstm import torch_logits
 
     X = rng.uniform(-1, 1, size=(5, 3, 12)).astype(np.float32)
     params = {k: torch.from_numpy(getattr(model.weights, k)) for k in BLSTMCSWeights._ARRAYS}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
 
 import cscore
-from cscore.lstm_cs import LSTMCS, LSTMCSWeights, ProblemSpec
+from cscore.decoders.learned import LSTMCS, LSTMCSWeights
+from cscore.problem import ProblemSpec
 
 M, N, L, B = 12, 24, 3, 5
 
@@ -179,8 +179,7 @@ def test_register_model_decoder_one_line(tmp_path, rng) -> None:
         with pytest.raises(ValueError, match="already registered"):
             cscore.register_decoder("wrapped-test", load=Wrapped.load)
     finally:
-        # cscore.decoder is the function; the module is reached through sys.modules
-        sys.modules["cscore.decoder"]._REGISTRY.pop("wrapped-test", None)
+        cscore.decoders.unregister_decoder("wrapped-test")
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,19 @@ import pytest
 
 import cscore
 from cscore.datasets import gaussian_matrix
-from cscore.learned import CDSNCS, NWSOMP, fit_cdsn, load_model
-from cscore.learned.cdsn import (
+from cscore.decoders.learned import CDSNCS, NWSOMP
+from cscore.decoders.learned._greedy import normalize_maxabs
+from cscore.decoders.learned.cdsn import window_inputs
+from cscore.models import load_model
+from cscore.models.format import ModelFileError
+from cscore.problem import ProblemSpec
+from cscore.training.cdsn import (
     _samples,
     closed_form_output_weights,
+    fit_cdsn,
     rbm_cd1_step,
     rbm_reconstruction_error,
-    window_inputs,
 )
-from cscore.lstm_cs import ModelFileError, ProblemSpec
-from cscore.lstm_cs.reference import normalize_maxabs
 
 from conftest import requires_torch, shared_data
 
@@ -327,7 +330,7 @@ def test_object_array_and_truncation_and_flipped_bytes(tmp_path, A, spec):
 def test_lstm_file_loads_through_load_model(tmp_path):
     pytest.importorskip("cscore._core")
     import cscore
-    from cscore.lstm_cs import LSTMCSWeights
+    from cscore.decoders.learned import LSTMCSWeights
 
     rng = np.random.default_rng(0)
     w = LSTMCSWeights(W=rng.normal(size=(3 * H, M)), R=rng.normal(size=(3 * H, H)),
@@ -388,7 +391,7 @@ def test_cli_train_nwsomp(tmp_path, capsys):
 @requires_torch
 def test_fit_nwsomp_learns_a_planted_rule(A):
     """The network must learn something: validation loss falls below its start."""
-    from cscore.learned.train import fit_nwsomp
+    from cscore.training.nwsomp import fit_nwsomp
 
     rng = np.random.default_rng(0)
     S = rng.normal(size=(60, N, L))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cscore.lstm_cs import LSTMCSWeights, ProblemSpec, load_model_file, save_model_file
-from cscore.lstm_cs.decoder import LSTMCS, lstm_logits_native
-from cscore.lstm_cs.reference import normalize_maxabs
+from cscore.decoders.learned import LSTMCSWeights, load_model_file, save_model_file
+from cscore.decoders.learned._greedy import normalize_maxabs
+from cscore.decoders.learned.lstm import LSTMCS, lstm_logits_native
+from cscore.problem import ProblemSpec
 
 from conftest import requires_torch
 
@@ -35,7 +36,7 @@ def _weights(rng: np.random.Generator, cell: str, M: int, N: int, H: int) -> LST
 def test_torch_forward_equals_cpp_forward(tmp_path, rng, cell):
     import torch
 
-    from cscore.lstm_cs.train import torch_logits
+    from cscore.training.lstm import torch_logits
 
     M, N, L, H = 10, 24, 3, 16
     A = rng.normal(size=(M, N))
@@ -58,7 +59,7 @@ def test_torch_driven_greedy_decode_picks_cpp_atoms(rng):
     """Algorithm 2 with torch logits and numpy least squares == LSTMCS.decode."""
     import torch
 
-    from cscore.lstm_cs.train import torch_logits
+    from cscore.training.lstm import torch_logits
 
     M, N, L, H, k = 12, 30, 3, 20, 4
     A = rng.normal(size=(M, N))

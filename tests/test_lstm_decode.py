@@ -11,17 +11,13 @@ import pytest
 
 import cscore
 from cscore.cli import main as cli_main
-from cscore.lstm_cs import (
-    LSTMCS,
-    LSTMCSWeights,
-    ModelFileError,
-    ProblemSpec,
-    lstm_logits_native,
-)
-from cscore.lstm_cs.reference import lstm_logits, reference_decode
+from cscore.decoders.learned import LSTMCS, LSTMCSWeights, lstm_logits_native
+from cscore.decoders.learned.reference import lstm_logits, reference_decode
+from cscore.models.format import ModelFileError
+from cscore.problem import ProblemSpec
 
 # the module (the package attribute of the same name is the function)
-pretrained_mod = importlib.import_module("cscore.lstm_cs.pretrained")
+pretrained_mod = importlib.import_module("cscore.models.registry")
 
 M, N, L, H = 20, 40, 3, 16
 

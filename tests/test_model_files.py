@@ -25,8 +25,9 @@ import numpy as np
 import pytest
 
 import cscore
-from cscore.lstm_cs import LSTMCSWeights, ModelFileError, ProblemSpec
-from cscore.lstm_cs.model import read_model_meta
+from cscore.decoders.learned import LSTMCSWeights
+from cscore.models.format import ModelFileError, read_model_meta
+from cscore.problem import ProblemSpec
 
 #: where the cscore under test lives (source tree or installed), for subprocesses
 PKG_ROOT = str(Path(cscore.__file__).resolve().parents[1])
@@ -383,7 +384,8 @@ def test_failed_save_keeps_the_old_file(tmp_path):
     script = textwrap.dedent(
         f"""
         import resource, signal, numpy as np, cscore
-        from cscore.lstm_cs import LSTMCSWeights, ProblemSpec
+        from cscore.decoders.learned import LSTMCSWeights
+        from cscore.problem import ProblemSpec
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         rng = np.random.default_rng(1)
         M, N, H = 32, 64, 384

@@ -7,7 +7,7 @@ import pytest
 
 import cscore
 from cscore.datasets import expected_noise_tol
-from cscore.noise import auto_stop, rrt_thresholds
+from cscore.decoders.stopping import auto_stop, rrt_thresholds
 
 
 def _batch(rng, B=40, M=48, N=96, L=4, k=6, sigma=0.02, joint=True):
@@ -97,7 +97,8 @@ def test_bad_tol_string(rng):
 
 
 def test_lstm_auto_per_channel_supports(rng):
-    from cscore.lstm_cs import LSTMCSWeights, ProblemSpec
+    from cscore.decoders.learned import LSTMCSWeights
+    from cscore.problem import ProblemSpec
 
     M, N, L, H = 48, 96, 4, 8
     A, _, Y = _batch(rng, B=20, M=M, N=N, L=L, k=5, sigma=0.01, joint=False)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import cscore
-from cscore.pipeline import MANIFEST_NAME
+from cscore.pipelines import MANIFEST_NAME
 
 
 def need_zarr():  # the pipeline extra (zarr 3 needs Python >= 3.11); streams do not need it

@@ -21,8 +21,8 @@ import cscore
 from cscore.datasets import sparsify
 from cscore.datasets.images import image_to_blocks, resize_images
 from cscore.datasets.mnist import load_mnist
-from cscore.lstm_cs import LSTMCSWeights
-from cscore.lstm_cs.decoder import lstm_logits_native
+from cscore.decoders.learned import LSTMCSWeights
+from cscore.decoders.learned.lstm import lstm_logits_native
 from cscore.metrics import support_recovery
 
 #: where the cscore under test lives (source tree or installed), for subprocesses

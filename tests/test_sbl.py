@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import cscore
-import cscore.sbl as sbl
+import cscore.decoders.sbl as sbl
 
 REF = Path(__file__).with_name("reference") / "sbl_reference.npz"
 BACKENDS = ["core", "numpy"] if hasattr(cscore._core, "_sbl_solve") else ["numpy"]

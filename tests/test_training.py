@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from cscore.datasets import gaussian_matrix, keep_largest, measure
-from cscore.lstm_cs.model import ProblemSpec, load_model_file, save_model_file
-from cscore.lstm_cs.reference import lstm_logits, normalize_maxabs, reference_decode
-from cscore.lstm_cs.training_data import IGNORE, default_steps, training_sequences
+from cscore.decoders.learned._greedy import normalize_maxabs
+from cscore.decoders.learned.reference import lstm_logits, reference_decode
+from cscore.decoders.learned.weights import load_model_file, save_model_file
+from cscore.problem import ProblemSpec
+from cscore.training.sequences import IGNORE, default_steps, training_sequences
 
 from conftest import requires_torch
 
@@ -71,15 +73,15 @@ def test_training_sequences_checks(rng):
 
 
 def test_import_error_message(monkeypatch):
-    from cscore.lstm_cs import train
+    from cscore._torch import import_torch
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r"pip install cscore\[train\]"):
-        train.import_torch()
+    with pytest.raises(ImportError, match=r'pip install "cscore\[train\]"'):
+        import_torch()
 
 
 def _tiny_fit(seed=0, cell="paper", epochs=3, **kw):
-    from cscore.lstm_cs.train import fit_lstm_cs
+    from cscore.training.lstm import fit_lstm_cs
 
     rng = np.random.default_rng(7)
     M, N, L = 12, 16, 2
@@ -135,8 +137,8 @@ def test_nesterov_paper_recipe_trains():
 def test_torch_forward_matches_reference(rng, tiny, cell):
     import torch
 
-    from cscore.lstm_cs.model import LSTMCSWeights
-    from cscore.lstm_cs.train import torch_logits
+    from cscore.decoders.learned.weights import LSTMCSWeights
+    from cscore.training.lstm import torch_logits
 
     if cell == "paper":
         w = tiny[0].weights  # trained and exported
@@ -155,7 +157,7 @@ def test_torch_forward_matches_reference(rng, tiny, cell):
 
 @requires_torch
 def test_exported_file_loads_and_decodes(tmp_path, tiny):
-    from cscore.lstm_cs.train import training_info
+    from cscore.training.lstm import training_info
 
     res, A, N = tiny
     spec = ProblemSpec(M=12, N=N, L=2, dataset="synthetic")
@@ -188,7 +190,7 @@ def test_cli_train(tmp_path, capsys):
 
 @requires_torch
 def test_train_lstm_cs_returns_decoder(tmp_path):
-    pytest.importorskip("cscore.lstm_cs.decoder", reason="the compiled LSTMCS decoder")
+    pytest.importorskip("cscore.decoders.learned.lstm", reason="the compiled LSTMCS decoder")
     import cscore
 
     rng = np.random.default_rng(3)

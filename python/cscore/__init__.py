@@ -11,26 +11,44 @@ from typing import Any
 
 from . import _blas
 from ._config import get_num_threads, num_threads, set_num_threads
-from .bcs import bcs, mtbcs
-from .decoder import Decoder, decoder, decoder_names, register_decoder
-from .greedy import omp, somp
-from .learned import CDSNCS, NWSOMP
-from .lstm_cs import BLSTMCS, LSTMCS, list_pretrained, pretrained
-from .lstm_cs.train import train_lstm_cs
-from .pipeline import decode_file, stream
+from .decoders import (
+    BLSTMCS,
+    CDSNCS,
+    LSTMCS,
+    NWSOMP,
+    Decoder,
+    bcs,
+    decoder,
+    decoder_names,
+    mtbcs,
+    omp,
+    register_decoder,
+    somp,
+    tmsbl,
+    tsbl,
+)
+from .models import list_pretrained, pretrained
+from .pipelines import decode_file, stream
 from .result import DecodeResult
-from .sbl import tmsbl, tsbl
 
 _blas.register()
 
+#: Subpackages loaded on first use, so that decoding does not pay for their
+#: imports at start-up: the sequence-model and text packages (thesis chapters 2
+#: and 3), and Dask (``cscore.dask`` is :mod:`cscore.pipelines.distributed`).
+_LAZY = {"seq": ".seq", "text": ".text", "dask": ".pipelines.distributed",
+         "training": ".training"}
+
 
 def __getattr__(name: str) -> Any:
-    # The sequence-model and text packages (thesis chapters 2 and 3) load on first
-    # use, so that decoding does not pay for their imports at start-up.
-    if name in ("seq", "text"):
+    if name in _LAZY:
         import importlib
 
-        return importlib.import_module(f".{name}", __name__)
+        return importlib.import_module(_LAZY[name], __name__)
+    if name == "train_lstm_cs":  # needs torch only when called
+        from .training.lstm import train_lstm_cs
+
+        return train_lstm_cs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __version__ = "0.1.0"

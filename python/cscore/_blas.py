@@ -105,6 +105,12 @@ def _blas_controllers() -> list[Any]:
     return _BLAS_LIBS
 
 
+#: Keep the BLAS single-threaded while a decoder runs (the default; see
+#: ``benchmarks/bench_lstm_speed.py`` for the measurement behind it).  A
+#: benchmarking switch: with False, :func:`single_threaded_blas` does nothing.
+LIMIT_BLAS_THREADS = True
+
+
 @contextmanager
 def single_threaded_blas() -> Iterator[None]:
     """Keep the process's BLAS single-threaded while the block runs.
@@ -123,6 +129,9 @@ def single_threaded_blas() -> Iterator[None]:
     decode gives the same result on the main thread and on a worker thread.
     """
     global _LIMIT_DEPTH, _LIMIT_SAVED
+    if not LIMIT_BLAS_THREADS:
+        yield
+        return
     with _LIMIT_LOCK:
         if _LIMIT_DEPTH == 0:
             saved = [(lib, lib.get_num_threads()) for lib in _blas_controllers()]

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from .decoders import DECODERS, decoder_names, run_decoder
+from .decoders import decoder_names, run_decoder, uses_stopping_rule
 from .experiments import (
     ProblemSet,
     SweepResult,
@@ -20,7 +20,6 @@ from .experiments import (
 )
 
 __all__ = [
-    "DECODERS",
     "ProblemSet",
     "SweepResult",
     "decoder_names",
@@ -30,4 +29,5 @@ __all__ = [
     "run_decoder",
     "sweep",
     "synthetic_problems",
+    "uses_stopping_rule",
 ]

@@ -20,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..metrics import nmse_per_item
-from .decoders import DECODERS, run_decoder
+from .decoders import decoder_names, run_decoder, uses_stopping_rule
 
 #: Stopping rules of the greedy decoders in :func:`sweep`.
 STOP_RULES = ("tol", "auto", "k")
@@ -427,12 +427,12 @@ def sweep(
     make_problems : callable
         ``value -> ProblemSet``.
     decoders : sequence of str
-        Names from :data:`cscore.bench.DECODERS`.
+        Names from :func:`cscore.decoder_names`.
     stop : sequence of {"tol", "auto", "k"}
         Stopping rules to run the greedy decoders with: "tol" is the paper's
         rule (``ProblemSet.tol``, an oracle: it knows the noise level), "auto"
         the same rule on a noise level estimated from the measurements
-        (``tol="auto"``, :mod:`cscore.noise`), "k" stops at the true number of
+        (``tol="auto"``, :mod:`cscore.decoders.stopping`), "k" stops at the true number of
         nonzeros per channel.  Each greedy decoder appears once per rule,
         labelled ``name (rule)``.
     model : LSTMCS, optional
@@ -451,15 +451,15 @@ def sweep(
     from tqdm.auto import tqdm
 
     for name in decoders:
-        if name not in DECODERS:
-            raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")
+        if name not in decoder_names():
+            raise ValueError(f"unknown decoder {name!r}; known: {', '.join(decoder_names())}")
     for stop_rule in stop:
         if stop_rule not in STOP_RULES:
             raise ValueError(f"stop rules are {', '.join(STOP_RULES)}; got {stop_rule!r}")
     result = SweepResult(param=param, values=list(values), info={"stop": list(stop)})
     runs: list[tuple[str, str, str | None]] = []
     for name in decoders:
-        if DECODERS[name][1]:
+        if uses_stopping_rule(name):
             runs += [(f"{name} ({r})", name, r) for r in stop]
         else:
             runs.append((name, name, None))
@@ -520,7 +520,7 @@ def phase_transition(
     rhos : sequence of float
         Sparsity ratios ``k / M`` in (0, 1].
     decoders : sequence of str
-        Names from :data:`cscore.bench.DECODERS` (not "lstm-cs": no model
+        Names from :func:`cscore.decoder_names` (not "lstm-cs": no model
         exists for every M).
     L : int, default 4
         Channels per problem.
@@ -560,7 +560,7 @@ def phase_transition(
                 err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 success[name][ri, di] = float(np.mean(err < threshold))
                 rows += [
-                    {"decoder": name, "stop": "k" if DECODERS[name][1] else "own", "k": k,
+                    {"decoder": name, "stop": "k" if uses_stopping_rule(name) else "own", "k": k,
                      "m": M, "sigma": 0.0, "problem": i, "nmse": float(e), "seconds": dt,
                      "n": N, "delta": delta, "rho": rho, "success": bool(e < threshold)}
                     for i, e in enumerate(err)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..metrics import nmse_per_item
-from .decoders import DECODERS, run_decoder
+from .decoders import decoder_names, run_decoder, uses_stopping_rule
 from .experiments import mnist_problems
 
 __all__ = ["FIG48_RATIOS", "default_cache_dir", "mnist_phase", "small_mnist_model"]
@@ -93,9 +93,10 @@ def small_mnist_model(
     """
     import cscore
 
+    from .._torch import import_torch
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples, paper_matrix
-    from ..lstm_cs.model import ProblemSpec
-    from ..lstm_cs.train import TrainConfig, import_torch
+    from ..problem import ProblemSpec
+    from ..training.lstm import TrainConfig
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # Training sparsities as for the shipped MNIST models (scaling them down with
@@ -153,7 +154,7 @@ def mnist_phase(
     data_dir : path
         Folder with the MNIST IDX files.
     decoders : sequence of str
-        Names from :data:`cscore.bench.DECODERS`; "lstm-cs" needs ``models``.
+        Names from :func:`cscore.decoder_names`; "lstm-cs" needs ``models``.
     ratios : sequence of float
         ``m / n`` values (n = 144).
     rhos : sequence of float, optional
@@ -184,8 +185,8 @@ def mnist_phase(
     if rhos is None:
         rhos = [round(0.05 * i, 2) for i in range(1, 21)]
     for name in decoders:
-        if name not in DECODERS:
-            raise ValueError(f"unknown decoder {name!r}; known: {', '.join(DECODERS)}")
+        if name not in decoder_names():
+            raise ValueError(f"unknown decoder {name!r}; known: {', '.join(decoder_names())}")
     if "lstm-cs" in decoders and not models:
         raise ValueError("lstm-cs in the MNIST phase transition needs models (--train-models)")
     rate = {n: np.full((len(rhos), len(ratios)), np.nan) for n in decoders}
@@ -202,7 +203,7 @@ def mnist_phase(
             for name in decoders:
                 if name == "lstm-cs" and model is None:
                     continue
-                uses_stop = DECODERS[name][1]
+                uses_stop = uses_stopping_rule(name)
                 kk = ps.k if uses_stop and stop == "k" else None
                 rules: dict[str, float | str] = {"tol": ps.tol, "auto": "auto"}
                 tol = rules.get(stop) if uses_stop else None

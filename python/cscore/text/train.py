@@ -39,6 +39,7 @@ from typing import Any, Callable, Union
 
 import numpy as np
 
+from .._torch import import_torch
 from .encoders import (
     BiLSTMEncoder,
     DSSMEncoder,
@@ -67,16 +68,6 @@ __all__ = [
 TrainPair = Union[tuple[str, str, int, int], tuple[str, str, int, int, str, int]]
 
 KINDS = ("lstm", "rnn", "bilstm", "dssm")
-
-
-def import_torch() -> Any:
-    """Import torch or raise an ImportError that says how to get it."""
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("training text encoders needs PyTorch: pip install cscore[train]") \
-            from exc
-    return torch
 
 
 @dataclass
@@ -584,7 +575,7 @@ def train_retrieval_model(
     if config is not None and config_kwargs:
         raise TypeError("give either config or keyword settings, not both")
     cfg = config or TextTrainConfig(**config_kwargs)
-    torch = import_torch()
+    torch = import_torch("training text encoders")
     if cfg.n_threads is not None:
         torch.set_num_threads(int(cfg.n_threads))
     torch.manual_seed(cfg.seed)

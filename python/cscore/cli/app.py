@@ -1,0 +1,117 @@
+"""The ``cscore`` command line: ``cscore <subcommand> ...``.
+
+Each subcommand lives in its own module, which defines ``HELP`` (a one-line
+description), ``add_arguments(parser)`` and ``run(args) -> int``.  The table
+:data:`SUBCOMMAND_MODULES` names them; this module imports them (lazily, when
+the parser is built) and they never import this module back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Callable
+
+__all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
+
+AddArgs = Callable[[argparse.ArgumentParser], None]
+Run = Callable[[argparse.Namespace], int]
+
+#: subcommand name -> module that defines ``HELP``, ``add_arguments`` and ``run``.
+SUBCOMMAND_MODULES: dict[str, str] = {
+    "version": "cscore.cli.version",
+    "demo": "cscore.cli.demo",
+    "bench": "cscore.cli.bench",
+    "train": "cscore.cli.train",
+    "models": "cscore.cli.models",
+    "decode": "cscore.cli.decode",
+    "seq": "cscore.cli.seq",
+    "text": "cscore.cli.text",
+}
+
+
+def load_subcommands() -> dict[str, tuple[str, AddArgs, Run]]:
+    """Import every subcommand module.
+
+    Returns
+    -------
+    dict
+        name -> ``(help, add_arguments, run)`` in the order of
+        :data:`SUBCOMMAND_MODULES`.
+    """
+    out: dict[str, tuple[str, AddArgs, Run]] = {}
+    for name, module_name in SUBCOMMAND_MODULES.items():
+        mod = importlib.import_module(module_name)
+        out[name] = (mod.HELP, mod.add_arguments, mod.run)
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand.
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        The ``cscore`` parser; each subcommand's namespace carries ``_run``.
+    """
+    parser = argparse.ArgumentParser(
+        prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, add_args, run) in load_subcommands().items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_args(p)
+        p.set_defaults(_run=run)
+    return parser
+
+
+#: Exceptions that mean "bad input or environment", reported without a traceback.
+#: (``ModelFileError`` is a ``ValueError``.)  Anything else is a bug and keeps
+#: its traceback; ``CSCORE_TRACEBACK=1`` shows tracebacks for these too.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ValueError,
+    FileNotFoundError,
+    IsADirectoryError,
+    NotADirectoryError,
+    PermissionError,
+    ImportError,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cscore`` console script.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments without the program name (default: ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        Exit status: 0 on success, 2 for bad arguments or unusable input
+        (reported as ``cscore: error: ...`` on stderr, without a traceback).
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args._argv = ["cscore", *(sys.argv[1:] if argv is None else argv)]  # the exact command
+    if not hasattr(args, "_run"):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except USER_ERRORS as exc:
+        if os.environ.get("CSCORE_TRACEBACK"):
+            raise
+        if isinstance(exc, ImportError) and exc.name:
+            msg = f"{exc} (is the optional dependency {exc.name!r} installed?)"
+        else:
+            msg = str(exc) or type(exc).__name__
+        print(f"cscore: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""``cscore seq``: sequence models (thesis chapter 2).  ``cscore seq bench`` runs the
+Table 2.1/2.2 grid on Japanese Vowels."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+HELP = "sequence models (ESN / R-DSN): 'cscore seq bench' reproduces Tables 2.1-2.2"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``seq`` subcommands (``bench``)."""
+    sub = parser.add_subparsers(dest="seq_command", metavar="SEQ_COMMAND")
+    b = sub.add_parser("bench", help="ESN / learned ESN / R-DSN grid on Japanese Vowels")
+    b.add_argument("--sizes", type=int, nargs="+", default=[100, 500, 2000])
+    b.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    b.add_argument("--out", type=Path, default=Path("seq-bench"), help="output folder")
+    b.add_argument("--data", type=Path, default=None,
+                   help="folder with JapaneseVowels_{TRAIN,TEST}.ts (default: shipped copy)")
+    b.add_argument("--modules", type=int, default=3, help="deepest R-DSN (default 3)")
+    b.add_argument("--quick", action="store_true",
+                   help="tiny run for smoke tests: size 20, one seed, 2 epochs, 60/40 utterances")
+    b.add_argument("--no-plot", action="store_true", help="skip the figure")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the requested ``seq`` subcommand; return the exit code."""
+    if getattr(args, "seq_command", None) != "bench":
+        print("usage: cscore seq bench [--quick] [--sizes ...] [--seeds ...] [--out DIR]")
+        return 2
+    from ..seq.bench import run_grid, write_outputs
+
+    if args.quick:
+        rows = run_grid((20,), (0,), data_path=args.data, n_train=60, n_test=40, n_epochs=2,
+                        n_modules=min(args.modules, 2))
+    else:
+        for n in args.sizes:
+            if n < 1:
+                raise ValueError(f"--sizes must be positive, got {n}")
+        rows = run_grid(args.sizes, args.seeds, data_path=args.data, n_modules=args.modules)
+    md = write_outputs(rows, args.out, plot=not args.no_plot)
+    print(md.read_text())
+    fig = "" if args.no_plot else f", {args.out}/seq.png"
+    print(f"wrote {args.out}/seq_runs.csv, {md}{fig}")
+    return 0

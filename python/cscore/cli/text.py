@@ -1,0 +1,222 @@
+"""``cscore text``: train, evaluate, search and analyze sentence-embedding models.
+
+* ``cscore text train --kind lstm --out model.npz``
+* ``cscore text eval --out-dir results/`` (a markdown table and a figure)
+* ``cscore text search "query text"`` (top documents with scores)
+* ``cscore text analyze "query text" --out-dir analysis/`` (the chapter's pictures)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
+
+__all__ = ["HELP", "add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``text`` sub-subcommands to ``parser``."""
+    sub = parser.add_subparsers(dest="text_command", metavar="ACTION")
+    data_help = "Cranfield directory (cran.all.1400, cran.qry, cranqrel); default: shipped copy"
+
+    p = sub.add_parser("train", help="train a model on Cranfield (needs torch)")
+    p.add_argument("--kind", default="lstm", choices=["lstm", "rnn", "bilstm", "dssm"])
+    p.add_argument("--out", required=True, help="model file to write (.npz)")
+    p.add_argument("--data", default=None, help=data_help)
+    p.add_argument("--epochs", type=int, default=None, help="maximum epochs")
+    p.add_argument("--optimizer", choices=["nesterov", "adam"], default=None)
+    p.add_argument("--lr", type=float, default=None)
+    p.add_argument("--embed-lr", type=float, default=None,
+                   help="step size of the trigram embedding (default: the recipe's)")
+    p.add_argument("--gate-lr", type=float, default=None,
+                   help="LSTM: step size of the gates' weights (default: the recipe's)")
+    p.add_argument("--avg-eta", type=int, default=None,
+                   help="polynomial-decay weight averaging (0: off; recipe: 8)")
+    p.add_argument("--n-cells", type=int, default=None)
+    p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
+    p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None)
+    p.add_argument("--input-gain", type=float, default=None,
+                   help="LSA start: multiplier of the towers' input weights (recipe: 1; "
+                        "larger values start the LSTM's cells in the saturating range of tanh)")
+    p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
+    p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
+                   help="LSTM embedding: last output (the chapter's) or mean output")
+    p.add_argument("--max-trigrams", type=int, default=None, help="trigram vocabulary size")
+    p.add_argument("--sentences-per-doc", type=int, default=None,
+                   help="abstract sentence -> rest-of-document pairs per document and epoch")
+    p.add_argument("--hard-negatives", type=int, default=None,
+                   help="add a hard negative to every pair, drawn from BM25's top N")
+    p.add_argument("--members", type=int, default=3,
+                   help="ensemble members, each trained on 80 of the 100 training + "
+                        "validation queries (a different fold held out) for a fixed number "
+                        "of epochs (default 3: the shipped models); 1: one model on the "
+                        "fixed 80 / 20 split with early stopping")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="members trained at the same time, one process each (default: "
+                        "as many as there are CPU cores); the result does not depend on it")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    p = sub.add_parser("eval", help="NDCG table and figure on the Cranfield test queries")
+    p.add_argument("--model", action="append", default=None, metavar="NAME=MODEL",
+                   help="display name and pretrained name or file (repeatable); default: "
+                        "LSTM, RNN and DSSM shipped models")
+    p.add_argument("--data", default=None, help=data_help)
+    p.add_argument("--out-dir", default="text-eval", help="where table and figure go")
+
+    p = sub.add_parser("search", help="rank the Cranfield documents for a query")
+    p.add_argument("query")
+    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--data", default=None, help=data_help)
+
+    p = sub.add_parser("analyze", help="input gates, cell activations, keywords, topic cells")
+    p.add_argument("text", help="query (or, with --document, document) text")
+    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
+    p.add_argument("--document", action="store_true", help="analyze with the document tower")
+    p.add_argument("--out-dir", default="text-analysis")
+    p.add_argument("--topic-queries", type=int, default=20,
+                   help="Cranfield queries added to the topic-cell table")
+    p.add_argument("--member", type=int, default=0,
+                   help="for an ensemble: which member to analyze (default: the first)")
+
+
+def _load_model(spec: str):  # type: ignore[no-untyped-def]
+    from ..text.model import load_model
+    from ..text.pretrained import list_pretrained, pretrained
+
+    if spec in list_pretrained():
+        return pretrained(spec)
+    path = Path(spec)
+    if path.is_file():
+        return load_model(path)
+    known = ", ".join(list_pretrained())
+    raise ValueError(f"--model {spec!r} is neither a pretrained model ({known}) nor a file")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from ..text.cranfield import train_ensemble, train_on_split
+    from ..text.data import load_cranfield, split_queries
+    from ..text.recipes import MEMBER_EPOCHS, PAIRS, recipe
+
+    c = load_cranfield(args.data)
+    split = split_queries(c)
+    kw: dict[str, object] = {"seed": args.seed, "progress": not args.quiet}
+    for k in ("optimizer", "lr", "embed_lr", "gate_lr", "avg_eta", "n_cells", "max_seconds",
+              "init", "input_gain", "dropout", "pool", "max_trigrams"):
+        if getattr(args, k) is not None:
+            kw[k] = getattr(args, k)
+    if args.epochs is not None:
+        kw["max_epochs"] = args.epochs
+    if args.members < 1:
+        raise ValueError(f"--members must be >= 1, got {args.members}")
+    if args.jobs is not None and args.jobs < 1:
+        raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
+    if args.members > 1:
+        kw = {"max_epochs": MEMBER_EPOCHS, "patience": None, **kw}
+    cfg = recipe(args.kind, **kw)
+    pk = dict(PAIRS)
+    for k in ("sentences_per_doc", "hard_negatives"):
+        if getattr(args, k) is not None:
+            pk[k] = getattr(args, k)
+    info: dict[str, object] = {"dataset": "cranfield"}
+    if args.members == 1:
+        info["split"] = {"train": list(split.train), "val": list(split.val),
+                         "test": list(split.test)}
+        res = train_on_split(c, split, cfg, pairs=pk, seed=args.seed, info=info)
+        res.model.save(args.out)
+        print(f"wrote {args.out}: best epoch {res.best_epoch}, validation NDCG@10 "
+              f"{res.model.info['training']['best_val_score']:.3f}, {res.seconds:.0f} s")
+        return 0
+    jobs = args.jobs if args.jobs is not None else max(1, min(args.members, os.cpu_count() or 1))
+    ens, results = train_ensemble(c, split, cfg, args.members, pairs=pk, seed=args.seed,
+                                  info=info, n_jobs=jobs)
+    ens.save(args.out)
+    for i, r in enumerate(results):
+        print(f"member {i}: epoch {r.best_epoch}, NDCG@10 on its held-out fold "
+              f"{r.model.info['training']['best_val_score']:.3f}, {r.seconds:.0f} s")
+    print(f"wrote {args.out}: {args.members} members, {ens.info['training']['seconds']:.0f} s "
+          f"of training in all ({jobs} at a time)")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from ..text.cranfield import as_dict, evaluate_methods, format_table
+    from ..text.data import load_cranfield, split_queries
+    from ..text.recipes import plot_table
+
+    specs = args.model or ["LSTM=cranfield-lstm", "RNN=cranfield-rnn", "DSSM=cranfield-dssm"]
+    models = {}
+    for s in specs:
+        name, _, m = s.partition("=")
+        if not m:
+            name, m = Path(s).stem, s
+        models[name] = _load_model(m)
+    c = load_cranfield(args.data)
+    split = split_queries(c)
+    rows = evaluate_methods(c, split, models,
+                            interpolate_with="LSTM" if "LSTM" in models else next(iter(models)))
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    table = format_table(rows)
+    (out / "table.md").write_text(
+        f"Cranfield, {len(split.test)} test queries; rerank = BM25's top 100 reordered\n\n"
+        + table + "\n", encoding="utf-8")
+    (out / "table.json").write_text(json.dumps(as_dict(rows), indent=1), encoding="utf-8")
+    print(table)
+    try:
+        fig = plot_table(rows, out / "ndcg.png")
+        print(f"wrote {out / 'table.md'} and {fig}")
+    except ImportError as exc:
+        print(f"wrote {out / 'table.md'} (no figure: {exc})")
+    return 0
+
+
+def _search(args: argparse.Namespace) -> int:
+    from ..text.data import load_cranfield
+
+    if args.top < 1:
+        raise ValueError(f"--top must be >= 1, got {args.top}")
+    model = _load_model(args.model)
+    c = load_cranfield(args.data)
+    hits = model.rank(args.query, c.documents, top_k=args.top)
+    if not model.words(args.query):
+        print("note: no word of the query is known to the model; all scores are 0")
+    for rank, (i, s) in enumerate(hits, 1):
+        print(f"{rank:3d}  {s:+.3f}  doc {c.doc_ids[i]:4d}  {c.titles[i][:90]}")
+    return 0
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from ..text.analysis import write_analysis
+    from ..text.data import load_cranfield
+
+    model = _load_model(args.model)
+    members = getattr(model, "members", None)
+    if members is not None:
+        if not 0 <= args.member < len(members):
+            raise ValueError(f"--member must be in [0, {len(members)}), got {args.member}")
+        model = members[args.member]
+        print(f"analyzing member {args.member} of the {len(members)}-member ensemble")
+    topic: list[str] = []
+    if args.topic_queries > 0:
+        topic = load_cranfield().queries[: args.topic_queries]
+    paths = write_analysis(model, args.text, args.out_dir,
+                           side="document" if args.document else "query", topic_texts=topic)
+    for name, p in paths.items():
+        print(f"{name}: {p}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Dispatch ``cscore text <action>``; return the exit status."""
+    actions = {"train": _train, "eval": _eval, "search": _search, "analyze": _analyze}
+    action = getattr(args, "text_command", None)
+    if action not in actions:
+        print("usage: cscore text {train,eval,search,analyze} ...  (cscore text -h)")
+        return 2
+    return actions[action](args)

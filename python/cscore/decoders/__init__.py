@@ -1,0 +1,67 @@
+"""Every decoder of cscore, and THE registry every consumer reads.
+
+Families, one module each: :mod:`~cscore.decoders.greedy` (OMP, SOMP),
+:mod:`~cscore.decoders.bcs` (BCS, MT-BCS), :mod:`~cscore.decoders.sbl` (T-SBL,
+T-MSBL), :mod:`~cscore.decoders.learned` (LSTM-CS, BLSTM-CS, NWSOMP, CDSN-CS);
+:mod:`~cscore.decoders.stopping` holds the noise-blind stopping rule
+(``tol="auto"``).  The registrations below are the list of built-in decoders;
+adding a decoder is one module and one :func:`register_decoder` call.
+"""
+
+from __future__ import annotations
+
+from ._decoder import Decoder, decoder
+from .bcs import bcs, mtbcs
+from .greedy import omp, somp
+from .learned import BLSTMCS, CDSNCS, LSTMCS, NWSOMP
+from .registry import (
+    STOPPING_RULES,
+    DecoderSpec,
+    decoder_names,
+    decoder_specs,
+    get_decoder_spec,
+    register_decoder,
+    unregister_decoder,
+)
+from .sbl import tmsbl, tsbl
+
+__all__ = [
+    "BLSTMCS",
+    "CDSNCS",
+    "LSTMCS",
+    "NWSOMP",
+    "STOPPING_RULES",
+    "Decoder",
+    "DecoderSpec",
+    "bcs",
+    "decoder",
+    "decoder_names",
+    "decoder_specs",
+    "get_decoder_spec",
+    "mtbcs",
+    "omp",
+    "register_decoder",
+    "somp",
+    "tmsbl",
+    "tsbl",
+    "unregister_decoder",
+]
+
+_GREEDY = ("n_nonzero", "tol", "auto")
+
+register_decoder("omp", omp, layout="columns", stopping=_GREEDY,
+                 description="OMP on each channel independently")
+register_decoder("somp", somp, stopping=_GREEDY, description="simultaneous OMP, joint support")
+register_decoder("bcs", bcs, layout="columns", stopping=(),
+                 description="Bayesian CS (Ji et al. 2008) per channel")
+register_decoder("mtbcs", mtbcs, stopping=(), description="multitask BCS (Ji et al. 2009)")
+register_decoder("tsbl", tsbl, stopping=(), description="T-SBL (Zhang & Rao 2011)")
+register_decoder("tmsbl", tmsbl, stopping=(), description="T-MSBL (Zhang & Rao 2011)")
+register_decoder("lstm-cs", model_type=LSTMCS, stopping=_GREEDY,
+                 description="LSTM-CS (Palangi et al. 2016), per-channel supports; needs a model")
+register_decoder("blstm-cs", model_type=BLSTMCS, stopping=_GREEDY,
+                 description="bidirectional LSTM-CS (Palangi's thesis 4.6); needs a model")
+register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,
+                 description="NWSOMP (Palangi et al. 2013), learned SOMP; needs a model")
+register_decoder("cdsn-cs", model_type=CDSNCS, stopping=_GREEDY,
+                 description="CDSN-CS (Palangi's thesis 4.7), per-channel; needs a model")

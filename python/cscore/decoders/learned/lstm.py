@@ -1,0 +1,348 @@
+"""The public LSTM-CS model: load a trained model and decode with Algorithm 2.
+
+The decoder is compiled (``cpp/include/cscore/lstm.hpp``); this module checks
+arguments, prepares the weights once per model and wraps the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ... import _core
+from ..._blas import single_threaded_blas
+from ..._config import resolve_threads
+from ..._validation import as_float_array, check_bool
+from ...models.format import ARCHITECTURES, ModelFileError
+from ...problem import ProblemSpec
+from ...result import DecodeResult
+from .base import GreedyModel, GreedyOutput
+from .weights import (
+    BLSTMCSWeights,
+    LSTMCSWeights,
+    check_lstm_meta,
+    load_model_file,
+    lstm_file_shapes,
+    save_model_file,
+)
+
+__all__ = ["LSTMCS", "lstm_logits_native"]
+
+
+class _Prepared:
+    """Weights laid out for the compiled kernels, in one precision.
+
+    ``args()`` is what the ``_lstm_*`` kernels take before their own arguments:
+    ``(WR, b, U, c_out, cell)``; :class:`~cscore.decoders.learned.blstm._BiPrepared`
+    overrides :meth:`_recurrent` for the ``_blstm_*`` ones.
+    """
+
+    def __init__(self, weights: Any, dtype: type) -> None:
+        w = weights.astype(dtype)
+        self.recurrent = self._recurrent(w)
+        self.U = w.U
+        self.c_out = w.c_out
+        self.cell = weights.cell
+        self.suffix = "f32" if dtype == np.float32 else "f64"
+
+    @staticmethod
+    def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
+        """The LSTM's input and recurrent weights side by side, and its bias."""
+        return (np.ascontiguousarray(np.hstack([w.W, w.R])), w.b)
+
+    def args(self) -> tuple[Any, ...]:
+        return (*self.recurrent, self.U, self.c_out, self.cell)
+
+
+def _native_logits(
+    kernel: str,
+    prepared_type: type[_Prepared],
+    weights: Any,
+    weights_type: type[Any],
+    X: np.ndarray,
+    dtype: type,
+    n_threads: int,
+    hint: str = "",
+) -> np.ndarray:
+    """Check the arguments of ``{lstm,blstm}_logits_native`` and run the kernel."""
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if not isinstance(weights, weights_type):
+        raise TypeError(
+            f"weights must be {weights_type.__name__}, got {type(weights).__name__}{hint}"
+        )
+    X = as_float_array("X", X, ndim=3, dtype=dtype)
+    weights.validate(X.shape[2], weights.U.shape[0])
+    prep = prepared_type(weights, dtype)
+    fn = getattr(_core, f"_{kernel}_logits_{prep.suffix}")
+    with single_threaded_blas():
+        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
+
+
+def lstm_logits_native(
+    weights: LSTMCSWeights, X: np.ndarray, *, dtype: type = np.float32, n_threads: int = 1
+) -> np.ndarray:
+    """Run the compiled LSTM forward over channels.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+    X : ndarray, shape (B, L, M)
+        Inputs (max-abs normalized residuals), one sequence over channels per row.
+    dtype : {numpy.float32, numpy.float64}, default float32
+        Precision of the LSTM arithmetic (float32 is what the decoder uses).
+    n_threads : int, default 1
+
+    Returns
+    -------
+    ndarray, shape (B, L, N), of ``dtype``
+        The logits ``U v + c_out`` after each channel.
+    """
+    return _native_logits(
+        "lstm", _Prepared, weights, LSTMCSWeights, X, dtype, n_threads,
+        hint=" (blstm_logits_native runs BLSTMCSWeights)",
+    )  # fmt: skip
+
+
+class LSTMCS(GreedyModel):
+    """A trained LSTM-CS decoder (Palangi, Ward and Deng, 2016) and its sensing matrix.
+
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+        LSTM weights in the layout of :mod:`cscore.decoders.learned.weights`.
+    A : ndarray, shape (M, N)
+        The sensing matrix the model was trained for.
+    spec : ProblemSpec
+        Sizes and signal model (``spec.M, spec.N`` must match ``A``).
+    info : dict, optional
+        Free-form provenance (training settings, data set).
+
+    Notes
+    -----
+    The weights are kept (and saved) as float32, the precision of the model
+    file and of the decoder's LSTM.
+
+    Examples
+    --------
+    >>> import numpy as np, cscore
+    >>> from cscore.decoders.learned import LSTMCSWeights
+    >>> from cscore.problem import ProblemSpec
+    >>> rng = np.random.default_rng(0)
+    >>> M, N, L, H = 8, 16, 2, 4
+    >>> w = LSTMCSWeights(W=rng.normal(size=(3 * H, M)), R=rng.normal(size=(3 * H, H)),
+    ...                   b=np.zeros(3 * H), U=rng.normal(size=(N, H)), c_out=np.zeros(N))
+    >>> model = cscore.LSTMCS(w, rng.normal(size=(M, N)), ProblemSpec(M=M, N=N, L=L))
+    >>> model.decode(rng.normal(size=(M, L)), n_nonzero=2).shape
+    (16, 2)
+    """
+
+    ARCH: ClassVar[str] = "lstm"
+    #: weights class this decoder takes, and the compiled kernels' name prefix
+    _weights_type: ClassVar[type] = LSTMCSWeights
+    _kernel: ClassVar[str] = "lstm"
+    _prepared_type: ClassVar[type[_Prepared]] = _Prepared
+
+    def __init__(
+        self,
+        weights: LSTMCSWeights | BLSTMCSWeights,
+        A: np.ndarray,
+        spec: ProblemSpec,
+        info: dict[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(weights, self._weights_type):
+            raise TypeError(
+                f"weights must be {self._weights_type.__name__}, got {type(weights).__name__}"
+            )
+        norms = self._set_spec(A, spec, info)
+        weights.validate(spec.M, spec.N)
+        self._weights: Any = weights.astype(np.float32)
+        self._At = np.ascontiguousarray(self._A.T)
+        self._norms = norms
+        self._prepared: dict[str, Any] = {}
+
+    # -- properties (A, spec, info, M, N, L: LearnedModel) --------------------
+    @property
+    def weights(self) -> Any:
+        """The LSTM weights (float32): LSTMCSWeights, or BLSTMCSWeights for BLSTMCS."""
+        return self._weights
+
+    @property
+    def n_cells(self) -> int:
+        """LSTM cells H."""
+        return self._weights.n_cells
+
+    @property
+    def cell(self) -> str:
+        """Cell type: "paper" (no forget gate) or "lstm"."""
+        return self._weights.cell
+
+    def __repr__(self) -> str:
+        s = self._spec
+        return (
+            f"{type(self).__name__}(M={s.M}, N={s.N}, L={s.L}, n_cells={self.n_cells}, "
+            f"cell={self.cell!r}, "
+            f"transform={s.transform!r}, dataset={s.dataset!r})"
+        )
+
+    # -- files ----------------------------------------------------------------
+    @classmethod
+    def file_shapes(cls, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+        """Weight entries of an ``arch = ARCH`` file, from its ``cell`` and ``n_cells``."""
+        return lstm_file_shapes(cls.ARCH, meta)
+
+    @classmethod
+    def check_file_meta(cls, meta: Mapping[str, Any]) -> str | None:
+        """What is wrong with a file's ``cell`` / ``n_cells``, or None."""
+        return check_lstm_meta(meta)
+
+    @classmethod
+    def load(cls, path: str | Path) -> LSTMCS:
+        """Load a model file written by :meth:`save` (no pickle involved).
+
+        ``LSTMCS.load`` returns the class of the file's architecture: a
+        :class:`~cscore.BLSTMCS` for a bidirectional model.
+
+        Parameters
+        ----------
+        path : path
+            The ``.npz`` model file.
+
+        Returns
+        -------
+        LSTMCS
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ModelFileError
+            Malformed, of another format or version, or inconsistent.
+        """
+        weights, A, spec, info = load_model_file(path)
+        registered = ARCHITECTURES[weights.arch].model_class
+        model_cls: type[LSTMCS] = registered if registered is not None else LSTMCS
+        # a user's subclass of the file's class loads as itself (unless it derives
+        # from the class of a more specific architecture, as BLSTMCS does)
+        others = [a.model_class for a in ARCHITECTURES.values() if a.model_class is not None]
+        if issubclass(cls, model_cls) and not any(
+            o is not model_cls and issubclass(o, model_cls) and issubclass(cls, o) for o in others
+        ):
+            model_cls = cls
+        if not issubclass(model_cls, cls):
+            raise ModelFileError(
+                f"{path} holds a {model_cls.__name__} model, not a {cls.__name__} one"
+            )
+        try:
+            return model_cls(weights, A, spec, info)
+        except ValueError as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+
+    def save(self, path: str | Path) -> None:
+        """Write the model to ``path`` (``.npz``, see :mod:`cscore.decoders.learned.weights`).
+
+        Parameters
+        ----------
+        path : path
+            File to write (overwritten).
+        """
+        save_model_file(path, self._weights, self._A, self._spec, self._info)
+
+    # -- decoding -------------------------------------------------------------
+    def _prep(self, dtype: type) -> Any:
+        key = np.dtype(dtype).name
+        if key not in self._prepared:
+            self._prepared[key] = self._prepared_type(self._weights, dtype)
+        return self._prepared[key]
+
+    def decode(
+        self,
+        Y: np.ndarray,
+        *,
+        n_nonzero: int | None = None,
+        tol: float | str | None = None,
+        exclude_selected: bool = True,
+        n_threads: int | None = None,
+        return_result: bool = False,
+        _lstm_dtype: type = np.float32,
+        _chunk: int = 64,
+    ) -> np.ndarray | DecodeResult:
+        """Recover sparse ``S`` from ``Y = A S`` with Algorithm 2 (LSTM-CS).
+
+        Each greedy iteration visits channels ``j = 0..L-1``: the channel's
+        residual divided by its largest absolute entry goes through one LSTM
+        step (state carried from channel ``j-1``, zero at channel 0); the
+        largest logit names the channel's next atom; the channel is re-fitted
+        by least squares on its support (an incrementally updated QR).
+
+        Parameters
+        ----------
+        Y : ndarray, shape (M, L) or (B, M, L)
+            Measurements of one problem or a batch.
+        n_nonzero : int, optional
+            Atoms per channel (greedy iterations), ``1 <= n_nonzero <= min(M, N)``.
+        tol : float, optional
+            Stop a problem once the sum over channels of residual l2 norms is
+            ``<= tol`` (checked before each greedy iteration).  ``tol="auto"``
+            estimates each problem's noise level from the measurements
+            (residual ratio thresholding on the decoder's own greedy path, see
+            :mod:`cscore.decoders.stopping`) and uses the paper's threshold with it,
+            ``L * sigma_hat * sqrt(M L)``; ``extra["sigma_hat"]`` reports it.
+        exclude_selected : bool, default True
+            Take the argmax over atoms not yet in the channel's support.  With
+            False, re-selecting an atom stops that channel.
+        n_threads : int, optional
+            Threads over the batch (default: :func:`cscore.get_num_threads`).
+            Results do not depend on it.
+        return_result : bool, default False
+            Return a :class:`cscore.DecodeResult` instead of the array.
+
+        Returns
+        -------
+        ndarray, shape (N, L) or (B, N, L), or DecodeResult
+            float32 when ``Y`` is float32, float64 otherwise.  The result's
+            ``extra["atoms"]`` holds the atoms in selection order, shape
+            (..., L, k) padded with -1.
+
+        Notes
+        -----
+        With neither ``n_nonzero`` nor ``tol``, ``n_nonzero = max(1, M // 4)``,
+        the number of steps the paper trains the LSTM for (its ``T``).  With only
+        ``tol``, iterations are capped at ``min(M, N)``.  A channel whose next
+        atom is linearly dependent on its support (or already in it) stops
+        there; a problem whose channels all stopped reports ``"dependent"``.
+
+        The LSTM runs in float32 over chunks of 64 problems, with cscore's own
+        matrix kernel: every logit is the same chain of fused multiply-adds
+        whatever the batch, so a problem decodes bit-identically alone or in
+        any batch (and with any thread count).  The least squares run in
+        float64, on a thin QR of the support grown by one column per atom.
+        ``n_threads`` workers take whole chunks; Ctrl-C stops the call within
+        a fraction of a second (``KeyboardInterrupt``).  An empty batch
+        ``(0, M, L)`` gives ``(0, N, L)``.  The BLAS is kept single-threaded for
+        the duration of the call (a multi-threaded BLAS on these small products is several
+        times slower; see ``benchmarks/results/lstm_speed.md``).
+        """
+        return self._decode(
+            Y, n_nonzero, tol, return_result, exclude_selected=exclude_selected,
+            n_threads=n_threads, _lstm_dtype=_lstm_dtype, _chunk=_chunk,
+        )  # fmt: skip
+
+    def _run(
+        self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, **options: Any
+    ) -> GreedyOutput:
+        exclude = check_bool("exclude_selected", options["exclude_selected"])
+        threads = resolve_threads(options["n_threads"])
+        prep = self._prep(options["_lstm_dtype"])
+        fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
+        with single_threaded_blas():
+            S, atoms, resid, n_iter, stop = fn(
+                *prep.args(), self._At, self._norms, Y, k_max, tol, exclude, k_from_user,
+                threads, options["_chunk"],
+            )  # fmt: skip
+        return S, atoms, resid, n_iter, stop
+

@@ -1,0 +1,388 @@
+"""LSTM-CS and BLSTM-CS weights: the layout and their model files.
+
+Weight layout (the contract between training, the file and the C++ decoder)
+-----------------------------------------------------------------------------
+``H`` cells, input size ``M`` (the residual lives in the measurement domain),
+output size ``N`` (one logit per atom).  Gates are stacked in the rows of the
+input, recurrent and bias arrays, in the order given by ``cell``:
+
+* ``cell="paper"`` (the model Palangi et al. ran; no forget gate, no peepholes),
+  ``G = 3`` gates in the order ``i, g, o``::
+
+      i = sigmoid(W_i x + R_i v' + b_i)
+      g = tanh(W_g x + R_g v' + b_g)
+      c = c' + i * g
+      o = sigmoid(W_o x + R_o v' + b_o)
+      v = o * tanh(c)
+
+* ``cell="lstm"`` (standard LSTM with forget gate), ``G = 4`` gates in the order
+  ``i, f, g, o`` (PyTorch's order), ``c = f * c' + i * g``.
+
+Then ``z = U v + c_out`` and ``softmax(z)`` over the N atoms.
+
+Arrays (all float32 in the file): ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,),
+``U`` (N, H), ``c_out`` (N,).
+
+Architectures (``arch`` in the metadata; "lstm" when absent, as in files written
+before the field existed), with the arrays each needs (:data:`ARCH_ARRAYS`):
+
+* ``"lstm"``: the unidirectional LSTM-CS above.
+* ``"blstm"``: bidirectional LSTM-CS (thesis section 4.6).  A forward LSTM
+  (``W``, ``R``, ``b``) runs over channels ``0..L-1`` and a backward one (``Wb``,
+  ``Rb``, ``bb``, same shapes, same cell type) over ``L-1..0``; at channel j the
+  two outputs are concatenated, ``z = U [v_fwd; v_bwd] + c_out`` with ``U``
+  (N, 2H).  See :class:`BLSTMCSWeights`.
+
+Input to the LSTM at channel j is the channel's residual divided by its largest
+absolute entry (``x = r / max|r|``, zero stays zero).  The state (v, c) starts at
+zero for channel 0 of every greedy iteration and is carried from channel j-1 to
+channel j.
+
+
+Files: the common container of :mod:`cscore.models.format`, with ``cell`` and
+``n_cells`` in the metadata and the arrays above as entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...models.format import (
+    MAX_DIM,
+    ModelFileError,
+    load_model_arrays,
+    save_model,
+)
+from ...problem import ProblemSpec
+
+__all__ = [
+    "ARCH_ARRAYS",
+    "CELL_GATES",
+    "BLSTMCSWeights",
+    "LSTMCSWeights",
+    "check_lstm_meta",
+    "load_model_file",
+    "lstm_file_shapes",
+    "save_model_file",
+]
+
+#: gate order per cell type
+CELL_GATES: dict[str, str] = {"paper": "igo", "lstm": "ifgo"}
+
+class _WeightsMixin:
+    """What LSTMCSWeights and BLSTMCSWeights share: the gate count, validation, casting.
+
+    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields).
+    """
+
+    arch: ClassVar[str]
+    _ARRAYS: ClassVar[tuple[str, ...]]
+    cell: str
+
+    @property
+    def n_gates(self) -> int:
+        """Number of gates G (3 for the paper's cell, 4 with a forget gate)."""
+        return len(CELL_GATES[self.cell])
+
+    def validate(self, M: int, N: int) -> None:
+        """Check shapes, dtypes and finiteness; raise :class:`ModelFileError`.
+
+        Parameters
+        ----------
+        M, N : int
+            Measurements and atoms of the problems the weights must fit.
+        """
+        _check_weight_arrays(self, self.arch, M, N)
+
+    def _cast_arrays(self, dtype: Any) -> dict[str, np.ndarray]:
+        """Every array of ``_ARRAYS`` cast to ``dtype`` (C-contiguous), by name."""
+        return {k: np.ascontiguousarray(getattr(self, k), dtype=dtype) for k in self._ARRAYS}
+
+
+@dataclass
+class LSTMCSWeights(_WeightsMixin):
+    """LSTM-CS weights in the layout described in this module's docstring."""
+
+    W: np.ndarray
+    R: np.ndarray
+    b: np.ndarray
+    U: np.ndarray
+    c_out: np.ndarray
+    cell: str = "paper"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    arch: ClassVar[str] = "lstm"
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "U", "c_out")
+
+    @property
+    def n_cells(self) -> int:
+        """Number of LSTM cells H."""
+        return int(self.R.shape[1])
+
+    def astype(self, dtype: Any) -> LSTMCSWeights:
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        LSTMCSWeights
+        """
+        return LSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
+
+
+def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
+    """Check ``weights``' arrays against :data:`ARCH_ARRAYS`; raise ModelFileError."""
+    if weights.cell not in CELL_GATES:
+        raise ModelFileError(f"unknown cell type {weights.cell!r}; known: {list(CELL_GATES)}")
+    R = getattr(weights, "R", None)
+    if not isinstance(R, np.ndarray) or R.ndim != 2 or R.shape[1] < 1:
+        shape = getattr(R, "shape", None)
+        raise ModelFileError(f"weight R must be 2-D (G*H, H), got shape {shape}")
+    G, H = len(CELL_GATES[weights.cell]), int(R.shape[1])
+    dims = {"G": G, "H": H, "M": M, "N": N}
+    for name, rule in ARCH_ARRAYS[arch].items():
+        arr = getattr(weights, name)
+        shape = rule(dims)
+        if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
+            raise ModelFileError(f"weight {name} must be a float array")
+        if arr.shape != shape:
+            raise ModelFileError(
+                f"weight {name} has shape {arr.shape}, expected {shape} "
+                f"(arch={arch!r}, cell={weights.cell!r}, H={H}, M={M}, N={N})"
+            )
+        if not np.isfinite(arr).all():
+            raise ModelFileError(f"weight {name} contains NaN or infinity")
+
+
+@dataclass
+class BLSTMCSWeights(_WeightsMixin):
+    """Bidirectional LSTM-CS weights (``arch="blstm"``, see the module docstring).
+
+    ``W, R, b`` are the forward LSTM's, ``Wb, Rb, bb`` the backward one's (same
+    layout), ``U`` (N, 2H) maps ``[v_fwd; v_bwd]`` to the logits.
+    """
+
+    W: np.ndarray
+    R: np.ndarray
+    b: np.ndarray
+    Wb: np.ndarray
+    Rb: np.ndarray
+    bb: np.ndarray
+    U: np.ndarray
+    c_out: np.ndarray
+    cell: str = "paper"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    arch: ClassVar[str] = "blstm"
+    _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
+
+    @property
+    def n_cells(self) -> int:
+        """Cells H of each direction (0 if ``R`` is not 2-D)."""
+        R = np.asarray(self.R)
+        return int(R.shape[1]) if R.ndim == 2 else 0
+
+    def astype(self, dtype: Any) -> BLSTMCSWeights:
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        BLSTMCSWeights
+        """
+        return BLSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
+
+    def direction(self, backward: bool) -> LSTMCSWeights:
+        """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).
+
+        Parameters
+        ----------
+        backward : bool
+            The backward LSTM (else the forward one).
+
+        Returns
+        -------
+        LSTMCSWeights
+            Its logits are that direction's contribution to ``U [v_f; v_b]``.
+        """
+        H = self.n_cells
+        W, R, b = (self.Wb, self.Rb, self.bb) if backward else (self.W, self.R, self.b)
+        U = self.U[:, H:] if backward else self.U[:, :H]
+        return LSTMCSWeights(W=W, R=R, b=b, U=np.ascontiguousarray(U),
+                             c_out=np.zeros_like(self.c_out), cell=self.cell)
+
+
+def weights_arch(weights: LSTMCSWeights | BLSTMCSWeights) -> str:
+    """The architecture name of a weights object ("lstm" or "blstm")."""
+    return "blstm" if isinstance(weights, BLSTMCSWeights) else "lstm"
+
+
+#: Shape rule of one array: a function of the dimensions ``M, N, H, G`` returning
+#: the exact shape the array must have.
+ShapeRule = Callable[[Mapping[str, int]], tuple[int, ...]]
+
+#: hold besides ``meta`` and :data:`COMMON_ARRAYS`, each with its shape rule.
+#: The loader reads exactly these entries (nothing else is allowed in the file)
+#: and checks each declared shape before reading any data; a new architecture is
+#: one entry here (with its dimensions in ``meta``, see :func:`model_dims`).
+ARCH_ARRAYS: dict[str, dict[str, ShapeRule]] = {
+    "lstm": {
+        "W": lambda d: (d["G"] * d["H"], d["M"]),
+        "R": lambda d: (d["G"] * d["H"], d["H"]),
+        "b": lambda d: (d["G"] * d["H"],),
+        "U": lambda d: (d["N"], d["H"]),
+        "c_out": lambda d: (d["N"],),
+    },
+    "blstm": {
+        "W": lambda d: (d["G"] * d["H"], d["M"]),
+        "R": lambda d: (d["G"] * d["H"], d["H"]),
+        "b": lambda d: (d["G"] * d["H"],),
+        "Wb": lambda d: (d["G"] * d["H"], d["M"]),
+        "Rb": lambda d: (d["G"] * d["H"], d["H"]),
+        "bb": lambda d: (d["G"] * d["H"],),
+        "U": lambda d: (d["N"], 2 * d["H"]),
+        "c_out": lambda d: (d["N"],),
+    },
+}
+
+#: Architectures whose arrays depend on their metadata (a stack of modules, say):
+#: ``arch -> shapes(meta) -> {entry name: shape}``, with ``meta`` already checked
+#: by the loader.  Registered by the module that defines the architecture
+
+
+def check_lstm_meta(meta: Mapping[str, Any]) -> str | None:
+    """What is wrong with an LSTM-CS file's own metadata fields, or None.
+
+    Parameters
+    ----------
+    meta : mapping
+        The file's metadata (generic checks already passed).
+
+    Returns
+    -------
+    str or None
+        A message for ``cell`` / ``n_cells`` values this format cannot use.
+    """
+    if "cell" in meta and meta["cell"] not in CELL_GATES:
+        return f"unknown cell type {meta['cell']!r}; known: {list(CELL_GATES)}"
+    n = meta.get("n_cells")
+    if "n_cells" in meta and not (isinstance(n, int) and not isinstance(n, bool)
+                                  and 1 <= n <= MAX_DIM):
+        return f"n_cells must be an int in [1, {MAX_DIM}], got {n!r}"
+    if "cell" not in meta or "n_cells" not in meta:
+        return "metadata lacks 'cell' or 'n_cells'"
+    return None
+
+
+def lstm_file_shapes(arch: str, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+    """Weight entries (name -> shape) of an "lstm" or "blstm" file, from its metadata.
+
+    Parameters
+    ----------
+    arch : {"lstm", "blstm"}
+    meta : mapping
+        Checked metadata (``spec``, ``cell``, ``n_cells``).
+
+    Returns
+    -------
+    dict of str to tuple of int
+    """
+    spec = meta["spec"]
+    dims = {"M": int(spec["M"]), "N": int(spec["N"]), "H": int(meta["n_cells"]),
+            "G": len(CELL_GATES[meta["cell"]])}
+    return {name: rule(dims) for name, rule in ARCH_ARRAYS[arch].items()}
+
+
+def save_model_file(
+    path: str | Path,
+    weights: LSTMCSWeights | BLSTMCSWeights,
+    A: np.ndarray,
+    spec: ProblemSpec,
+    info: dict[str, Any] | None = None,
+) -> None:
+    """Write a model file (see the module docstring for the format), atomically.
+
+    Parameters
+    ----------
+    path : path
+        File to write (``.npz``; replaced atomically, see :func:`save_npz_atomic`).
+    weights : LSTMCSWeights or BLSTMCSWeights
+        The weights (stored as float32); their class sets ``arch``.
+    A : ndarray (M, N)
+        The sensing matrix the model was trained with (stored as float64).
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict, optional
+        JSON-serializable provenance.
+
+    Raises
+    ------
+    ValueError
+        ``A`` does not match ``spec``.
+    ModelFileError
+        The weights do not match ``spec``.
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.shape != (spec.M, spec.N):
+        raise ValueError(f"A has shape {A.shape}, spec says ({spec.M}, {spec.N})")
+    weights.validate(spec.M, spec.N)
+    arch = weights_arch(weights)
+    w32 = weights.astype(np.float32)
+    arrays = {k: getattr(w32, k) for k in ARCH_ARRAYS[arch]}
+    save_model(path, arch, arrays, A, spec, {"cell": weights.cell, "n_cells": weights.n_cells},
+               info)
+
+
+def load_model_file(
+    path: str | Path,
+) -> tuple[LSTMCSWeights | BLSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
+    """Read and check an LSTM-CS or BLSTM-CS model file; return ``(weights, A, spec, info)``.
+
+    Reading is bounded (see :func:`read_model_arrays`): a damaged or hostile
+    file raises :class:`ModelFileError` quickly, whatever it declares.
+
+    Parameters
+    ----------
+    path : path
+        A file written by :func:`save_model_file`.
+
+    Returns
+    -------
+    weights : LSTMCSWeights or BLSTMCSWeights
+        float32 weights (by the file's ``arch``, "lstm" when absent).
+    A : ndarray (M, N) float64
+        The sensing matrix.
+    spec : ProblemSpec
+        What the model was trained for.
+    info : dict
+        Free-form provenance.
+
+    Raises
+    ------
+    FileNotFoundError
+        The file does not exist.
+    ModelFileError
+        Not an LSTM-CS model file, an unsupported version or architecture, or
+        inconsistent contents (shapes, dtypes, sizes, non-finite values).
+    """
+    meta, arrays, A, spec = load_model_arrays(path, ("lstm", "blstm"))
+    arch = meta["arch"]
+    cls = BLSTMCSWeights if arch == "blstm" else LSTMCSWeights
+    kw: dict[str, Any] = {k: arrays[k] for k in ARCH_ARRAYS[arch]}
+    weights = cls(**kw, cell=str(meta["cell"]))
+    weights.validate(spec.M, spec.N)
+    return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta["info"])
+

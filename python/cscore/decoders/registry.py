@@ -1,0 +1,307 @@
+"""The one decoder registry: what every consumer of a decoder reads.
+
+:func:`register_decoder` records a :class:`DecoderSpec` per name; the consumers
+-- :func:`cscore.decoder` and :class:`cscore.Decoder` (and so configs, streams,
+``cscore.decode_file``, Dask), ``cscore bench``, ``cscore decode`` and the docs
+table -- read it through :func:`decoder_names`, :func:`get_decoder_spec` and
+:func:`decoder_specs`.  A registration declares what they need: matrix or model
+decoder, vector ("columns") or MMV ("batch") layout, the settings it accepts,
+the stopping rules it supports, and for a learned decoder its model class (whose
+file architecture is registered with the model-file loader at the same time).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from ..models.format import ARCHITECTURES, register_arch
+
+__all__ = [
+    "STOPPING_RULES",
+    "DecoderSpec",
+    "decoder_names",
+    "decoder_specs",
+    "get_decoder_spec",
+    "register_decoder",
+    "unregister_decoder",
+]
+
+#: The stopping rules a registration may declare: a fixed atom count
+#: (``n_nonzero=``), a residual threshold (``tol=`` float) and the threshold
+#: estimated from the measurements (``tol="auto"``).
+STOPPING_RULES = ("n_nonzero", "tol", "auto")
+
+
+@dataclass(frozen=True)
+class DecoderSpec:
+    """How the consumers run one registered decoder.
+
+    Attributes
+    ----------
+    name : str
+        The registry name (``cscore.decoder(name, ...)``).
+    func : callable
+        Matrix decoders: ``func(A, Y, **settings)`` with the layout below.
+        Model decoders: ``func(model, Y, **settings)`` on (M, L) or (B, M, L).
+    kind : {"matrix", "model"}
+        Whether the decoder is built from a sensing matrix or from a model.
+    layout : {"batch", "columns"}
+        ``"batch"``: ``func`` takes (M, L) or (B, M, L); ``"columns"``: ``func``
+        takes (M,) or (M, K) independent columns (OMP, BCS), and a problem's L
+        channels are decoded as L columns.
+    load : callable, optional
+        Model decoders: ``load(path) -> model`` (a model file, no pickle).
+    pretrained : callable, optional
+        Model decoders: ``pretrained(name) -> model``.
+    model_type : type, optional
+        Model decoders: the class a model object must be an instance of.
+    description : str
+        One line for listings.
+    settings : tuple of str
+        Accepted settings (keyword arguments of ``func``), for clear errors.
+    stopping : tuple of str
+        The stopping rules of :data:`STOPPING_RULES` it supports; empty for a
+        decoder with its own convergence rule (the Bayesian ones).
+    """
+
+    name: str
+    func: Callable[..., Any]
+    kind: str = "matrix"
+    layout: str = "batch"
+    load: Callable[[Any], Any] | None = None
+    pretrained: Callable[[str], Any] | None = None
+    model_type: type | None = None
+    description: str = ""
+    settings: tuple[str, ...] = field(default_factory=tuple)
+    stopping: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """Model-file architectures this decoder reads (its model class's ``ARCH``)."""
+        arch = getattr(self.model_type, "ARCH", "")
+        return (arch,) if arch else ()
+
+
+_REGISTRY: dict[str, DecoderSpec] = {}
+
+#: Settings the Decoder manages itself and never forwards.
+RESERVED_SETTINGS = frozenset({"return_result", "A", "Y", "y", "self", "model"})
+
+
+def _keyword_params(func: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return ()
+    names = []
+    for p in sig.parameters.values():
+        if p.kind is inspect.Parameter.VAR_KEYWORD:
+            return ()  # accepts anything
+        if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            if p.name not in RESERVED_SETTINGS and not p.name.startswith("_"):
+                names.append(p.name)
+    return tuple(names)
+
+
+def _model_decode(model: Any, Y: np.ndarray, **settings: Any) -> Any:
+    return model.decode(Y, **settings)
+
+
+def _default_pretrained(name: str) -> Any:
+    from ..models.registry import pretrained
+
+    return pretrained(name)
+
+
+def _stopping(stopping: Iterable[str] | None, settings: tuple[str, ...]) -> tuple[str, ...]:
+    if stopping is None:  # what the settings show; "auto" only when declared
+        return tuple(r for r in ("n_nonzero", "tol") if r in settings)
+    out = tuple(stopping)
+    bad = [r for r in out if r not in STOPPING_RULES]
+    if bad:
+        raise ValueError(f"unknown stopping rule {bad[0]!r}; known: {', '.join(STOPPING_RULES)}")
+    return out
+
+
+def register_decoder(
+    name: str,
+    func: Callable[..., Any] | None = None,
+    *,
+    load: Callable[[Any], Any] | None = None,
+    pretrained: Callable[[str], Any] | None = None,
+    model_type: type | None = None,
+    layout: str = "batch",
+    description: str = "",
+    settings: tuple[str, ...] | None = None,
+    stopping: Iterable[str] | None = None,
+    replace: bool = False,
+) -> DecoderSpec:
+    """Add a decoder to the registry that every consumer reads.
+
+    A matrix decoder passes ``func(A, Y, **settings)``.  A model-based decoder
+    passes ``model_type`` (its model class, with ``load(path)``, ``decode(Y,
+    **settings)`` and, to be read from model files, an ``ARCH`` and
+    ``file_shapes(meta)`` as :class:`cscore.decoders.learned.LearnedModel` has);
+    ``load``, ``pretrained`` and ``func`` default to ``model_type.load``,
+    :func:`cscore.pretrained` and ``model.decode(Y, **settings)``.  One line for
+    a learned decoder::
+
+        register_decoder("blstm-cs", model_type=BLSTMCS, stopping=("n_nonzero", "tol", "auto"))
+
+    Parameters
+    ----------
+    name : str
+        Registry name (lower case, as users type it).
+    func : callable, optional
+        The decoding function (see above); required for matrix decoders.
+    load, pretrained : callable, optional
+        Model loaders (model decoders).
+    model_type : type, optional
+        The model class; giving it (or ``load``) makes this a model decoder.
+        Its file architecture (``model_type.ARCH``) is registered with the
+        model-file loader.
+    layout : {"batch", "columns"}, default "batch"
+        Matrix decoders only: ``"columns"`` for single-vector functions such as
+        :func:`cscore.omp` that take (M, K) independent columns.
+    description : str
+        One line for listings.
+    settings : tuple of str, optional
+        Accepted settings; default: the keyword parameters of ``func`` (of
+        ``model_type.decode`` for model decoders).
+    stopping : iterable of str, optional
+        Supported stopping rules, from :data:`STOPPING_RULES`; default: those
+        of ``n_nonzero`` and ``tol`` that are settings (``"auto"`` only when
+        declared).
+    replace : bool, default False
+        Allow replacing an existing entry.
+
+    Returns
+    -------
+    DecoderSpec
+        The registered entry.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError("name must be a non-empty str")
+    if name in _REGISTRY and not replace:
+        raise ValueError(f"a decoder named {name!r} is already registered")
+    if layout not in ("batch", "columns"):
+        raise ValueError(f"layout must be 'batch' or 'columns', got {layout!r}")
+    kind = "model" if (load is not None or pretrained is not None or model_type is not None) \
+        else "matrix"
+    if kind == "matrix" and func is None:
+        raise ValueError("a matrix decoder needs func(A, Y, **settings)")
+    if kind == "model":
+        if load is None:
+            load = getattr(model_type, "load", None)
+        if func is None:
+            func = _model_decode
+            if settings is None and model_type is not None and hasattr(model_type, "decode"):
+                settings = _keyword_params(model_type.decode)
+        if pretrained is None:
+            pretrained = _default_pretrained
+    assert func is not None
+    if settings is None:
+        settings = _keyword_params(func) if func is not _model_decode else ()
+    spec = DecoderSpec(
+        name=name, func=func, kind=kind, layout=layout, load=load, pretrained=pretrained,
+        model_type=model_type, description=description, settings=tuple(settings),
+        stopping=_stopping(stopping, tuple(settings)),
+    )  # fmt: skip
+    _register_file_arch(spec)
+    _REGISTRY[name] = spec
+    return spec
+
+
+def _register_file_arch(spec: DecoderSpec) -> None:
+    """Register the model class's file architecture with the loader, once.
+
+    A subclass of the class already registered for its ``ARCH`` (a user's
+    variant of LSTMCS, say) leaves the table alone: files of that architecture
+    keep loading as the original class.  Another class claiming a taken
+    architecture is an error.
+    """
+    shapes = getattr(spec.model_type, "file_shapes", None)
+    if not spec.archs or shapes is None:
+        return
+    arch = spec.archs[0]
+    have = ARCHITECTURES.get(arch)
+    if have is not None and have.model_class not in (None, spec.model_type):
+        if have.model_class is not None and issubclass(spec.model_type, have.model_class):  # type: ignore[arg-type]
+            return
+        raise ValueError(
+            f"model-file architecture {arch!r} is already read by "
+            f"{getattr(have.model_class, '__name__', have.model_class)}; give "
+            f"{getattr(spec.model_type, '__name__', spec.model_type)} its own ARCH"
+        )
+    register_arch(arch, shapes, spec.model_type,
+                  check_meta=getattr(spec.model_type, "check_file_meta", None))
+
+
+def unregister_decoder(name: str) -> DecoderSpec:
+    """Remove decoder ``name`` from the registry (for tests and plugins).
+
+    A model-file architecture its model class brought stays registered.
+
+    Parameters
+    ----------
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    DecoderSpec
+        The removed entry.
+    """
+    spec = get_decoder_spec(name)
+    del _REGISTRY[spec.name]
+    return spec
+
+
+def decoder_names() -> list[str]:
+    """Names accepted by :func:`cscore.decoder`, in registration order.
+
+    Returns
+    -------
+    list of str
+    """
+    return list(_REGISTRY)
+
+
+def decoder_specs() -> list[DecoderSpec]:
+    """Every registered :class:`DecoderSpec`, in registration order.
+
+    Returns
+    -------
+    list of DecoderSpec
+    """
+    return list(_REGISTRY.values())
+
+
+def get_decoder_spec(name: str) -> DecoderSpec:
+    """The registration of decoder ``name`` (case-insensitive).
+
+    Parameters
+    ----------
+    name : str
+        A registered name.
+
+    Returns
+    -------
+    DecoderSpec
+
+    Raises
+    ------
+    ValueError
+        Unknown name; the message lists the known ones.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    key = name.lower()
+    if key not in _REGISTRY:
+        raise ValueError(f"unknown decoder {name!r}; known decoders: {', '.join(_REGISTRY)}")
+    return _REGISTRY[key]

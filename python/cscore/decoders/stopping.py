@@ -1,0 +1,483 @@
+"""Stopping without knowing the noise: ``tol="auto"`` for greedy decoders.
+
+The LSTM-CS paper stops a greedy decoder once the residual is as small as the
+noise, which needs the noise level.  In practice it is not known.  This module
+estimates it from the measurements of each problem and stops on the estimate,
+so that any greedy decoder that records its atoms in selection order gets the
+rule with one call of :func:`auto_decode_mmv` (OMP uses :func:`auto_decode_omp`).
+
+Method
+------
+1. **Greedy path.**  The decoder runs ``K = min(M - 1, N)`` steps and reports
+   its atoms in selection order.  (Decoders with one support per channel, such
+   as LSTM-CS, whose steps cost more, first run ``ceil(M / 2)`` steps; only
+   problems whose signal takes half of that path or more, step 2, run again to
+   the full length.)  The residual norm after every prefix of the path is
+   recomputed here from one batched QR factorization of the selected columns
+   (one per problem for a shared support, one per channel otherwise); the
+   prefix least-squares fits are exactly the decoder's, because a greedy
+   decoder stopped by ``tol`` is the same path cut short.
+2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
+   Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
+   channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
+   far below 1 while true atoms are being found and stays close to 1 once only
+   noise is left: then ``RR(k)**2`` is distributed as ``Beta((M - k) L / 2,
+   L / 2)`` for a fixed atom, whatever ``sigma``.  With the union bound over the
+   ``N - k + 1`` atoms a greedy step can pick, the threshold ``Gamma(k)**2 =
+   F^{-1}_{Beta((M-k)L/2, L/2)}(alpha / (K (N - k + 1)))`` is crossed by a
+   noise-only step with probability at most ``alpha``; the signal part is
+   ``k_rrt = max{k : RR(k) < Gamma(k)}``.  When no step crosses, the step with
+   the smallest union-bound p-value is taken (RRT's own fallback).
+3. **Noise estimate.**  ``sigma_hat**2 = E_{k_rrt} / (L (M - k_rrt))``: the
+   residual after the signal's atoms is noise projected off ``k_rrt``
+   dimensions.
+4. **Stop on it** with the paper's rule and the estimated level: the first step
+   whose summed channel residual norms are ``<= L * sigma_hat * sqrt(M L)``
+   (:func:`cscore.datasets.expected_noise_tol`; ``sigma_hat * sqrt(M)`` for a
+   single vector).
+
+Why RRT: it needs no noise level and no sparsity, has a finite-sample
+guarantee (support recovery with probability >= 1 - alpha at high SNR), costs
+one greedy path per problem, and works per problem: no batch needs to share
+one noise level.  Robust scale estimates from the measurements alone (median
+absolute deviation of ``y``) cannot separate noise from signal, because ``y``
+is a dense mixture of both; the greedy path separates them.  Stopping with the
+paper's rule on ``sigma_hat`` (rather than at ``k_rrt`` itself) keeps ``auto``
+and the oracle rule directly comparable: the two differ only in the noise level.
+
+References
+----------
+S. Kallummil, S. Kalyani, "Signal and noise statistics oblivious orthogonal
+matching pursuit", ICML 2018 (residual ratio thresholding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+from scipy import special
+
+from .._validation import check_positive_int
+from ..result import DecodeResult
+
+__all__ = [
+    "AUTO",
+    "AutoStop",
+    "auto_decode_mmv",
+    "auto_decode_omp",
+    "auto_stop",
+    "is_auto",
+    "rrt_thresholds",
+]
+
+#: The value of ``tol`` that asks for the noise to be estimated.
+AUTO = "auto"
+
+#: Default false-alarm level of the residual-ratio test.
+ALPHA = 0.1
+
+#: Items (problem x channel) factorized at once (bounds the memory of the QR).
+_CHUNK = 2048
+
+
+def is_auto(tol: Any) -> bool:
+    """True when ``tol`` asks for the automatic rule.
+
+    Parameters
+    ----------
+    tol : object
+        A decoder's ``tol`` argument.
+
+    Returns
+    -------
+    bool
+        ``tol == "auto"``.
+
+    Raises
+    ------
+    TypeError
+        ``tol`` is a string other than ``"auto"``.
+    """
+    if isinstance(tol, str):
+        if tol != AUTO:
+            raise TypeError(f"tol must be a real number >= 0, None or 'auto'; got {tol!r}")
+        return True
+    return False
+
+
+def path_length(M: int, N: int) -> int:
+    """Longest greedy path run to find where the signal ends: ``M - 1``, capped.
+
+    Parameters
+    ----------
+    M, N : int
+        Measurements and atoms.
+
+    Returns
+    -------
+    int
+        ``min(M - 1, N)``, at least 1.
+    """
+    return max(1, min(M - 1, N))
+
+
+def rrt_thresholds(
+    M: int, N: int, L: int, K: int, alpha: float = ALPHA, *, joint: bool = True
+) -> np.ndarray:
+    """The residual-ratio thresholds ``Gamma(k)``, k = 1..K (see the module docstring).
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels.
+    K : int
+        Path length.
+    alpha : float
+        Probability that a noise-only step is taken for signal.
+    joint : bool, default True
+        One atom per step shared by the channels (union bound over ``N - k + 1``
+        choices), or one atom per channel (``(N - k + 1)**L`` choices).
+
+    Returns
+    -------
+    ndarray (K,)
+        ``Gamma(k)`` in [0, 1) (0 where ``k >= M``).
+    """
+    k = np.arange(1, K + 1, dtype=np.float64)
+    a = np.maximum((M - k) * L / 2.0, 0.0)
+    q = alpha / (K * np.maximum(N - k + 1, 1.0) ** (1 if joint else L))
+    out = np.zeros(K)
+    ok = a > 0
+    out[ok] = np.sqrt(special.betaincinv(a[ok], L / 2.0, q[ok]))
+    return out
+
+
+@dataclass
+class AutoStop:
+    """Where the automatic rule stopped each problem, and what it estimated.
+
+    Attributes
+    ----------
+    x : ndarray (P, N, L)
+        Least-squares fit on the kept atoms.
+    atoms : ndarray (P, L, K) int
+        Kept atoms in selection order, -1 padded.
+    residual : ndarray (P, L)
+        Channel residual norms at the stop.
+    n_iter : ndarray (P,) int
+        Greedy steps kept.
+    sigma : ndarray (P,)
+        Estimated noise standard deviation.
+    tol : ndarray (P,)
+        The threshold used (the paper's rule with ``sigma``).
+    n_signal : ndarray (P,) int
+        ``k_rrt``: steps judged to add signal.
+    """
+
+    x: np.ndarray
+    atoms: np.ndarray
+    residual: np.ndarray
+    n_iter: np.ndarray
+    sigma: np.ndarray
+    tol: np.ndarray
+    n_signal: np.ndarray
+
+
+def _fit_paths(
+    A: np.ndarray, Y: np.ndarray, atoms: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """QR of every item's path; ``Y`` (I, M, C) shares the item's atoms (I, K).
+
+    Returns (res2 (I, C, K+1), z (I, K, C), R (I, K, K), valid (I, K)).
+    """
+    K = atoms.shape[1]
+    valid = atoms >= 0
+    # A path stops early only at its end: keep the valid prefix.
+    valid &= np.cumprod(valid, axis=1).astype(bool)
+    As = A.T[np.where(valid, atoms, 0)]  # (I, K, M)
+    As[~valid] = 0.0
+    Q, R = np.linalg.qr(As.transpose(0, 2, 1))  # (I, M, K), (I, K, K)
+    z = np.einsum("imk,imc->ikc", Q, Y)
+    z[~valid] = 0.0
+    perp = Y - np.einsum("imk,ikc->imc", Q, z)
+    tail = np.cumsum((z**2)[:, ::-1], axis=1)[:, ::-1]  # sum_{i>=k} z_i^2, (I, K, C)
+    res2 = np.zeros((Y.shape[0], Y.shape[2], K + 1))
+    res2[:, :, :K] = tail.transpose(0, 2, 1)
+    res2 += np.einsum("imc,imc->ic", perp, perp)[:, :, None]
+    return res2, z, R, valid
+
+
+def auto_stop(
+    A: Any, Y: Any, atoms: Any, *, alpha: float = ALPHA, max_atoms: int | None = None
+) -> AutoStop:
+    """Estimate each problem's noise from its greedy path and stop on it.
+
+    Parameters
+    ----------
+    A : array_like (M, N)
+        Sensing matrix.
+    Y : array_like (P, M, L)
+        Measurements.
+    atoms : array_like (P, K) or (P, L, K) int
+        The decoder's atoms in selection order (-1 padded): one support shared
+        by the channels (P, K), or one per channel (P, L, K).
+    alpha : float, default 0.1
+        False-alarm level of the residual-ratio test.
+    max_atoms : int, optional
+        Keep at most this many steps (a user's ``n_nonzero``).
+
+    Returns
+    -------
+    AutoStop
+        The fit, the kept atoms, the estimated noise and threshold.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    Y = np.asarray(Y, dtype=np.float64)
+    atoms = np.asarray(atoms, dtype=np.int64)
+    P, M, L = Y.shape
+    N = A.shape[1]
+    joint = atoms.ndim == 2
+    K = atoms.shape[-1]
+    if joint:  # one QR per problem, shared by its channels
+        Yi, ai, C = Y, atoms, L
+    else:  # one QR per channel
+        Yi, ai, C = Y.transpose(0, 2, 1).reshape(P * L, M, 1), atoms.reshape(P * L, K), 1
+    items = ai.shape[0]
+    res2 = np.empty((items, C, K + 1))
+    zs = np.empty((items, K, C))
+    Rs = np.empty((items, K, K))
+    valid = np.empty((items, K), dtype=bool)
+    for s in range(0, items, _CHUNK):
+        sl = slice(s, s + _CHUNK)
+        res2[sl], zs[sl], Rs[sl], valid[sl] = _fit_paths(A, Yi[sl], ai[sl])
+    res2 = np.maximum(res2, 0.0)
+    res2_p = res2.reshape(P, L, K + 1)
+    E = res2_p.sum(axis=1)  # (P, K+1) squared Frobenius residual
+    total = np.sqrt(res2_p).sum(axis=1)  # (P, K+1) summed channel norms
+
+    # Residual ratio thresholding.
+    k = np.arange(1, K + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rr2 = np.where(E[:, :-1] > 0, E[:, 1:] / E[:, :-1], 1.0)
+    rr2 = np.clip(np.nan_to_num(rr2, nan=1.0), 0.0, 1.0)
+    gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=joint) ** 2
+    choices = np.maximum(N - k + 1, 1.0) ** (1 if joint else L)
+    below = rr2 < gamma2[None, :]
+    n_sig = np.where(below.any(axis=1), K - np.argmax(below[:, ::-1], axis=1), 0)
+    none = ~below.any(axis=1)
+    if none.any():
+        a = np.maximum((M - k) * L / 2.0, 1e-9)
+        pval = special.betainc(a[None, :], L / 2.0, rr2[none]) * (K * choices)
+        n_sig[none] = np.argmin(pval, axis=1) + 1
+    dof = L * np.maximum(M - n_sig, 1)
+    sigma = np.sqrt(E[np.arange(P), n_sig] / dof)
+    tol = L * sigma * np.sqrt(M * L)
+
+    # The paper's rule on the estimate: first step with total <= tol.
+    hit = total <= tol[:, None] * (1 + 1e-12)
+    n_iter = np.where(hit.any(axis=1), np.argmax(hit, axis=1), K)
+    if max_atoms is not None:
+        n_iter = np.minimum(n_iter, max_atoms)
+
+    # Least squares on the kept prefix of every item.
+    n_item = np.minimum(n_iter if joint else np.repeat(n_iter, L), valid.sum(axis=1))
+    keep = np.arange(K)[None, :] < n_item[:, None]
+    both = keep[:, :, None] & keep[:, None, :]
+    Rk = np.where(both, Rs, np.eye(K)[None])
+    coef = np.linalg.solve(Rk, np.where(keep[:, :, None], zs, 0.0))  # (I, K, C)
+    x = np.zeros((items, N, C))
+    rows, cols = np.nonzero(keep)
+    x[rows, ai[rows, cols], :] = coef[rows, cols, :]
+    kept = np.where(keep, ai, -1)
+    resid = res2[np.arange(items), :, n_item]  # (I, C)
+    if joint:
+        X, kept3 = x, np.repeat(kept[:, None, :], L, axis=1)
+    else:
+        X = x[:, :, 0].reshape(P, L, N).transpose(0, 2, 1)
+        kept3 = kept.reshape(P, L, K)
+    return AutoStop(
+        x=np.ascontiguousarray(X),
+        atoms=kept3,
+        residual=np.sqrt(resid).reshape(P, L),
+        n_iter=n_iter.astype(np.int64),
+        sigma=sigma,
+        tol=tol,
+        n_signal=n_sig.astype(np.int64),
+    )
+
+
+def _two_stage(
+    decode_sub: Callable[[Any, int], np.ndarray],
+    A: np.ndarray,
+    Y3: np.ndarray,
+    n_nonzero: int | None,
+    alpha: float,
+    short_first: bool,
+) -> AutoStop:
+    """Path of ``ceil(M/2)`` steps; problems whose signal reaches its end get ``M - 1``.
+
+    ``decode_sub(index, K)`` returns the atoms of the problems ``index`` (None:
+    all) decoded with ``n_nonzero=K``.
+    """
+    M, N = A.shape
+    if n_nonzero is not None:
+        n_nonzero = check_positive_int(
+            "n_nonzero", n_nonzero, upper=min(M, N), upper_desc=f"min(M, N) for A of shape {(M, N)}"
+        )
+    K_long = path_length(M, N)
+    K1 = min(K_long, max(1, (M + 1) // 2)) if short_first else K_long
+    if n_nonzero is not None:
+        K1 = max(K1, min(int(n_nonzero), K_long))
+    st = auto_stop(A, Y3, decode_sub(None, K1), alpha=alpha, max_atoms=n_nonzero)
+    redo = np.nonzero(st.n_signal >= K1 // 2)[0] if K1 < K_long else np.zeros(0, dtype=int)
+    if redo.size == 0:
+        return st
+    st2 = auto_stop(A, Y3[redo], decode_sub(redo, K_long), alpha=alpha, max_atoms=n_nonzero)
+    atoms = np.full((*st.atoms.shape[:2], K_long), -1, dtype=np.int64)
+    atoms[:, :, :K1] = st.atoms
+    atoms[redo] = st2.atoms
+    st.atoms = atoms
+    for name in ("x", "residual", "n_iter", "sigma", "tol", "n_signal"):
+        getattr(st, name)[redo] = getattr(st2, name)
+    return st
+
+
+def _extra(st: AutoStop, sel: Any) -> dict[str, Any]:
+    return {"sigma_hat": st.sigma[sel], "tol_auto": st.tol[sel], "n_signal": st.n_signal[sel]}
+
+
+def auto_decode_mmv(
+    decode_path: Callable[[np.ndarray, int], Any],
+    A: Any,
+    Y: Any,
+    *,
+    n_nonzero: int | None = None,
+    return_result: bool = False,
+    alpha: float = ALPHA,
+    joint: bool = False,
+) -> np.ndarray | DecodeResult:
+    """``tol="auto"`` for a greedy MMV decoder: one call does it all.
+
+    Parameters
+    ----------
+    decode_path : callable
+        ``decode_path(Y3, K)`` decodes the batch ``Y3`` (B, M, L) with
+        ``n_nonzero=K`` and ``return_result=True``; its ``extra["atoms"]``
+        holds the atoms in selection order, (B, K) for a shared support or
+        (B, L, K) per channel.
+    A : array_like (M, N)
+        The sensing matrix the decoder uses.
+    Y : array_like (M, L) or (B, M, L)
+        Measurements (already validated by the decoder).
+    n_nonzero : int, optional
+        Also stop at this many steps.
+    return_result : bool, default False
+        Return a :class:`cscore.DecodeResult` (``extra`` adds ``sigma_hat``,
+        ``tol_auto`` and ``n_signal``, per problem).
+    alpha : float, default 0.1
+        False-alarm level of the residual-ratio test.
+    joint : bool, default False
+        Report the support as shared by the channels (SOMP's layout).
+
+    Returns
+    -------
+    ndarray (N, L) or (B, N, L), or DecodeResult
+        In ``Y``'s float dtype.
+    """
+    Y = np.asarray(Y)
+    single = Y.ndim == 2
+    Y3 = Y[None] if single else Y
+    A = np.asarray(A)
+    if Y.ndim not in (2, 3) or Y3.shape[1] != A.shape[0]:
+        raise ValueError(
+            f"Y must be (M, L) or (B, M, L) with M = {A.shape[0]} rows (A has shape "
+            f"{A.shape}); got Y of shape {Y.shape}"
+        )
+    dtypes: list[np.dtype] = []
+
+    def sub(index: Any, K: int) -> np.ndarray:
+        res = decode_path(Y3 if index is None else Y3[index], K)
+        dtypes.append(np.asarray(res.x).dtype)
+        return np.asarray(res.extra["atoms"])
+
+    st = _two_stage(sub, A, Y3, n_nonzero, alpha, short_first=not joint)
+    dtype = dtypes[0]
+    x = st.x.astype(dtype, copy=False)
+    if not return_result:
+        return x[0] if single else x
+    atoms: np.ndarray = st.atoms[:, 0, :] if joint else st.atoms
+    support = np.zeros(x.shape, dtype=bool)
+    b, c, j = np.nonzero(st.atoms >= 0)
+    support[b, st.atoms[b, c, j], c] = True
+    stop = np.full(x.shape[0], "tol")
+    sel: Any = 0 if single else slice(None)
+    return DecodeResult(
+        x=x[sel],
+        support=support[sel],
+        residual_norm=st.residual.astype(dtype)[sel],
+        n_iter=st.n_iter[sel],
+        stop_reason=stop[sel],
+        extra={"atoms": atoms[sel], **_extra(st, sel)},
+    )
+
+
+def auto_decode_omp(
+    decode_path: Callable[[np.ndarray, int], Any],
+    A: Any,
+    y: Any,
+    *,
+    n_nonzero: int | None = None,
+    return_result: bool = False,
+    alpha: float = ALPHA,
+) -> np.ndarray | DecodeResult:
+    """``tol="auto"`` for OMP's layout: ``y`` (M,) or (M, B), one problem per column.
+
+    Parameters
+    ----------
+    decode_path : callable
+        ``decode_path(y, K)``: OMP with ``n_nonzero=K, return_result=True``.
+    A : array_like (M, N)
+    y : array_like (M,) or (M, B)
+    n_nonzero : int, optional
+        Also stop at this many atoms.
+    return_result : bool, default False
+        Return a :class:`cscore.DecodeResult` as :func:`cscore.omp` does, with
+        ``sigma_hat``, ``tol_auto`` and ``n_signal`` in ``extra``.
+    alpha : float, default 0.1
+        False-alarm level of the residual-ratio test.
+
+    Returns
+    -------
+    ndarray (N,) or (N, B), or DecodeResult
+    """
+    y = np.asarray(y)
+    single = y.ndim == 1
+    Y2 = y[:, None] if single else y
+    A = np.asarray(A)
+    dtypes: list[np.dtype] = []
+
+    def sub(index: Any, K: int) -> np.ndarray:
+        res = decode_path(y if index is None else Y2[:, index], K)
+        dtypes.append(np.asarray(res.x).dtype)
+        return np.asarray(res.extra["atoms"]).reshape(-1, K)
+
+    st = _two_stage(sub, A, Y2.T[:, :, None], n_nonzero, alpha, short_first=False)
+    dtype = dtypes[0]
+    X = np.ascontiguousarray(st.x[:, :, 0].T).astype(dtype, copy=False)
+    if not return_result:
+        return X[:, 0] if single else X
+    kept = st.atoms[:, 0, :]
+    sup = np.zeros(X.shape if X.ndim == 2 else (X.shape[0], 1), dtype=bool)
+    b, j = np.nonzero(kept >= 0)
+    sup[kept[b, j], b] = True
+    sel: Any = 0 if single else slice(None)
+    return DecodeResult(
+        x=X[:, 0] if single else X,
+        support=sup[:, 0] if single else sup,
+        residual_norm=st.residual[:, 0].astype(dtype)[sel],
+        n_iter=st.n_iter[sel],
+        stop_reason=np.full(X.shape[1], "tol")[sel],
+        extra={"atoms": kept[sel], **_extra(st, sel)},
+    )

@@ -1,0 +1,628 @@
+"""The model file: one bounded container for every learned model of cscore.
+
+File format
+-----------
+An ``.npz`` archive (``numpy.savez``, readable with ``allow_pickle=False``) with
+the sensing matrix ``A`` (float64, (M, N)), the model's weights (float32 entries
+whose names and shapes its architecture declares) and ``meta``: a uint8 array
+holding UTF-8 JSON with ``format`` (:data:`FORMAT_NAME`), ``version``, ``arch``
+(the architecture; "lstm" when absent, as in files written before the field
+existed), the :class:`~cscore.problem.ProblemSpec` fields under ``spec``, free-form
+``info`` (training settings, data provenance) and whatever sizes the
+architecture needs (``cell`` and ``n_cells`` for LSTM-CS, ``arch_params`` for
+NWSOMP and CDSN-CS).
+
+Architectures
+-------------
+:data:`ARCHITECTURES` is the one table of what a file may hold: each
+architecture registers (:func:`register_arch`) a function from the checked
+metadata to the exact entries and shapes its files hold, and the model class
+that loads them.  The decoders register theirs when :mod:`cscore.decoders` is
+imported; :func:`cscore.models.load_model` picks the class from a file's
+``arch``.
+
+Loading is bounded: only the entries the architecture defines are read, each
+one's declared shape, dtype and size are checked against the metadata before
+its data is decompressed, ``meta`` is capped (:data:`MAX_META_BYTES`) and so is
+the total (:data:`MAX_ARRAYS_BYTES`); FIFOs and devices are refused without
+being read.  Every defect is a :class:`ModelFileError` naming the entry.
+Saving is atomic (:func:`save_npz_atomic`).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import stat
+import struct
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from ..problem import ProblemSpec
+
+__all__ = [
+    "ARCHITECTURES",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MAX_ARRAYS_BYTES",
+    "MAX_DIM",
+    "MAX_META_BYTES",
+    "Architecture",
+    "ModelFileError",
+    "load_model_arrays",
+    "read_model_arrays",
+    "read_model_meta",
+    "register_arch",
+    "save_model",
+    "save_npz_atomic",
+]
+
+FORMAT_NAME = "cscore.lstm_cs"
+FORMAT_VERSION = 1
+
+
+class ModelFileError(ValueError):
+    """A model file is malformed, of another format, or inconsistent.
+
+    The one error class of every cscore model file; the sequence-model and text
+    loaders raise subclasses of it.
+    """
+
+
+#: ``shapes(meta) -> {entry: shape}``: the weights a file of one architecture
+#: holds, from its checked metadata (raise ``KeyError``/``ValueError`` for
+#: unusable sizes).
+ShapesFromMeta = Callable[[Mapping[str, Any]], dict[str, tuple[int, ...]]]
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """One entry of :data:`ARCHITECTURES`.
+
+    Attributes
+    ----------
+    name : str
+        The ``arch`` stored in the file's metadata.
+    shapes : callable
+        ``shapes(meta) -> {entry: shape}`` of the weights (``A`` and ``meta``
+        are common to every architecture).
+    model_class : type, optional
+        The class whose ``load(path)`` reads such a file.
+    check_meta : callable, optional
+        ``check_meta(meta) -> str | None``: a message for metadata the
+        architecture cannot use (reported as a :class:`ModelFileError`).
+    """
+
+    name: str
+    shapes: ShapesFromMeta
+    model_class: type | None = None
+    check_meta: Callable[[Mapping[str, Any]], str | None] | None = None
+
+
+#: The architecture table: ``meta["arch"]`` -> :class:`Architecture`.
+ARCHITECTURES: dict[str, Architecture] = {}
+
+
+def register_arch(
+    name: str,
+    shapes: ShapesFromMeta,
+    model_class: type | None = None,
+    *,
+    check_meta: Callable[[Mapping[str, Any]], str | None] | None = None,
+) -> Architecture:
+    """Make the loader accept files of architecture ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The ``arch`` stored in the metadata.
+    shapes : callable
+        ``shapes(meta) -> {entry: shape}`` of the weight entries.
+    model_class : type, optional
+        The class whose ``load(path)`` reads such files (used by
+        :func:`cscore.models.load_model`).
+    check_meta : callable, optional
+        Extra metadata check, returning an error message or None.
+
+    Returns
+    -------
+    Architecture
+        The registered entry (registering a name again replaces it).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError("an architecture name must be a non-empty str")
+    entry = Architecture(name, shapes, model_class, check_meta)
+    ARCHITECTURES[name] = entry
+    return entry
+
+
+MAX_META_BYTES = 1 << 20
+#: Largest total size of a file's arrays once decompressed (bytes).  Shipped
+#: models are a few MB; the cap keeps a hostile file from costing more.
+MAX_ARRAYS_BYTES = 256 << 20
+#: Largest dimension accepted in ``meta`` (M, N, L, n_cells, ...).
+MAX_DIM = 1 << 20
+#: Most entries a model archive may list (checked before the directory is parsed).
+MAX_ENTRIES = 64
+#: Largest central directory accepted (bytes).
+_MAX_DIRECTORY_BYTES = 1 << 20
+#: Largest .npy header accepted (bytes).
+_MAX_NPY_HEADER = 1 << 14
+#: Array dtypes a model file may use (little-endian floats; uint8 for meta).
+_FLOAT_DTYPES = ("<f4", "<f8")
+
+
+def _fail(path: Path, what: str) -> ModelFileError:
+    return ModelFileError(f"{path}: {what}")
+
+
+def _strict_int(v: Any, lo: int = 0, hi: int = MAX_DIM) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+
+
+def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
+    """Type-check metadata strictly; every problem is a ModelFileError."""
+    if not isinstance(meta, dict):
+        raise _fail(path, f"metadata must be a JSON object, got {type(meta).__name__}")
+    if meta.get("format") != FORMAT_NAME:
+        raise ModelFileError(f"{path} is not a {FORMAT_NAME} file")
+    version = meta.get("version")
+    if not _strict_int(version, 0) or version != FORMAT_VERSION:
+        raise _fail(
+            path, f"format version {version!r}; this cscore reads version {FORMAT_VERSION}"
+        )
+    arch = meta.get("arch", "lstm")
+    if not isinstance(arch, str) or arch not in ARCHITECTURES:
+        raise _fail(path, f"unknown architecture {arch!r}; known: {sorted(ARCHITECTURES)}")
+    hook = ARCHITECTURES[arch].check_meta
+    problem = hook(meta) if hook is not None else None
+    if problem:
+        raise _fail(path, problem)
+    for k, v in meta.items():
+        if isinstance(v, int) and not isinstance(v, bool) and not _strict_int(v, 0):
+            raise _fail(path, f"metadata field {k!r} = {v} is out of range")
+    spec = meta.get("spec")
+    if not isinstance(spec, dict):
+        raise _fail(path, "metadata 'spec' must be an object")
+    # the fields of ProblemSpec, typed from its annotations (so a new field needs
+    # no change here)
+    ints = {f.name: (1 if f.name in ("M", "N", "L") else 0)
+            for f in fields(ProblemSpec) if f.type in ("int", int)}  # fmt: skip
+    strs = tuple(f.name for f in fields(ProblemSpec) if f.type in ("str", str))
+    known = set(ints) | set(strs)
+    extra = set(spec) - known
+    if extra:
+        raise _fail(path, f"bad problem spec: unknown fields {sorted(extra)}")
+    for k, lo in ints.items():
+        if k in spec and not _strict_int(spec[k], lo):
+            raise _fail(path, f"bad problem spec: {k} must be an int >= {lo}, got {spec[k]!r}")
+    for k in strs:
+        if k in spec and not isinstance(spec[k], str):
+            raise _fail(path, f"bad problem spec: {k} must be a string, got {spec[k]!r}")
+    for k in ("M", "N", "L"):
+        if k not in spec:
+            raise _fail(path, f"bad problem spec: {k} missing")
+    info = meta.get("info", {})
+    if info is None:
+        info = {}
+    if not isinstance(info, dict):
+        raise _fail(path, f"metadata 'info' must be an object, got {type(info).__name__}")
+    out = dict(meta)
+    out["arch"] = arch
+    out["info"] = info
+    return out
+
+
+def _open_regular(path: Path) -> IO[bytes]:
+    """Open ``path`` for reading; refuse anything but a regular file, never block."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no model file at {path}") from None
+    except IsADirectoryError:
+        raise ModelFileError(f"{path} is a directory, not a model file") from None
+    except OSError as exc:
+        raise _fail(path, f"cannot open: {exc}") from exc
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise ModelFileError(f"{path} is a directory, not a model file")
+        if not stat.S_ISREG(st.st_mode):
+            raise _fail(path, "not a regular file (a FIFO, device or socket is never read)")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _check_directory(path: Path, fh: IO[bytes]) -> None:
+    """Bound the archive's directory from its end record before zipfile parses it."""
+    size = fh.seek(0, os.SEEK_END)
+    if size < 22:
+        raise ModelFileError(
+            f"{path} is not a model file: not an .npz (zip) archive"
+            + (" (the file is empty)" if size == 0 else "")
+        )
+    tail_len = min(size, 22 + 65535)
+    fh.seek(size - tail_len)
+    tail = fh.read(tail_len)
+    pos = tail.rfind(b"PK\x05\x06")
+    if pos < 0 or len(tail) - pos < 22:
+        raise ModelFileError(f"{path} is not a model file: not an .npz (zip) archive")
+    _, _, _, n_here, n_total, dir_size, _, _ = struct.unpack("<4sHHHHIIH", tail[pos : pos + 22])
+    if n_total == 0xFFFF or dir_size == 0xFFFFFFFF:
+        return  # zip64 end record: zipfile reads the real counts; checked after
+    if max(n_here, n_total) > MAX_ENTRIES or dir_size > _MAX_DIRECTORY_BYTES:
+        raise _fail(path, f"archive lists {n_total} entries / {dir_size} directory bytes")
+
+
+def _read_npy_header(
+    path: Path, name: str, f: IO[bytes]
+) -> tuple[tuple[int, ...], np.dtype, bool, int]:
+    """Parse an .npy header from ``f`` by hand (bounded; no pickle, no eval)."""
+    head = f.read(10)
+    if len(head) < 10 or head[:6] != b"\x93NUMPY":
+        raise _fail(path, f"entry {name!r} is not an .npy array")
+    major = head[6]
+    if major == 1:
+        hlen = struct.unpack("<H", head[8:10])[0]
+        start = 10
+    elif major in (2, 3):
+        head += f.read(2)
+        if len(head) < 12:
+            raise _fail(path, f"entry {name!r}: truncated .npy header")
+        hlen = struct.unpack("<I", head[8:12])[0]
+        start = 12
+    else:
+        raise _fail(path, f"entry {name!r}: unsupported .npy version {major}")
+    if hlen > _MAX_NPY_HEADER:
+        raise _fail(path, f"entry {name!r}: .npy header of {hlen} bytes is too large")
+    raw = f.read(hlen)
+    if len(raw) < hlen:
+        raise _fail(path, f"entry {name!r}: truncated .npy header")
+    try:
+        text = raw.decode("latin1" if major < 3 else "utf-8")
+        if len(text) > 2000 or text.count("(") > 4 or text.count("{") > 1:
+            raise ValueError("header too complex")
+        d = ast.literal_eval(text)
+        if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
+            raise ValueError("keys")
+        descr, fortran, shape = d["descr"], d["fortran_order"], d["shape"]
+        if not isinstance(descr, str) or not isinstance(fortran, bool):
+            raise ValueError("descr/fortran_order")
+        if not isinstance(shape, tuple) or not all(_strict_int(n, 0, 1 << 62) for n in shape):
+            raise ValueError("shape")
+        dtype = np.dtype(descr)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise _fail(path, f"entry {name!r}: malformed .npy header ({exc})") from None
+    return shape, dtype, fortran, start + hlen
+
+
+def _read_entry(
+    path: Path, zf: zipfile.ZipFile, name: str, want_shape: tuple[int, ...] | None,
+    dtypes: tuple[str, ...], max_bytes: int,
+) -> np.ndarray:
+    """Read entry ``name``.npy, checking its header against the spec before its data."""
+    info = zf.getinfo(name + ".npy")
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise _fail(path, f"entry {name!r}: unsupported compression {info.compress_type}")
+    if info.flag_bits & 0x1:
+        raise _fail(path, f"entry {name!r} is encrypted")
+    with zf.open(info) as f:
+        shape, dtype, fortran, hdr = _read_npy_header(path, name, f)
+        if dtype.hasobject or dtype.str not in dtypes:
+            raise _fail(path, f"entry {name!r} has dtype {dtype}; expected one of {list(dtypes)}")
+        if want_shape is not None and shape != want_shape:
+            raise _fail(path, f"entry {name!r} has shape {shape}, expected {want_shape}")
+        if len(shape) != 1 and want_shape is None:
+            raise _fail(path, f"entry {name!r} must be 1-D, has shape {shape}")
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * dtype.itemsize
+        if nbytes > max_bytes:
+            raise _fail(path, f"entry {name!r} declares {nbytes} bytes (cap {max_bytes})")
+        if info.file_size != hdr + nbytes:
+            raise _fail(
+                path,
+                f"entry {name!r}: archive size {info.file_size} disagrees with its "
+                f".npy header ({hdr + nbytes} bytes)",
+            )
+        data = f.read(nbytes)
+        if len(data) != nbytes:
+            raise _fail(path, f"entry {name!r} is truncated")
+        f.read(1)  # reach the end of the member: zipfile checks its CRC there
+    arr = np.frombuffer(data, dtype=dtype)
+    shaped = arr.reshape(shape, order="F") if fortran else arr.reshape(shape)
+    return np.ascontiguousarray(shaped).copy()
+
+
+def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
+    fh = _open_regular(path)
+    try:
+        _check_directory(path, fh)
+        fh.seek(0)
+        zf = zipfile.ZipFile(fh)
+        names = [i.filename for i in zf.infolist()]
+        if len(names) > MAX_ENTRIES:
+            raise _fail(path, f"archive lists {len(names)} entries")
+        if len(set(names)) != len(names):
+            raise _fail(path, "archive lists an entry twice")
+        return fh, zf
+    except BaseException as exc:
+        fh.close()
+        if isinstance(exc, (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error,
+                            ValueError, NotImplementedError, RuntimeError, KeyError,
+                            OverflowError, MemoryError)) and not isinstance(
+            exc, (ModelFileError, FileNotFoundError)
+        ):
+            raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None
+        raise
+
+
+_READ_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error, ValueError,
+                NotImplementedError, RuntimeError, KeyError, OverflowError, MemoryError)
+
+
+def _meta_from(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:
+    if "meta.npy" not in zf.NameToInfo:
+        raise _fail(path, "no metadata (entry 'meta' missing)")
+    blob = _read_entry(path, zf, "meta", None, ("|u1",), MAX_META_BYTES)
+    try:
+        meta = json.loads(blob.tobytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _fail(path, f"entry 'meta': metadata is not valid JSON: {str(exc)[:200]}") from None
+    return _check_meta(path, meta)
+
+
+def read_model_meta(path: str | Path) -> dict[str, Any]:
+    """Read and check only the metadata of a model file (cheap and bounded).
+
+    Parameters
+    ----------
+    path : path
+        A model file.
+
+    Returns
+    -------
+    dict
+        The checked metadata (``arch`` filled in, ``info`` a dict).
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file.
+    """
+    path = Path(path)
+    fh, zf = _open_archive(path)
+    try:
+        with fh, zf:
+            return _meta_from(path, zf)
+    except ModelFileError:
+        raise
+    except _READ_ERRORS as exc:
+        raise _fail(path, f"unreadable entry 'meta': {exc}") from None
+
+
+def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """Read a model file of any architecture of :data:`ARCHITECTURES`, bounded.
+
+    Only the entries the format defines for the file's architecture are read;
+    each one's declared shape, dtype and size are checked against the metadata
+    before its data is decompressed, the total is capped by
+    :data:`MAX_ARRAYS_BYTES`, and every array must be finite.  Nothing is
+    unpickled.
+
+    Parameters
+    ----------
+    path : path
+        A model file.
+
+    Returns
+    -------
+    meta : dict
+        Checked metadata.
+    arrays : dict of str to ndarray
+        The arrays of :data:`COMMON_ARRAYS` and the architecture's entry.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file, naming the entry concerned.
+    """
+    path = Path(path)
+    fh, zf = _open_archive(path)
+    try:
+        with fh, zf:
+            meta = _meta_from(path, zf)
+            spec = meta["spec"]
+            try:
+                shapes: dict[str, tuple[int, ...]] = {"A": (int(spec["M"]), int(spec["N"]))}
+                arch_shapes = ARCHITECTURES[meta["arch"]].shapes(meta)
+                shapes.update({n: tuple(int(v) for v in shp) for n, shp in arch_shapes.items()})
+            except KeyError as exc:
+                raise _fail(path, f"metadata lacks the dimension {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise _fail(path, f"entry 'meta' has unusable sizes: {exc}") from None
+            present = set(zf.NameToInfo)
+            wanted = {n + ".npy" for n in shapes} | {"meta.npy"}
+            missing = sorted(n[:-4] for n in wanted - present)
+            if missing:
+                raise _fail(path, f"lacks the arrays {missing}")
+            extra = sorted(present - wanted)
+            if extra:
+                raise _fail(path, f"holds entries the format does not define: {extra[:5]}")
+            total = 0
+            for shp in shapes.values():
+                count = 1
+                for v in shp:
+                    count *= v
+                total += count * 8
+            if total > MAX_ARRAYS_BYTES:
+                raise _fail(path, f"declared sizes total {total} bytes (cap {MAX_ARRAYS_BYTES})")
+            arrays: dict[str, np.ndarray] = {}
+            for n, shp in shapes.items():
+                try:
+                    arr = _read_entry(path, zf, n, shp, _FLOAT_DTYPES, MAX_ARRAYS_BYTES)
+                except ModelFileError:
+                    raise
+                except _READ_ERRORS as exc:
+                    raise _fail(path, f"entry {n!r} is unreadable: {exc}") from None
+                if not np.isfinite(arr).all():
+                    raise _fail(path, f"entry {n!r} contains NaN or infinity")
+                arrays[n] = arr
+            return meta, arrays
+    except ModelFileError:
+        raise
+    except _READ_ERRORS as exc:
+        raise _fail(path, f"unreadable: {exc}") from None
+
+
+def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
+    """Write ``arrays`` as a compressed ``.npz`` at ``path``, atomically.
+
+    The archive goes to a temporary file in the same folder, is flushed and
+    fsync'ed, then renamed over ``path``: a failure at any point (disk full,
+    quota, a signal) leaves an existing ``path`` untouched and no temporary
+    file behind.  Every model format of cscore saves through this function.
+
+    Parameters
+    ----------
+    path : path
+        Destination (replaced if it exists).
+    arrays : mapping of str to ndarray
+        Entry names and arrays (no object arrays).
+    """
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.savez_compressed(fh, allow_pickle=False, **arrays)  # type: ignore[arg-type]
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+def save_model(
+    path: str | Path,
+    arch: str,
+    arrays: Mapping[str, np.ndarray],
+    A: np.ndarray,
+    spec: ProblemSpec,
+    meta_fields: Mapping[str, Any] | None = None,
+    info: Mapping[str, Any] | None = None,
+) -> None:
+    """Write a model file (float32 weights, float64 ``A``, compressed), atomically.
+
+    Parameters
+    ----------
+    path : path
+        File to write (replaced atomically, see :func:`save_npz_atomic`).
+    arch : str
+        Architecture name stored in the metadata.
+    arrays : mapping of str to ndarray
+        The weights (stored as float32).
+    A : ndarray (M, N)
+        The sensing matrix (stored as float64).
+    spec : ProblemSpec
+        What the model was trained for.
+    meta_fields : mapping, optional
+        The architecture's own metadata fields (sizes needed to check the
+        weights when loading), JSON-serializable.
+    info : mapping, optional
+        JSON-serializable provenance.
+
+    Raises
+    ------
+    ValueError
+        ``A`` does not match ``spec``, or ``info`` is too large.
+    """
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    if A.shape != (spec.M, spec.N):
+        raise ValueError(f"A has shape {A.shape}, spec says ({spec.M}, {spec.N})")
+    meta = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "arch": arch,
+        **dict(meta_fields or {}),
+        "spec": asdict(spec),
+        "info": dict(info or {}),
+    }
+    blob = np.frombuffer(json.dumps(meta, sort_keys=True).encode("utf-8"), dtype=np.uint8)
+    if blob.size > MAX_META_BYTES:
+        raise ValueError(f"info is too large ({blob.size} bytes of JSON; at most {MAX_META_BYTES})")
+    out = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
+    save_npz_atomic(path, {"meta": blob, "A": A, **out})
+
+
+def load_model_arrays(
+    path: str | Path, archs: tuple[str, ...]
+) -> tuple[dict[str, Any], dict[str, np.ndarray], np.ndarray, ProblemSpec]:
+    """Read and check a model file of one of ``archs``.
+
+    Parameters
+    ----------
+    path : path
+        The ``.npz`` file.
+    archs : tuple of str
+        The architectures the caller can build a model from.
+
+    Returns
+    -------
+    meta : dict
+        Checked metadata (``info`` a dict).
+    arrays : dict of str to ndarray
+        The weights, checked against the architecture's shapes.
+    A : ndarray (M, N) float64
+        The sensing matrix (no all-zero column).
+    spec : ProblemSpec
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file, or an architecture not in ``archs``.
+    """
+    path = Path(path)
+    meta, arrays = read_model_arrays(path)
+    if meta["arch"] not in archs:
+        want = " or ".join(map(repr, archs))
+        raise _fail(path, f"entry 'meta' says arch {meta['arch']!r}, expected {want}")
+    try:
+        spec = ProblemSpec(**meta["spec"])
+    except (TypeError, ValueError) as exc:
+        raise _fail(path, f"bad problem spec: {exc}") from None
+    A = np.ascontiguousarray(arrays.pop("A"), dtype=np.float64)
+    if not np.any(A != 0, axis=0).all():
+        raise _fail(path, "entry 'A' has an all-zero column")
+    return meta, arrays, A, spec

@@ -1,0 +1,267 @@
+"""The one resolver from a name or a path to a model, and the pretrained models.
+
+Pretrained models are the ``.npz`` files in the package directory
+``cscore/models/`` and in the directories named by the ``CSCORE_MODEL_PATH``
+environment variable (separated by ``os.pathsep``; searched first).  A model's
+name is its file name without ``.npz``.  Any model file loads as the class its
+``arch`` names in :data:`cscore.models.format.ARCHITECTURES` (filled in by the
+decoders' registrations).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .format import ARCHITECTURES, ModelFileError, read_model_meta
+
+__all__ = [
+    "ModelEntry",
+    "file_sha256",
+    "is_model_path",
+    "list_pretrained",
+    "load_model",
+    "model_dirs",
+    "pretrained",
+    "pretrained_entries",
+    "resolve_model",
+]
+
+_PACKAGE_MODELS = Path(__file__).resolve().parent
+
+
+def model_dirs() -> list[Path]:
+    """Directories searched for pretrained models, in search order.
+
+    Returns
+    -------
+    list of pathlib.Path
+    """
+    dirs = [Path(p) for p in os.environ.get("CSCORE_MODEL_PATH", "").split(os.pathsep) if p]
+    dirs.append(_PACKAGE_MODELS)
+    return dirs
+
+
+def _files() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for d in model_dirs():
+        if not d.is_dir():
+            continue
+        for f in sorted(d.glob("*.npz")):
+            found.setdefault(f.stem, f)
+    return dict(sorted(found.items()))
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """What the listing shows about one pretrained model (read from its metadata).
+
+    ``error`` is set (and the sizes are 0) when the file's metadata is unreadable.
+    """
+
+    name: str
+    path: Path
+    size_bytes: int
+    description: str = ""
+    M: int = 0
+    N: int = 0
+    L: int = 0
+    n_cells: int = 0
+    cell: str = ""
+    transform: str = ""
+    dataset: str = ""
+    arch: str = ""
+    error: str = ""
+
+
+def _int(v: Any) -> int:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def _entry(name: str, path: Path) -> ModelEntry:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        size = 0
+    try:
+        meta = read_model_meta(path)
+        spec = meta["spec"]
+        info = meta["info"]
+        desc = str(info.get("description", "")).strip()[:500]
+        if not desc:
+            desc = (
+                f"LSTM-CS {spec.get('dataset') or 'model'}: M={spec.get('M')}, "
+                f"N={spec.get('N')}, L={spec.get('L')}, {meta.get('n_cells')} cells"
+            )
+        return ModelEntry(
+            name=name,
+            path=path,
+            size_bytes=size,
+            description=desc,
+            M=_int(spec.get("M")),
+            N=_int(spec.get("N")),
+            L=_int(spec.get("L")),
+            n_cells=_int(meta.get("n_cells")),
+            cell=str(meta.get("cell", "")),
+            transform=str(spec.get("transform", "")),
+            dataset=str(spec.get("dataset", "")),
+            arch=str(meta.get("arch", "")),
+        )
+    except Exception as exc:  # one bad file must never break the listing
+        return ModelEntry(name=name, path=path, size_bytes=size, error=str(exc)[:500] or repr(exc))
+
+
+def pretrained_entries() -> list[ModelEntry]:
+    """Every pretrained model found, sorted by name, with its metadata.
+
+    Returns
+    -------
+    list of ModelEntry
+        Unreadable files are listed too, with ``error`` set.
+    """
+    return [_entry(name, path) for name, path in _files().items()]
+
+
+def list_pretrained() -> list[tuple[str, str]]:
+    """Return ``(name, description)`` of every pretrained model, sorted by name.
+
+    Returns
+    -------
+    list of (str, str)
+
+    Examples
+    --------
+    >>> import cscore
+    >>> isinstance(cscore.list_pretrained(), list)
+    True
+    """
+    return [(e.name, e.description or f"unreadable: {e.error}") for e in pretrained_entries()]
+
+
+def pretrained(name: str) -> Any:
+    """Load the pretrained model ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A name from :func:`list_pretrained` (the file name without ``.npz``).
+
+    Returns
+    -------
+    LSTMCS, BLSTMCS, NWSOMP or CDSNCS
+        The loaded model, of the class its file's ``arch`` names.
+
+    Raises
+    ------
+    ValueError
+        No model of that name; the message lists the known names.
+    ModelFileError
+        The file exists but is malformed.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}")
+    files = _files()
+    if name not in files:
+        known = ", ".join(files) if files else "none installed"
+        raise ValueError(f"unknown pretrained model {name!r}; known models: {known}")
+    return load_model(files[name])
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """Load any cscore model file, choosing the class by the ``arch`` in its metadata.
+
+    Parameters
+    ----------
+    path : path
+        An ``.npz`` model file.
+
+    Returns
+    -------
+    LSTMCS, BLSTMCS, NWSOMP, CDSNCS or any registered learned model
+        LSTM-CS files (no ``arch``, or ``"lstm"``) load as :class:`cscore.LSTMCS`,
+        ``"blstm"`` files as :class:`cscore.BLSTMCS`.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Malformed, or of an architecture no registered decoder reads.
+    """
+    arch = read_model_meta(Path(path))["arch"]
+    cls: Any = ARCHITECTURES[arch].model_class
+    if cls is None:
+        raise ModelFileError(f"{path}: no model class is registered for arch {arch!r}")
+    return cls.load(path)
+
+
+def is_model_path(text: str | os.PathLike[str]) -> bool:
+    """Whether ``text`` names a model file rather than a pretrained model.
+
+    A path separator, the ``.npz`` suffix or an existing file make it a path.
+
+    Parameters
+    ----------
+    text : str or path
+
+    Returns
+    -------
+    bool
+    """
+    s = os.fspath(text)
+    return os.path.sep in s or s.endswith(".npz") or Path(s).is_file()
+
+
+def resolve_model(name_or_path: str | os.PathLike[str]) -> tuple[Any, Any]:
+    """A model from a pretrained name or a model file, and how to name it again.
+
+    Parameters
+    ----------
+    name_or_path : str or path
+        A name from :func:`list_pretrained`, or a path (see :func:`is_model_path`).
+
+    Returns
+    -------
+    model : object
+        The loaded model, of the class its file's ``arch`` names.
+    ref : str or dict
+        The name, or ``{"file": absolute path, "sha256": digest}`` for a file.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at the path.
+    ValueError
+        Unknown pretrained name, or a malformed file (``ModelFileError``).
+    """
+    if not isinstance(name_or_path, (str, os.PathLike)):
+        raise TypeError(f"a model must be named by a str or a path, got "
+                        f"{type(name_or_path).__name__}")
+    if not is_model_path(name_or_path):
+        return pretrained(os.fspath(name_or_path)), os.fspath(name_or_path)
+    path = Path(name_or_path).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"model file not found: {path}")
+    return load_model(path), {"file": str(path), "sha256": file_sha256(path)}
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """The sha256 hex digest of a file's bytes (read in 1 MiB blocks).
+
+    Parameters
+    ----------
+    path : path
+        File to hash.
+
+    Returns
+    -------
+    str
+    """
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
