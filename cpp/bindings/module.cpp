@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "cscore/blas.hpp"
+#include "cscore/cpu.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -23,6 +24,17 @@ void set_blas(const py::dict& capsules) {
     }
 }
 
+// (variable, value, recognized): the environment variable that set the
+// instruction set ("" when none did), its value (decoded as os.environ decodes
+// it), and whether it was understood.
+py::tuple cpu_isa_request() {
+    const auto& st = cscore::cpu::isa_setting();
+    PyObject* value = PyUnicode_DecodeFSDefaultAndSize(st.value.data(),
+                                                       static_cast<Py_ssize_t>(st.value.size()));
+    if (value == nullptr) throw py::error_already_set();
+    return py::make_tuple(st.variable, py::reinterpret_steal<py::str>(value), st.recognized);
+}
+
 py::list blas_names() {
     py::list out;
     for (const auto& kv : cscore::blas::registry()) out.append(kv.first);
@@ -38,6 +50,14 @@ PYBIND11_MODULE(_core, m) {
     m.def("_blas_names", &blas_names, "Names of the registered BLAS/LAPACK routines.");
     m.def("hardware_concurrency", []() { return std::thread::hardware_concurrency(); },
           "Number of hardware threads reported by the C++ runtime.");
+    m.def("cpu_isa", []() { return std::string(cscore::cpu::isa_name(cscore::cpu::active_isa())); },
+          "Instruction set the kernels use: 'avx512', 'avx2' or 'generic' (the best the "
+          "CPU supports, capped by the CSCORE_ISA environment variable).");
+    m.def("cpu_isa_supported",
+          []() { return std::string(cscore::cpu::isa_name(cscore::cpu::supported_isa())); },
+          "Best instruction set the CPU supports: 'avx512', 'avx2' or 'generic'.");
+    m.def("_cpu_isa_request", &cpu_isa_request,
+          "(variable, value, recognized) of the environment setting read for cpu_isa.");
     cscore::bindings::register_greedy(m);
     cscore::bindings::register_bcs(m);
     cscore::bindings::register_sbl(m);

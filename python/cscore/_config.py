@@ -1,4 +1,5 @@
-"""Package-level settings: the number of threads used to decode batches."""
+"""Package-level settings: the number of threads used to decode batches, and the
+instruction set the compiled kernels use."""
 
 from __future__ import annotations
 
@@ -11,7 +12,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MAX_THREADS", "get_num_threads", "num_threads", "set_num_threads"]
+from . import _core
+
+__all__ = [
+    "MAX_THREADS",
+    "get_num_threads",
+    "instruction_set",
+    "num_threads",
+    "set_num_threads",
+]
 
 #: The largest thread count accepted anywhere (a larger value is a mistake).
 MAX_THREADS = 1024
@@ -143,3 +152,46 @@ def resolve_threads(n_threads: Any) -> int:
     """
     value = _check_threads("n_threads", n_threads, allow_none=True)
     return _num_threads if value is None else value
+
+
+def instruction_set() -> str:
+    """Return the instruction set the compiled kernels use in this process.
+
+    It is the best the CPU supports (``"avx512"``, ``"avx2"`` or ``"generic"``),
+    capped by the ``CSCORE_ISA`` environment variable (``generic``, ``avx2``,
+    ``avx512`` or ``auto``), which is read once, when cscore is imported.
+    ``CSCORE_DISABLE_AVX2=1`` is a deprecated alias of ``CSCORE_ISA=generic``.
+    See ``docs/performance.md``.
+
+    Returns
+    -------
+    str
+        ``"avx512"``, ``"avx2"`` or ``"generic"``; never more than the CPU
+        supports.
+
+    Examples
+    --------
+    >>> from cscore._config import instruction_set
+    >>> instruction_set() in ("avx512", "avx2", "generic")
+    True
+    """
+    return str(_core.cpu_isa())
+
+
+def _check_isa_variable() -> None:
+    """Warn when ``CSCORE_ISA`` has a value the core did not recognize.
+
+    The core reads the variable once (here, at import) and treats an unknown value
+    as ``auto``.
+    """
+    variable, value, recognized = _core._cpu_isa_request()
+    if not recognized:
+        warnings.warn(
+            f"ignoring {variable}={value!r}: not one of generic, avx2, avx512, auto; "
+            f"using the best instruction set the CPU supports ({_core.cpu_isa()})",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+
+
+_check_isa_variable()

@@ -44,6 +44,7 @@
 #endif
 
 #include "cscore/blas.hpp"
+#include "cscore/cpu.hpp"
 #include "cscore/linalg.hpp"
 #include "cscore/parallel.hpp"
 #include "cscore/result.hpp"
@@ -573,10 +574,11 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, const View3<const T>
 }
 
 // Decodes problems [begin, end).  The generic version relies on the registered
-// BLAS gemv for the O(N n) step; the AVX2 version (x86-64 with GCC/Clang, chosen
-// at run time when the CPU supports it) inlines the whole kernel compiled for
-// AVX2, which beats a BLAS call at these small sizes.  Either way every problem
-// runs the same code for the whole call, whatever the thread count.
+// BLAS gemv for the O(N n) step; the AVX2 version (x86 with GCC/Clang, chosen
+// at run time when cpu::active_isa() is avx2 or above, see cpu.hpp) inlines the
+// whole kernel compiled for AVX2, which beats a BLAS call at these small sizes.
+// Either way every problem runs the same code for the whole call, whatever the
+// thread count.
 template <class T>
 void decode_range_generic(const Dictionary<T>& D, const View3<const T>& Y, std::ptrdiff_t begin,
                           std::ptrdiff_t end, const Options& opt, Workspace<T>& ws,
@@ -594,18 +596,6 @@ __attribute__((target("avx2,fma"))) void decode_range_avx2(const Dictionary<T>& 
                                                            const Outputs<T>& out, Control* ctl) {
     for (std::ptrdiff_t p = begin; p < end && !should_stop(ctl); ++p)
         decode_one<T, false>(D, Y, p, opt, ws, out);
-}
-
-// True when the CPU has AVX2 and FMA, unless the environment variable
-// CSCORE_DISABLE_AVX2 is set to a non-empty value other than "0" (read once; lets
-// the portable path be tested and compared on an AVX2 machine).
-inline bool cpu_has_avx2() {
-    static const bool ok = [] {
-        const char* off = std::getenv("CSCORE_DISABLE_AVX2");
-        if (off != nullptr && off[0] != '\0' && !(off[0] == '0' && off[1] == '\0')) return false;
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }();
-    return ok;
 }
 #endif
 
@@ -626,7 +616,7 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
     const Dictionary<T> D(A, M, N, lda, opt.gram_limit, store_gram);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
-    const bool avx2 = cpu_has_avx2();
+    const bool avx2 = cpu::isa_at_least(cpu::Isa::avx2);
 #else
     const bool avx2 = false;
 #endif

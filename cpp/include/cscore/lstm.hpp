@@ -28,6 +28,7 @@
 #endif
 
 #include "cscore/blas.hpp"
+#include "cscore/cpu.hpp"
 #include "cscore/parallel.hpp"
 #include "cscore/result.hpp"
 
@@ -215,9 +216,10 @@ inline void activate_sse(Cell cell, int n, const GateRows<float>& r, float* c, f
 #endif
 
 #if defined(CSCORE_LSTM_SIMD) && defined(__x86_64__) && !defined(__AVX2__)
-// The same with 8 floats at a time for CPUs with AVX2, chosen at run time (the
-// default build targets baseline x86-64).  Same operations in the same order as
-// the scalar and 4-wide code (no FMA contraction), hence the same results.
+// The same with 8 floats at a time, chosen at run time when cpu::active_isa() is
+// avx2 or above (the default build targets baseline x86-64).  Same operations in
+// the same order as the scalar and 4-wide code (no FMA contraction), hence the
+// same results.
 #define CSCORE_LSTM_AVX2 1
 #define CSCORE_AVX2_FN __attribute__((target("avx2")))
 typedef float vf8 __attribute__((vector_size(32)));
@@ -277,11 +279,6 @@ CSCORE_AVX2_FN inline void activate_avx2(Cell cell, int n, const GateRows<float>
     const GateRows<float> rest{r.i + n8, r.f + n8, r.g + n8, r.o + n8, r.bi, r.bf, r.bg, r.bo};
     activate_sse(cell, n - n8, rest, c + n8, v + n8, first);
 }
-
-inline bool cpu_has_avx2() {
-    static const bool yes = __builtin_cpu_supports("avx2") != 0;
-    return yes;
-}
 #endif
 
 #ifdef CSCORE_LSTM_SIMD
@@ -289,7 +286,7 @@ template <>
 inline void activate<float>(Cell cell, int n, const GateRows<float>& r, float* c, float* v,
                             bool first) {
 #ifdef CSCORE_LSTM_AVX2
-    if (cpu_has_avx2()) {
+    if (cpu::isa_at_least(cpu::Isa::avx2)) {
         activate_avx2(cell, n, r, c, v, first);
         return;
     }
@@ -341,9 +338,10 @@ struct LstmWork {
 // operations whatever n is and wherever problem b sits in the chunk: acc = 0
 // (beta = 0) or acc = C[b, j] (beta = 1, the only other value allowed),
 // then acc = acc + W[j, kk] * X[b, kk] for kk = 0..k-1 in order (one fused
-// multiply-add per step on CPUs with FMA, chosen once per process; a multiply
-// and an add otherwise).  The vector code runs problems in SIMD lanes, which are
-// independent, so a problem decodes bit-identically alone or in any batch.  (A
+// multiply-add per step when cpu::active_isa() is avx2 or above, chosen once per
+// process; a multiply and an add otherwise).  The vector code runs problems in
+// SIMD lanes, which are independent, so a problem decodes bit-identically alone
+// or in any batch.  (A
 // BLAS call does not promise that: gemv and gemm, or gemm edge kernels, sum in
 // different orders.)  Lanes past n read and write padding rows: the buffers are
 // padded to whole kPadRows rows (see LstmWork).
@@ -433,8 +431,9 @@ CSCORE_FMA_FN inline void times_weights_fma(int n, int m, int k, const float* X,
     for (; j < m; ++j) fma_rows<1>(n, k, X, ldx, W, ldw, C, j, accumulate);
 }
 
-// AVX-512: the same per-lane arithmetic (one single-precision FMA per step, in
-// the same order) on 16 lanes, so results equal the AVX2 path's bit for bit.
+// AVX-512 (when cpu::active_isa() is avx512): the same per-lane arithmetic (one
+// single-precision FMA per step, in the same order) on 16 lanes, so results equal
+// the AVX2 path's bit for bit.
 #define CSCORE_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
 
 template <int J, int V>
@@ -478,19 +477,6 @@ CSCORE_AVX512_FN inline void times_weights_avx512(int n, int m, int k, const flo
     for (; j + 8 <= m; j += 8) fma512_rows<8>(n, k, X, ldx, W, ldw, C, j, accumulate);
     for (; j < m; ++j) fma512_rows<1>(n, k, X, ldx, W, ldw, C, j, accumulate);
 }
-
-inline bool cpu_has_avx512() {
-    static const bool yes = __builtin_cpu_supports("avx512f") != 0 &&
-                            __builtin_cpu_supports("avx2") != 0 &&
-                            __builtin_cpu_supports("fma") != 0;
-    return yes;
-}
-
-inline bool cpu_has_fma() {
-    static const bool yes =
-        __builtin_cpu_supports("avx2") != 0 && __builtin_cpu_supports("fma") != 0;
-    return yes;
-}
 #endif
 
 }  // namespace detail
@@ -506,11 +492,12 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
                                  const float* Wt, int ldw, float* C, float beta) {
     const bool acc = beta != 0.0f;
 #ifdef CSCORE_LSTM_FMA
-    if (n > 8 && detail::cpu_has_avx512()) {
+    const cpu::Isa isa = cpu::active_isa();
+    if (n > 8 && isa >= cpu::Isa::avx512) {
         detail::times_weights_avx512(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
-    if (detail::cpu_has_fma()) {
+    if (isa >= cpu::Isa::avx2) {
         detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
