@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _blas
-from ._config import get_num_threads, num_threads, set_num_threads
+from ._config import get_num_threads, instruction_set, num_threads, set_num_threads
 from .decoders import (
     BLSTMCS,
     CDSNCS,
@@ -66,6 +66,7 @@ __all__ = [
     "decoder",
     "decoder_names",
     "get_num_threads",
+    "instruction_set",
     "list_pretrained",
     "mtbcs",
     "num_threads",

@@ -9,7 +9,7 @@ Cholesky factorization (O(N n) work to add the n-th atom, no per-step solve).
 Batches are split across threads with the GIL released; results never depend on
 the thread count.  On x86-64 CPUs with AVX2/FMA the kernel runs a build of itself
 vectorized for them (chosen at run time); setting the environment variable
-``CSCORE_DISABLE_AVX2=1`` before the first call selects the portable build instead
+``CSCORE_ISA=generic`` before the first call selects the portable build instead
 (results then differ from the AVX2 build by rounding only).
 
 Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
