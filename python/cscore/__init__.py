@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _blas
+from ._version import __version__
 from ._config import get_num_threads, instruction_set, num_threads, set_num_threads
 from .decoders import (
     BLSTMCS,
@@ -51,7 +52,6 @@ def __getattr__(name: str) -> Any:
         return train_lstm_cs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-__version__ = "0.1.0"
 
 __all__ = [
     "BLSTMCS",

@@ -91,7 +91,8 @@ def small_mnist_model(
     -------
     LSTMCS
     """
-    import cscore
+    from ..decoders.learned import LSTMCS
+    from ..training.lstm import train_lstm_cs
 
     from .._torch import import_torch
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples, paper_matrix
@@ -105,7 +106,7 @@ def small_mnist_model(
     name = f"mnist-m{M}-t{n_tuples}-c{n_cells}-e{epochs}-end{train_end}-s{seed}.npz"
     path = cache / name
     if path.exists():
-        return cscore.LSTMCS.load(path)
+        return LSTMCS.load(path)
     import_torch()
     cache.mkdir(parents=True, exist_ok=True)
     images, labels = load_mnist(*_mnist_files(Path(data_dir)))
@@ -124,7 +125,7 @@ def small_mnist_model(
                        dataset=f"mnist ({n_tuples} tuples before {train_end})")  # fmt: skip
     cfg = TrainConfig(n_cells=n_cells, max_epochs=epochs, patience=2, seed=seed,
                       batch_size=128, n_threads=1, progress=progress)  # fmt: skip
-    model = cscore.train_lstm_cs(
+    model = train_lstm_cs(
         S_tr, S_va, A, spec, path=path, config=cfg, k_range=k_range,
         info={"description": f"small MNIST model for `cscore bench phase` (M={M})"},
     )  # fmt: skip

@@ -131,9 +131,9 @@ def versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             out[pkg] = "absent"
     if out["cscore"] == "absent":
-        import cscore
+        from .._version import __version__
 
-        out["cscore"] = f"{cscore.__version__} (source tree)"
+        out["cscore"] = f"{__version__} (source tree)"
     return out
 
 
@@ -153,11 +153,11 @@ def machine() -> str:
                     break
     except OSError:
         pass
-    import cscore
+    from .._config import get_num_threads
 
     return (
         f"{platform.system()} {platform.release()}, {cpu}, {os.cpu_count()} logical CPUs, "
-        f"cscore threads {cscore.get_num_threads()}"
+        f"cscore threads {get_num_threads()}"
     )
 
 

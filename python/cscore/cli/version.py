@@ -15,7 +15,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print ``cscore <version>``; return 0."""
-    import cscore
+    from .._version import __version__
 
-    print(f"cscore {cscore.__version__}")
+    print(f"cscore {__version__}")
     return 0
