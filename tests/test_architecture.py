@@ -155,5 +155,5 @@ def test_the_checker_sees_a_forbidden_import(tmp_path, monkeypatch):
     monkeypatch.setattr(Path, "rglob", lambda self, pat: [fake])
     monkeypatch.setattr(Path, "read_text",
                         lambda self, encoding=None: "from ..cli import app\n")
-    with pytest.raises(AssertionError, match="imports cscore.cli"):
+    with pytest.raises(AssertionError, match=r"imports cscore\.cli"):
         test_imports_follow_the_layers()

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import _blas
-from ._version import __version__
 from ._config import get_num_threads, instruction_set, num_threads, set_num_threads
+from ._version import __version__
 from .decoders import (
     BLSTMCS,
     CDSNCS,

@@ -91,13 +91,11 @@ def small_mnist_model(
     -------
     LSTMCS
     """
-    from ..decoders.learned import LSTMCS
-    from ..training.lstm import train_lstm_cs
-
     from .._torch import import_torch
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples, paper_matrix
+    from ..decoders.learned import LSTMCS
     from ..problem import ProblemSpec
-    from ..training.lstm import TrainConfig
+    from ..training.lstm import TrainConfig, train_lstm_cs
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # Training sparsities as for the shipped MNIST models (scaling them down with
