@@ -15,7 +15,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``decode`` options to ``p``."""
     g = p.add_argument_group("decoder (a config file, or by flags)")
     g.add_argument("--config", type=Path, help="decoder config JSON (from Decoder.save)")
-    g.add_argument("--decoder", help="decoder name (omp, somp, bcs, mtbcs, tsbl, tmsbl, lstm-cs)")
+    from ..decoders import decoder_specs
+
+    names = ", ".join(f"{s.name}{' (needs --model)' if s.kind == 'model' else ''}"
+                      for s in decoder_specs())
+    g.add_argument("--decoder", help=f"decoder name, one of: {names}")
     g.add_argument("--matrix", type=Path, help="sensing matrix A (M, N) as .npy")
     g.add_argument("--model", help="model decoders: pretrained name or model file")
     g.add_argument("--n-nonzero", type=int, help="setting n_nonzero")
