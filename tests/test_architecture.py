@@ -157,3 +157,14 @@ def test_the_checker_sees_a_forbidden_import(tmp_path, monkeypatch):
                         lambda self, encoding=None: "from ..cli import app\n")
     with pytest.raises(AssertionError, match=r"imports cscore\.cli"):
         test_imports_follow_the_layers()
+
+
+def test_readme_decoder_table_is_the_registry():
+    from cscore.decoders import decoder_table
+
+    readme = ROOT.parents[1] / "README.md"
+    if not readme.is_file():
+        pytest.skip("README.md is not beside the package (installed elsewhere)")
+    text = readme.read_text(encoding="utf-8")
+    block = text.split("<!-- decoder-table -->\n", 1)[1].split("\n<!-- /decoder-table -->", 1)[0]
+    assert block == decoder_table(), "run: PYTHONPATH=python python scripts/decoder_table.py"

@@ -19,6 +19,7 @@ from .registry import (
     DecoderSpec,
     decoder_names,
     decoder_specs,
+    decoder_table,
     get_decoder_spec,
     register_decoder,
     unregister_decoder,
@@ -37,6 +38,7 @@ __all__ = [
     "decoder",
     "decoder_names",
     "decoder_specs",
+    "decoder_table",
     "get_decoder_spec",
     "mtbcs",
     "omp",
@@ -58,10 +60,10 @@ register_decoder("mtbcs", mtbcs, stopping=(), description="multitask BCS (Ji et 
 register_decoder("tsbl", tsbl, stopping=(), description="T-SBL (Zhang & Rao 2011)")
 register_decoder("tmsbl", tmsbl, stopping=(), description="T-MSBL (Zhang & Rao 2011)")
 register_decoder("lstm-cs", model_type=LSTMCS, stopping=_GREEDY,
-                 description="LSTM-CS (Palangi et al. 2016), per-channel supports; needs a model")
+                 description="LSTM-CS (Palangi et al. 2016), per-channel supports")
 register_decoder("blstm-cs", model_type=BLSTMCS, stopping=_GREEDY,
-                 description="bidirectional LSTM-CS (Palangi's thesis 4.6); needs a model")
+                 description="bidirectional LSTM-CS (Palangi's thesis 4.6)")
 register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,
-                 description="NWSOMP (Palangi et al. 2013), learned SOMP; needs a model")
+                 description="NWSOMP (Palangi et al. 2013), learned SOMP")
 register_decoder("cdsn-cs", model_type=CDSNCS, stopping=_GREEDY,
-                 description="CDSN-CS (Palangi's thesis 4.7), per-channel; needs a model")
+                 description="CDSN-CS (Palangi's thesis 4.7), per-channel")

@@ -26,6 +26,7 @@ __all__ = [
     "DecoderSpec",
     "decoder_names",
     "decoder_specs",
+    "decoder_table",
     "get_decoder_spec",
     "register_decoder",
     "unregister_decoder",
@@ -305,3 +306,22 @@ def get_decoder_spec(name: str) -> DecoderSpec:
     if key not in _REGISTRY:
         raise ValueError(f"unknown decoder {name!r}; known decoders: {', '.join(_REGISTRY)}")
     return _REGISTRY[key]
+
+
+def decoder_table() -> str:
+    """A markdown table of every registered decoder (the docs' table is this one).
+
+    Returns
+    -------
+    str
+        One row per decoder: name, what it is built from, the problem layout,
+        the stopping rules it supports and its description.
+    """
+    rows = ["| name | built from | problem | stopping | description |",
+            "|---|---|---|---|---|"]
+    for s in decoder_specs():
+        built = "a model (`model=`)" if s.kind == "model" else "a matrix `A`"
+        layout = "each channel alone" if s.layout == "columns" else "(M, L) / (B, M, L)"
+        stop = ", ".join(f"`{r}`" for r in s.stopping) or "its own convergence rule"
+        rows.append(f"| `{s.name}` | {built} | {layout} | {stop} | {s.description} |")
+    return "\n".join(rows)
