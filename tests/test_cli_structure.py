@@ -45,3 +45,18 @@ def test_version_subcommand(capsys):
 
     assert cli.main(["version"]) == 0
     assert capsys.readouterr().out.strip() == f"cscore {cscore.__version__}"
+
+
+def test_models_lists_each_model_with_its_decoder_and_the_text_models(capsys):
+    import cscore
+
+    assert cli.main(["models"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
+    for name, _ in cscore.list_pretrained():
+        model = cscore.pretrained(name)
+        expected = {"LSTMCS": "lstm-cs", "BLSTMCS": "blstm-cs", "NWSOMP": "nwsomp",
+                    "CDSNCS": "cdsn-cs"}[type(model).__name__]
+        assert rows[name][1] == expected
+    assert "0 ()" not in out
+    assert "cranfield-lstm" in out.split("text encoders")[1]
