@@ -393,8 +393,10 @@ def test_registry_lists_and_loads(rng, model_dir, capsys):
     assert cli_main(["models"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["name", "M", "N", "L", "cells", "transform", "dataset", "size"]
+    assert lines[0].split() == ["name", "decoder", "M", "N", "L", "cells", "transform",
+                                "dataset", "size"]
     alpha = next(line for line in lines if line.startswith("alpha"))
-    assert alpha.split()[:8] == ["alpha", "20", "40", "3", "16", "(paper)", "none", "mnist"]
+    assert alpha.split()[:9] == ["alpha", "lstm-cs", "20", "40", "3", "16", "(paper)", "none",
+                                 "mnist"]
     assert "KiB" in alpha
     assert any(line.startswith("broken") and "unreadable" in line for line in lines)

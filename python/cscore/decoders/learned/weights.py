@@ -48,7 +48,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -73,6 +73,9 @@ __all__ = [
 
 #: gate order per cell type
 CELL_GATES: dict[str, str] = {"paper": "igo", "lstm": "ifgo"}
+
+_W = TypeVar("_W", bound="_WeightsMixin")
+
 
 class _WeightsMixin:
     """What LSTMCSWeights and BLSTMCSWeights share: the gate count, validation, casting.
@@ -99,6 +102,22 @@ class _WeightsMixin:
         """
         _check_weight_arrays(self, self.arch, M, N)
 
+    def astype(self: _W, dtype: Any) -> _W:
+        """Return a copy with every array cast to ``dtype`` (C-contiguous).
+
+        Parameters
+        ----------
+        dtype : dtype
+            float32 or float64.
+
+        Returns
+        -------
+        LSTMCSWeights or BLSTMCSWeights
+            Of the same class.
+        """
+        extra = dict(getattr(self, "extra", {}))
+        return type(self)(**self._cast_arrays(dtype), cell=self.cell, extra=extra)  # type: ignore[call-arg]
+
     def _cast_arrays(self, dtype: Any) -> dict[str, np.ndarray]:
         """Every array of ``_ARRAYS`` cast to ``dtype`` (C-contiguous), by name."""
         return {k: np.ascontiguousarray(getattr(self, k), dtype=dtype) for k in self._ARRAYS}
@@ -123,20 +142,6 @@ class LSTMCSWeights(_WeightsMixin):
     def n_cells(self) -> int:
         """Number of LSTM cells H."""
         return int(self.R.shape[1])
-
-    def astype(self, dtype: Any) -> LSTMCSWeights:
-        """Return a copy with every array cast to ``dtype`` (C-contiguous).
-
-        Parameters
-        ----------
-        dtype : dtype
-            float32 or float64.
-
-        Returns
-        -------
-        LSTMCSWeights
-        """
-        return LSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
 
 
 def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
@@ -190,20 +195,6 @@ class BLSTMCSWeights(_WeightsMixin):
         """Cells H of each direction (0 if ``R`` is not 2-D)."""
         R = np.asarray(self.R)
         return int(R.shape[1]) if R.ndim == 2 else 0
-
-    def astype(self, dtype: Any) -> BLSTMCSWeights:
-        """Return a copy with every array cast to ``dtype`` (C-contiguous).
-
-        Parameters
-        ----------
-        dtype : dtype
-            float32 or float64.
-
-        Returns
-        -------
-        BLSTMCSWeights
-        """
-        return BLSTMCSWeights(**self._cast_arrays(dtype), cell=self.cell, extra=dict(self.extra))
 
     def direction(self, backward: bool) -> LSTMCSWeights:
         """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).
