@@ -432,7 +432,7 @@ def test_cli_bad_arguments_exit_2_without_traceback(argv, msg, capsys, tmp_path,
         argv = [*argv, "--out", str(tmp_path / "out"), "--no-plot", "--no-progress"]
     assert cli_main(argv) == 2
     err = capsys.readouterr().err
-    assert "error:" in err and msg in err, err
+    assert f"cscore {argv[0]}: error:" in err and msg in err, err
     assert "Traceback" not in err
     assert not (tmp_path / "out").exists()  # refused before doing anything
 
@@ -445,7 +445,7 @@ def test_cli_train_without_torch(capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` raises ImportError
     assert cli_main(["train", "--out", str(tmp_path / "m.npz"), "--data", "demo"]) == 2
     err = capsys.readouterr().err
-    assert "cscore: error:" in err and "PyTorch" in err and "Traceback" not in err
+    assert "cscore train: error:" in err and "PyTorch" in err and "Traceback" not in err
     assert not (tmp_path / "m.npz").exists()
 
 

@@ -80,6 +80,21 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def error_prefix(command: str | None) -> str:
+    """The one prefix of every error message: ``cscore <command>: error:``.
+
+    Parameters
+    ----------
+    command : str or None
+        The subcommand (None: the top level).
+
+    Returns
+    -------
+    str
+    """
+    return f"cscore {command}: error:" if command else "cscore: error:"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``cscore`` console script.
 
@@ -92,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     -------
     int
         Exit status: 0 on success, 2 for bad arguments or unusable input
-        (reported as ``cscore: error: ...`` on stderr, without a traceback).
+        (reported as ``cscore <command>: error: ...`` on stderr, without a
+        traceback).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -109,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             msg = f"{exc} (is the optional dependency {exc.name!r} installed?)"
         else:
             msg = str(exc) or type(exc).__name__
-        print(f"cscore: error: {msg}", file=sys.stderr)
+        print(f"{error_prefix(args.command)} {msg}", file=sys.stderr)
         return 2
 
 
