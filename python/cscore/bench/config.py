@@ -323,10 +323,11 @@ def choose_decoders(config: BenchConfig, model: Any, trained: str | None = None)
         if model is None:
             raise BenchConfigError("--decoders", f"{d} needs --model (see `cscore models`)")
         if spec.model_type is not None and not isinstance(model, spec.model_type):
+            own = model_decoder(model)
             raise BenchConfigError(
                 "--decoders",
                 f"{d} needs a {spec.model_type.__name__} model, but --model {config.model} "
-                f"is a {type(model).__name__} (run its decoder, {model_decoder(model)})",
+                f"is a {type(model).__name__}" + (f" (its decoder is {own})" if own else ""),
             )
     return decoders
 

@@ -95,7 +95,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "demo-dct-m32 for --data demo)")
     p.add_argument("--decoders", default=None,
                    help=f"comma-separated, from: {', '.join(decoder_names())} (default: the "
-                   "model's decoder,somp,omp with a model, else somp,omp,tmsbl)")
+                   "model's own decoder, somp, omp with a model, else somp, omp, tmsbl)")
     p.add_argument("--k", default=None,
                    help=f"sparsities, '5,10,20' or '5:30:5' (default {DEFAULT_K})")
     p.add_argument("--sigma", default="0.005",
