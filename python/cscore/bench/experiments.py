@@ -13,6 +13,7 @@ import json
 import math
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +22,7 @@ import numpy as np
 
 from ..metrics import nmse_per_item
 from .decoders import decoder_names, run_decoder, uses_stopping_rule
+from .tally import WarningTally
 
 #: Stopping rules of the greedy decoders in :func:`sweep`.
 STOP_RULES = ("tol", "auto", "k")
@@ -415,6 +417,7 @@ def sweep(
     stop: Sequence[str] = ("tol",),
     model: Any = None,
     progress: bool = True,
+    tally: WarningTally | None = None,
 ) -> SweepResult:
     """Run ``decoders`` on ``make_problems(value)`` for every value.
 
@@ -435,10 +438,13 @@ def sweep(
         (``tol="auto"``, :mod:`cscore.decoders.stopping`), "k" stops at the true number of
         nonzeros per channel.  Each greedy decoder appears once per rule,
         labelled ``name (rule)``.
-    model : LSTMCS, optional
-        For "lstm-cs".
+    model : object, optional
+        The model of the model decoders (an LSTMCS for "lstm-cs", ...).
     progress : bool
         Show a progress bar.
+    tally : WarningTally, optional
+        Catch the decoders' warnings and count them here per run label
+        (default: they are shown as usual).
 
     Returns
     -------
@@ -474,9 +480,10 @@ def sweep(
             k = ps.k if rule == "k" else None
             rules: dict[str, float | str] = {"tol": ps.tol, "auto": "auto"}
             tol = rules.get(rule or "")
-            t0 = time.perf_counter()
-            S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=model)
-            dt = time.perf_counter() - t0
+            with tally.catch(label) if tally is not None else nullcontext():
+                t0 = time.perf_counter()
+                S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=model)
+                dt = time.perf_counter() - t0
             per = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S, zero="nan")
             result.nmse[label].append(float(np.nanmean(per)) if np.isfinite(per).any() else
                                       float("nan"))
@@ -504,6 +511,7 @@ def phase_transition(
     threshold: float = 1e-2,
     seed: int = 0,
     progress: bool = True,
+    tally: WarningTally | None = None,
 ) -> dict[str, Any]:
     """Empirical phase transition on noiseless synthetic problems.
 
@@ -520,8 +528,8 @@ def phase_transition(
     rhos : sequence of float
         Sparsity ratios ``k / M`` in (0, 1].
     decoders : sequence of str
-        Names from :func:`cscore.decoder_names` (not "lstm-cs": no model
-        exists for every M).
+        Names from :func:`cscore.decoder_names`, matrix decoders only (no
+        model exists for every M).
     L : int, default 4
         Channels per problem.
     n_trials : int, default 20
@@ -534,6 +542,8 @@ def phase_transition(
         Base seed (each grid point derives its own).
     progress : bool, default True
         Show a progress bar.
+    tally : WarningTally, optional
+        Catch the decoders' warnings and count them here per decoder.
 
     Returns
     -------
@@ -554,9 +564,10 @@ def phase_transition(
                 M, N, L, k, n_problems=n_trials, joint=joint, seed=seed + 1000 * di + ri
             )
             for name in decoders:
-                t0 = time.perf_counter()
-                S_hat = run_decoder(name, ps.A, ps.Y, k=k)
-                dt = (time.perf_counter() - t0) / n_trials
+                with tally.catch(name) if tally is not None else nullcontext():
+                    t0 = time.perf_counter()
+                    S_hat = run_decoder(name, ps.A, ps.Y, k=k)
+                    dt = (time.perf_counter() - t0) / n_trials
                 err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 success[name][ri, di] = float(np.mean(err < threshold))
                 rows += [

@@ -12,16 +12,25 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..metrics import nmse_per_item
-from .decoders import decoder_names, run_decoder, uses_stopping_rule
+from .decoders import decoder_names, needs_model, run_decoder, uses_stopping_rule
 from .experiments import mnist_problems
+from .tally import WarningTally
 
-__all__ = ["FIG48_RATIOS", "default_cache_dir", "mnist_phase", "small_mnist_model"]
+__all__ = [
+    "FIG48_RATIOS",
+    "check_mnist_phase_data",
+    "default_cache_dir",
+    "mnist_phase",
+    "small_mnist_model",
+    "small_model_decoder",
+]
 
 #: The thesis' m/n values (eq. 4.18).
 FIG48_RATIOS = (0.10, 0.15, 0.20, 0.25, 0.30, 0.35, 0.40, 0.45, 0.50)
@@ -48,6 +57,75 @@ def _mnist_files(data_dir: Path) -> tuple[Path, Path]:
     if not imgs or not labs:
         raise FileNotFoundError(f"no MNIST IDX files (*images-idx3-ubyte*) in {data_dir}")
     return imgs[0], labs[0]
+
+
+def _n_val(end: int) -> int:
+    """Validation digits of :func:`small_mnist_model` among the ``end`` before the test ones."""
+    return max(4, end // 10)
+
+
+def check_mnist_phase_data(
+    data_dir: str | Path, *, first_index: int = 6000, train_models: bool = False
+) -> int:
+    """Check an MNIST folder for :func:`mnist_phase` before anything is written.
+
+    Parameters
+    ----------
+    data_dir : path
+        Folder with the MNIST IDX files.
+    first_index : int, default 6000
+        The test digits start here.
+    train_models : bool, default False
+        Also check that the digits before ``first_index`` suffice to train
+        :func:`small_mnist_model`.
+
+    Returns
+    -------
+    int
+        The number of digits in the folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        No folder, or no IDX files in it.
+    ValueError
+        Unreadable files, ``first_index`` past the last digit, or too few
+        training digits.
+    """
+    from ..datasets import load_mnist
+
+    path = Path(data_dir)
+    if not path.is_dir():
+        raise FileNotFoundError(f"no MNIST folder at {path}")
+    _, labels = load_mnist(*_mnist_files(path))
+    assert labels is not None
+    n = int(labels.shape[0])
+    if not 0 <= first_index < n:
+        raise ValueError(
+            f"first_index={first_index} leaves no image: {path} holds {n} digits (use "
+            f"--first-index 0 for digit files the shipped models never saw)"
+        )
+    end = min(first_index, n)
+    if train_models and end - _n_val(end) < 40:
+        raise ValueError(f"training needs more digits before index {first_index}; got {end}")
+    return n
+
+
+def small_model_decoder() -> str:
+    """The registered decoder that runs the models :func:`small_mnist_model` trains.
+
+    Returns
+    -------
+    str
+        The decoder registered for :class:`cscore.LSTMCS` models.
+    """
+    from ..decoders import decoder_specs
+    from ..decoders.learned import LSTMCS
+
+    names = [s.name for s in decoder_specs() if s.kind == "model" and s.model_type is LSTMCS]
+    if not names:  # pragma: no cover - the package registers one
+        raise ValueError("no decoder is registered for LSTMCS models")
+    return names[0]
 
 
 def small_mnist_model(
@@ -110,7 +188,7 @@ def small_mnist_model(
     images, labels = load_mnist(*_mnist_files(Path(data_dir)))
     assert labels is not None
     end = min(train_end, labels.shape[0])
-    n_val = max(4, end // 10)
+    n_val = _n_val(end)
     if end - n_val < 40:
         raise ValueError(f"training needs more digits before index {train_end}; got {end}")
     digits = (0, 1, 2, 3)
@@ -145,6 +223,7 @@ def mnist_phase(
     fraction: float = 0.9,
     seed: int = 0,
     progress: bool = True,
+    tally: WarningTally | None = None,
 ) -> dict[str, Any]:
     """Success maps and transition curves on MNIST (the thesis' Fig. 4.8).
 
@@ -153,7 +232,8 @@ def mnist_phase(
     data_dir : path
         Folder with the MNIST IDX files.
     decoders : sequence of str
-        Names from :func:`cscore.decoder_names`; "lstm-cs" needs ``models``.
+        Names from :func:`cscore.decoder_names`; a model decoder (LSTM-CS)
+        needs ``models``.
     ratios : sequence of float
         ``m / n`` values (n = 144).
     rhos : sequence of float, optional
@@ -169,6 +249,8 @@ def mnist_phase(
         ``<= nmse_ok`` (0.6 and 0.9 in the thesis).
     seed : int
     progress : bool
+    tally : WarningTally, optional
+        Catch the decoders' warnings and count them here per decoder.
 
     Returns
     -------
@@ -186,8 +268,10 @@ def mnist_phase(
     for name in decoders:
         if name not in decoder_names():
             raise ValueError(f"unknown decoder {name!r}; known: {', '.join(decoder_names())}")
-    if "lstm-cs" in decoders and not models:
-        raise ValueError("lstm-cs in the MNIST phase transition needs models (--train-models)")
+    for name in decoders:
+        if needs_model(name) and not models:
+            raise ValueError(f"{name} in the MNIST phase transition needs models "
+                             f"(--train-models)")
     rate = {n: np.full((len(rhos), len(ratios)), np.nan) for n in decoders}
     rows: list[dict[str, Any]] = []
     bar = tqdm(total=len(ratios) * len(rhos), disable=not progress, desc="MNIST phase")
@@ -200,15 +284,16 @@ def mnist_phase(
             ps = mnist_problems(data_dir, A, k, sigma=sigma, seed=seed, n_tuples=n_tuples,
                                 first_index=first_index)  # fmt: skip
             for name in decoders:
-                if name == "lstm-cs" and model is None:
+                if needs_model(name) and model is None:
                     continue
                 uses_stop = uses_stopping_rule(name)
                 kk = ps.k if uses_stop and stop == "k" else None
                 rules: dict[str, float | str] = {"tol": ps.tol, "auto": "auto"}
                 tol = rules.get(stop) if uses_stop else None
-                t0 = time.perf_counter()
-                S_hat = run_decoder(name, A, ps.Y, k=kk, tol=tol, model=model)
-                dt = (time.perf_counter() - t0) / ps.S.shape[0]
+                with tally.catch(name) if tally is not None else nullcontext():
+                    t0 = time.perf_counter()
+                    S_hat = run_decoder(name, A, ps.Y, k=kk, tol=tol, model=model)
+                    dt = (time.perf_counter() - t0) / ps.S.shape[0]
                 err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
                 rate[name][ri, di] = float(np.mean(err <= nmse_ok))
                 rows += [
