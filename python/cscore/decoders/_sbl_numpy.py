@@ -94,6 +94,33 @@ def _lambda_update(
     return resid2 / (M * L) + lam * spec.trace_ratio(lam) / M
 
 
+def _prune(
+    prune: float, gamma: np.ndarray, Phi: np.ndarray, keep: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Remove the rows whose ``gamma`` fell below ``prune`` (their columns of ``Phi``)."""
+    if gamma.size and gamma.min() < prune:
+        idx = np.flatnonzero(gamma > prune)
+        return gamma[idx], Phi[:, idx], keep[idx]
+    return gamma, Phi, keep
+
+
+def _settled(mu: np.ndarray, mu_old: np.ndarray, tol: float) -> bool:
+    """The stopping rule: no row pruned and ``max |mu - mu_old| < tol``."""
+    return bool(mu.shape == mu_old.shape and np.max(np.abs(mu - mu_old)) < tol)
+
+
+def _out(
+    N: int, keep: np.ndarray, mu: np.ndarray, gamma: np.ndarray, B: np.ndarray, lam: float,
+    count: int, stop: str,
+) -> SblOut:
+    """The record of one problem: the kept rows ``keep`` scattered back into N rows."""
+    x = np.zeros((N, mu.shape[1]))
+    x[keep] = mu
+    g = np.zeros(N)
+    g[keep] = gamma
+    return SblOut(x, g, np.array(B, dtype=float), float(lam), count, stop)
+
+
 def _tmsbl_one(
     A: np.ndarray, Y: np.ndarray, prune: float, lam: float, learn_lambda: bool,
     enhance: bool, R: np.ndarray, B_fixed: np.ndarray | None, max_iter: int, tol: float,
@@ -108,9 +135,7 @@ def _tmsbl_one(
     count = 0
     stop = "max_iter"
     while True:
-        if gamma.size and gamma.min() < prune:
-            idx = np.flatnonzero(gamma > prune)
-            gamma, Phi, keep = gamma[idx], Phi[:, idx], keep[idx]
+        gamma, Phi, keep = _prune(prune, gamma, Phi, keep)
         if gamma.size == 0:
             mu = np.zeros((0, L))
             stop = "exhausted"
@@ -135,14 +160,10 @@ def _tmsbl_one(
         count += 1
         if count >= max_iter:
             break
-        if mu.shape == mu_old.shape and np.max(np.abs(mu - mu_old)) < tol:
+        if _settled(mu, mu_old, tol):
             stop = "tol"
             break
-    x = np.zeros((N, L))
-    x[keep] = mu
-    g = np.zeros(N)
-    g[keep] = gamma
-    return SblOut(x, g, np.array(B, dtype=float), float(lam), count, stop)
+    return _out(N, keep, mu, gamma, B, lam, count, stop)
 
 
 def _tsbl_one(
@@ -160,9 +181,7 @@ def _tsbl_one(
     stop = "max_iter"
     while True:
         count += 1
-        if gamma.size and gamma.min() < prune:
-            idx = np.flatnonzero(gamma > prune)
-            gamma, Phi, keep = gamma[idx], Phi[:, idx], keep[idx]
+        gamma, Phi, keep = _prune(prune, gamma, Phi, keep)
         if gamma.size == 0:
             mu = np.zeros((0, L))
             stop = "exhausted"
@@ -200,14 +219,10 @@ def _tsbl_one(
             lam = _lambda_update(lam, resid2, M, L, Phi, gamma, enhance, None)
         if count >= max_iter:
             break
-        if mu.shape == mu_old.shape and np.max(np.abs(mu - mu_old)) < tol:
+        if _settled(mu, mu_old, tol):
             stop = "tol"
             break
-    x = np.zeros((N, L))
-    x[keep] = mu
-    g = np.zeros(N)
-    g[keep] = gamma
-    return SblOut(x, g, np.array(B, dtype=float), float(lam), count, stop)
+    return _out(N, keep, mu, gamma, B, lam, count, stop)
 
 
 def solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[SblOut]:
