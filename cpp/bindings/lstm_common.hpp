@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cscore/lstm.hpp"
-#include "interrupt.hpp"
+#include "common.hpp"
 
 namespace cscore::bindings::lstm_common {
 
@@ -40,20 +40,14 @@ inline lstm::Cell parse_cell(const std::string& cell) {
 }
 
 // Allocates the (B, L, N) logits of X (B, L, M) and runs
-// `kernel(x, B, L, out, control)` with the GIL released.
+// `kernel(x, B, L, out, control)` with the GIL released (only raw buffers).
 template <class T, class Kernel>
 py::array_t<T> run_logits(const carr<T>& X, py::ssize_t N, Kernel&& kernel) {
     const py::ssize_t B = X.shape(0), L = X.shape(1);
     py::array_t<T> out({B, L, N});
     T* o = out.mutable_data();
     const T* x = X.data();
-    Interruptible intr;
-    {
-        // Only raw buffers below; no Python object is touched.
-        py::gil_scoped_release release;
-        kernel(x, B, static_cast<int>(L), o, intr.control());
-    }
-    intr.rethrow_if_interrupted();
+    run_released([&](cscore::Control* ctl) { kernel(x, B, static_cast<int>(L), o, ctl); });
     return out;
 }
 
@@ -94,13 +88,9 @@ py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& 
     const double* at = At.data();
     const double* cn = col_norms.data();
     const double* y = Y.data();
-    Interruptible intr;
-    {
-        // Only raw buffers below; no Python object is touched.
-        py::gil_scoped_release release;
-        kernel(at, cn, y, B, static_cast<int>(L), opt, out, intr.control());
-    }
-    intr.rethrow_if_interrupted();
+    run_released([&](cscore::Control* ctl) {
+        kernel(at, cn, y, B, static_cast<int>(L), opt, out, ctl);
+    });
     return py::make_tuple(S, atoms, resid, n_iter, stop);
 }
 

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "cscore/bcs.hpp"
-#include "cscore/parallel.hpp"
-#include "interrupt.hpp"
+#include "common.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -79,11 +78,11 @@ cscore::bcs::Options make_options(double tol, long max_iter) {
 // A: (M, N); At: A transposed, (N, M), both C order; Y: (B, M); sigma2: (B,)
 py::tuple bcs_batch(const darray& A, const darray& At, const darray& Y, const darray& sigma2, double tol,
                     long max_iter, int n_threads) {
-    if (A.ndim() != 2 || At.ndim() != 2 || Y.ndim() != 2 || sigma2.ndim() != 1)
-        throw std::invalid_argument("_bcs: expected A (M, N), At (N, M), Y (B, M), sigma2 (B,)");
+    require(A.ndim() == 2 && At.ndim() == 2 && Y.ndim() == 2 && sigma2.ndim() == 1, "_bcs",
+            "expected A (M, N), At (N, M), Y (B, M), sigma2 (B,)");
     const idx_t N = At.shape(0), M = At.shape(1), B = Y.shape(0);
-    if (A.shape(0) != M || A.shape(1) != N || Y.shape(1) != M || sigma2.shape(0) != B)
-        throw std::invalid_argument("_bcs: inconsistent shapes");
+    require(A.shape(0) == M && A.shape(1) == N && Y.shape(1) == M && sigma2.shape(0) == B,
+            "_bcs", "inconsistent shapes");
     const auto opt = make_options(tol, max_iter);
     py::array_t<double> X({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(N)});
     std::vector<cscore::bcs::Info> infos(static_cast<std::size_t>(B));
@@ -92,28 +91,21 @@ py::tuple bcs_batch(const darray& A, const darray& At, const darray& Y, const da
     const double* y = Y.data();
     const double* s2 = sigma2.data();
     double* x = X.mutable_data();
-    Interruptible intr;
-    cscore::Control* ctl = intr.control();
-    {
-        // Pure C++ below: no Python object is touched.
-        py::gil_scoped_release release;
-        cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
-            for (idx_t p = begin; p < end && !cscore::should_stop(ctl); ++p)
-                infos[static_cast<std::size_t>(p)] =
-                    cscore::bcs::bcs_solve(arow, a, M, N, y + p * M, s2[p], opt, x + p * N);
-        }, ctl);
-    }
-    intr.rethrow_if_interrupted();
+    for_each_problem(B, n_threads, [&](idx_t p) {
+        infos[static_cast<std::size_t>(p)] =
+            cscore::bcs::bcs_solve(arow, a, M, N, y + p * M, s2[p], opt, x + p * N);
+    });
     return py::make_tuple(X, pack_infos(infos));
 }
 
 // A: (M, N); At: (N, M); Y: (B, L, M) tasks of each problem
 py::tuple mtbcs_batch(const darray& A, const darray& At, const darray& Y, double a, double b, double tol,
                       long max_iter, int n_threads) {
-    if (A.ndim() != 2 || At.ndim() != 2 || Y.ndim() != 3)
-        throw std::invalid_argument("_mtbcs: expected A (M, N), At (N, M), Y (B, L, M)");
+    require(A.ndim() == 2 && At.ndim() == 2 && Y.ndim() == 3, "_mtbcs",
+            "expected A (M, N), At (N, M), Y (B, L, M)");
     const idx_t N = At.shape(0), M = At.shape(1), B = Y.shape(0), L = Y.shape(1);
-    if (A.shape(0) != M || A.shape(1) != N || Y.shape(2) != M) throw std::invalid_argument("_mtbcs: inconsistent shapes");
+    require(A.shape(0) == M && A.shape(1) == N && Y.shape(2) == M, "_mtbcs",
+            "inconsistent shapes");
     if (!(a > 0.0) || !(b > 0.0)) throw std::invalid_argument("a and b must be > 0");
     const auto opt = make_options(tol, max_iter);
     py::array_t<double> X({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(L),
@@ -123,18 +115,10 @@ py::tuple mtbcs_batch(const darray& A, const darray& At, const darray& Y, double
     const double* at = At.data();
     const double* y = Y.data();
     double* x = X.mutable_data();
-    Interruptible intr;
-    cscore::Control* ctl = intr.control();
-    {
-        // Pure C++ below: no Python object is touched.
-        py::gil_scoped_release release;
-        cscore::parallel_for(B, n_threads, [&](idx_t begin, idx_t end, int) {
-            for (idx_t p = begin; p < end && !cscore::should_stop(ctl); ++p)
-                infos[static_cast<std::size_t>(p)] = cscore::bcs::mtbcs_solve(
-                    arow, at, M, N, y + p * L * M, L, a, b, opt, x + p * L * N);
-        }, ctl);
-    }
-    intr.rethrow_if_interrupted();
+    for_each_problem(B, n_threads, [&](idx_t p) {
+        infos[static_cast<std::size_t>(p)] = cscore::bcs::mtbcs_solve(
+            arow, at, M, N, y + p * L * M, L, a, b, opt, x + p * L * N);
+    });
     return py::make_tuple(X, pack_infos(infos));
 }
 

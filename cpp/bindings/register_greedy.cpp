@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cscore/greedy.hpp"
-#include "interrupt.hpp"
+#include "common.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -19,20 +19,9 @@ namespace cscore::bindings {
 
 namespace {
 
-template <class T>
-bool has_dtype(const py::array& a) {
-    return a.dtype().num() == py::dtype::of<T>().num();
-}
+constexpr const char* kFn = "_greedy_decode";
 
-void require(bool ok, const std::string& what) {
-    if (!ok) throw std::invalid_argument("_greedy_decode: " + what);
-}
-
-std::ptrdiff_t elem_stride(const py::array& a, py::ssize_t axis) {
-    const auto s = a.strides(axis);
-    require(s % a.itemsize() == 0, "strides must be multiples of the item size");
-    return static_cast<std::ptrdiff_t>(s / a.itemsize());
-}
+void require(bool ok, const std::string& what) { bindings::require(ok, kFn, what); }
 
 template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
@@ -68,11 +57,11 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
             "atoms must be C-contiguous (P, max_atoms)");
     require(n_threads >= 1, "n_threads must be >= 1");
 
-    greedy::View3<const T> yv{static_cast<const T*>(Y.data()), elem_stride(Y, 0),
-                              elem_stride(Y, 1), elem_stride(Y, 2)};
+    greedy::View3<const T> yv{static_cast<const T*>(Y.data()), elem_stride(Y, 0, kFn),
+                              elem_stride(Y, 1, kFn), elem_stride(Y, 2, kFn)};
     greedy::Outputs<T> out;
-    out.X = greedy::View3<T>{static_cast<T*>(X.mutable_data()), elem_stride(X, 0),
-                             elem_stride(X, 1), elem_stride(X, 2)};
+    out.X = greedy::View3<T>{static_cast<T*>(X.mutable_data()), elem_stride(X, 0, kFn),
+                             elem_stride(X, 1, kFn), elem_stride(X, 2, kFn)};
     out.residual = static_cast<T*>(residual.mutable_data());
     out.n_iter = static_cast<std::int64_t*>(n_iter.mutable_data());
     out.stop = static_cast<std::int8_t*>(stop.mutable_data());
@@ -84,14 +73,10 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     opt.tol = tol;
     opt.gram_limit = gram_limit;
     const T* a = static_cast<const T*>(A.data());
-    Interruptible intr;
-    {
-        // Pure C++ from here on: raw pointers into arrays the caller keeps alive,
-        // no Python object is touched (the Ctrl-C poll takes the GIL itself).
-        py::gil_scoped_release release;
-        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads, intr.control());
-    }
-    intr.rethrow_if_interrupted();
+    // Raw pointers into arrays the caller keeps alive from here on.
+    run_released([&](Control* ctl) {
+        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads, ctl);
+    });
 }
 
 void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::array residual,

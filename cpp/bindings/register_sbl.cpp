@@ -2,12 +2,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <stdexcept>
 #include <vector>
 
-#include "cscore/parallel.hpp"
 #include "cscore/sbl.hpp"
-#include "interrupt.hpp"
+#include "common.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -19,22 +17,24 @@ namespace {
 using farr = py::array_t<double, py::array::f_style | py::array::forcecast>;
 using carr = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
+constexpr const char* kFn = "sbl_solve";
+
 // A: (M, N) float64; Yt: (B, L, M) C-order (each problem's Y column-major).
 py::tuple sbl_solve(const farr& A, const carr& Yt, bool exact, double prune, double lam,
                     bool learn_lambda, bool enhance_lambda, const py::object& matrix_reg,
                     const py::object& fixed_b, int max_iter, double tol, int n_threads) {
-    if (A.ndim() != 2 || Yt.ndim() != 3) throw std::invalid_argument("sbl_solve: bad ranks");
+    require(A.ndim() == 2 && Yt.ndim() == 3, kFn, "bad ranks");
     const auto M = static_cast<int>(A.shape(0)), N = static_cast<int>(A.shape(1));
     const auto nb = static_cast<std::ptrdiff_t>(Yt.shape(0));
     const auto L = static_cast<int>(Yt.shape(1));
-    if (static_cast<int>(Yt.shape(2)) != M) throw std::invalid_argument("sbl_solve: Y rows != A rows");
-    if (max_iter < 1 || n_threads < 1) throw std::invalid_argument("sbl_solve: bad max_iter/n_threads");
+    require(static_cast<int>(Yt.shape(2)) == M, kFn, "Y rows != A rows");
+    require(max_iter >= 1 && n_threads >= 1, kFn, "bad max_iter/n_threads");
     std::vector<double> reg, fb;
     auto take = [L](const py::object& o, std::vector<double>& dst) {
         if (o.is_none()) return false;
         farr a = o.cast<farr>();
-        if (a.ndim() != 2 || a.shape(0) != L || a.shape(1) != L)
-            throw std::invalid_argument("sbl_solve: L x L matrix expected");
+        require(a.ndim() == 2 && a.shape(0) == L && a.shape(1) == L, kFn,
+                "L x L matrix expected");
         dst.assign(a.data(), a.data() + static_cast<std::ptrdiff_t>(L) * L);
         return true;
     };
@@ -62,22 +62,13 @@ py::tuple sbl_solve(const farr& A, const carr& Yt, bool exact, double prune, dou
     double* lo = lam_out.mutable_data();
     int* it = n_iter.mutable_data();
     int* st = stop.mutable_data();
-    Interruptible intr;
-    Control* ctl = intr.control();
-    {
-        // Plain buffers only below: no Python object is touched without the GIL.
-        py::gil_scoped_release release;
-        parallel_for(nb, n_threads, [&](std::ptrdiff_t begin, std::ptrdiff_t end, int) {
-            for (std::ptrdiff_t b = begin; b < end && !should_stop(ctl); ++b) {
-                const auto info = sbl::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N,
-                                             bo + b * L * L);
-                lo[b] = info.lam;
-                it[b] = info.n_iter;
-                st[b] = static_cast<int>(info.stop);
-            }
-        }, ctl);
-    }
-    intr.rethrow_if_interrupted();
+    for_each_problem(nb, n_threads, [&](std::ptrdiff_t b) {
+        const auto info =
+            sbl::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N, bo + b * L * L);
+        lo[b] = info.lam;
+        it[b] = info.n_iter;
+        st[b] = static_cast<int>(info.stop);
+    });
     return py::make_tuple(X, G, Bo, lam_out, n_iter, stop);
 }
 

@@ -28,7 +28,7 @@ from .._validation import (
     check_positive_int,
     common_float_dtype,
 )
-from ..result import STOP_REASONS, DecodeResult
+from ..result import STOP_REASONS, DecodeResult, batch_result
 
 __all__ = ["bcs", "mtbcs"]
 
@@ -184,7 +184,6 @@ def bcs(
     _check_rows(A64, Y64, "y", 0)
     Y2 = Y64[:, None] if single else Y64
     tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
-    M, B = Y2.shape
     # Both the model and the algorithm are scale-equivariant (y -> y/c with
     # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
     # only removes the risk of overflow or underflow for extreme magnitudes.  The
@@ -192,6 +191,42 @@ def bcs(
     c = _pow2_scale(np.max(np.abs(Y2), axis=0))
     ce = _pow2_exp(c)
     Ys = Y2 / c
+    sigma2, s2 = _noise_variance(noise_var, Ys, ce)
+    Ac, cA = _scaled_A(A64)
+    X, info = _core._bcs(
+        Ac,
+        np.ascontiguousarray(Ac.T),
+        np.ascontiguousarray(Ys.T),
+        np.ascontiguousarray(s2),
+        tol,
+        max_iter,
+        threads,
+    )
+    X *= c[:, None]
+    X /= cA
+    _warn_dependent("bcs", A64, Y2, X)
+    with np.errstate(over="ignore", under="ignore"):
+        info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
+    stop = np.asarray(info["stop"])
+    _warn_max_iter("bcs", stop, max_iter)
+    x = X.T  # (N, B)
+    x_out = (x[:, 0] if single else np.ascontiguousarray(x)).astype(out_dtype, copy=False)
+    if not return_result:
+        return x_out
+    return _bcs_result(A64, Ys, c, x, x_out, info, stop, sigma2, single)
+
+
+def _noise_variance(
+    noise_var: Any, Ys: np.ndarray, ce: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """BCS's fixed noise variance per problem, in ``y`` units and rescaled.
+
+    ``Ys`` (M, B) is ``y / c`` with ``c = 2**ce`` per column.  Returns ``(sigma2,
+    s2)``: the user's ``noise_var`` (or the default ``var(y) / 100``, computed on
+    ``Ys``) in units of ``y**2``, and the same divided by ``c**2`` (clamped to the
+    positive normal range), which the kernel uses.
+    """
+    M, B = Ys.shape
     if noise_var is None:
         if M < 2:
             raise ValueError("y needs at least 2 measurements for the default noise_var")
@@ -219,36 +254,22 @@ def bcs(
                 raise ValueError("noise_var must be > 0")
         with np.errstate(over="ignore", under="ignore"):
             s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
-    Ac, cA = _scaled_A(A64)
-    X, info = _core._bcs(
-        Ac,
-        np.ascontiguousarray(Ac.T),
-        np.ascontiguousarray(Ys.T),
-        np.ascontiguousarray(s2),
-        tol,
-        max_iter,
-        threads,
-    )
-    X *= c[:, None]
-    X /= cA
-    _warn_dependent("bcs", A64, Y2, X)
-    with np.errstate(over="ignore", under="ignore"):
-        info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
-    stop = np.asarray(info["stop"])
-    _warn_max_iter("bcs", stop, max_iter)
-    x = X.T  # (N, B)
-    x_out = (x[:, 0] if single else np.ascontiguousarray(x)).astype(out_dtype, copy=False)
-    if not return_result:
-        return x_out
+    return sigma2, s2
+
+
+def _bcs_result(
+    A: np.ndarray, Ys: np.ndarray, c: np.ndarray, x: np.ndarray, x_out: np.ndarray,
+    info: dict[str, Any], stop: np.ndarray, sigma2: np.ndarray, single: bool,
+) -> DecodeResult:
+    """:func:`bcs`'s :class:`~cscore.DecodeResult`.
+
+    ``Ys`` (M, B) is ``y / c``, ``x`` (N, B) the estimate in float64, ``x_out``
+    the estimate as returned, ``info`` the kernel's records (noise in ``y``
+    units), ``stop`` its stop codes and ``sigma2`` the fixed noise variances.
+    """
     # on the rescaled data: no overflow of the squares for extreme magnitudes
-    resid = (np.linalg.norm(Ys - A64 @ (x / c), axis=0) * c).astype(out_dtype)
-    per = {
-        "indices": [np.asarray(v) for v in info["index"]],
-        "alpha": [np.asarray(v) for v in info["alpha"]],
-        "gamma": [1.0 / np.asarray(a) for a in info["alpha"]],
-        "errbars": [np.sqrt(d) for d in info["sig_diag"]],
-        "ml": [np.asarray(v) for v in info["ml"]],
-    }
+    resid = (np.linalg.norm(Ys - A @ (x / c), axis=0) * c).astype(x_out.dtype)
+    per = _per_problem(info, errbars=True)
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     extra["noise_var"] = np.array([nv[0] if len(nv) else np.nan for nv in info["noise_var"]])
     extra["noise_var_init"] = sigma2.copy()
@@ -264,6 +285,19 @@ def bcs(
         stop_reason=np.array([STOP_REASONS[int(s)] for s in stop]),
         extra=extra,
     )
+
+
+def _per_problem(info: dict[str, Any], errbars: bool) -> dict[str, list[np.ndarray]]:
+    """The kernel's per-problem records as lists of arrays (``errbars`` for BCS only)."""
+    per = {
+        "indices": [np.asarray(v) for v in info["index"]],
+        "alpha": [np.asarray(v) for v in info["alpha"]],
+        "gamma": [1.0 / np.asarray(a) for a in info["alpha"]],
+    }
+    if errbars:
+        per["errbars"] = [np.sqrt(d) for d in info["sig_diag"]]
+    per["ml"] = [np.asarray(v) for v in info["ml"]]
+    return per
 
 
 def _scaled_A(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -511,23 +545,17 @@ def mtbcs(
         return S_out
     cb = c[:, None, None]
     resid = (np.linalg.norm(Y3 / cb - A64 @ (S / cb), axis=1) * c[:, None]).astype(out_dtype)
-    per = {
-        "indices": [np.asarray(v) for v in info["index"]],
-        "alpha": [np.asarray(v) for v in info["alpha"]],
-        "gamma": [1.0 / np.asarray(al) for al in info["alpha"]],
-        "ml": [np.asarray(v) for v in info["ml"]],
-    }
-    extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
-    nv = np.stack(info["noise_var"]) if info["noise_var"] else np.zeros((0, Y3.shape[2]))
-    extra["noise_var"] = nv[0] if single else nv
-    extra["moves"] = _moves(info, single)
-    return DecodeResult(
-        x=S_out,
-        support=S_out != 0,
-        residual_norm=resid[0] if single else resid,
-        n_iter=np.asarray(info["n_iter"][0] if single else info["n_iter"]),
-        stop_reason=np.asarray(
-            STOP_REASONS[int(stop[0])] if single else [STOP_REASONS[int(s)] for s in stop]
-        ),
-        extra=extra,
+    per: dict[str, Any] = dict(_per_problem(info, errbars=False))
+    per["noise_var"] = (
+        np.stack(info["noise_var"]) if info["noise_var"] else np.zeros((0, Y3.shape[2]))
+    )
+    return batch_result(
+        S_out,
+        S_out != 0,
+        resid,
+        np.asarray(info["n_iter"]),
+        [STOP_REASONS[int(s)] for s in stop],
+        per,
+        single=single,
+        extra_as_is={"moves": _moves(info, single)},
     )

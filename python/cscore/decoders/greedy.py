@@ -34,7 +34,7 @@ from .._validation import (
     check_positive_int,
     common_float_dtype,
 )
-from ..result import STOP_REASONS, DecodeResult
+from ..result import STOP_REASONS, DecodeResult, batch_result
 from .stopping import auto_decode_mmv, auto_decode_omp, is_auto
 
 __all__ = ["omp", "somp"]
@@ -161,6 +161,19 @@ def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
     return mask
 
 
+def _result(
+    out: dict[str, Any], support: np.ndarray, residual: np.ndarray, extra: dict[str, Any]
+) -> DecodeResult:
+    """The :class:`~cscore.DecodeResult` of :func:`_run`'s outputs.
+
+    ``residual`` and the values of ``extra`` have a leading problem axis, dropped
+    for a single problem; ``support`` is shaped as returned.
+    """
+    return batch_result(
+        out["X"], support, residual, out["n_iter"], out["stop"], extra, single=out["single"]
+    )
+
+
 def omp(
     A: Any,
     y: Any,
@@ -266,26 +279,9 @@ def omp(
     X = out["X"]
     if not return_result:
         return X
-    N = X.shape[0]
-    mask = _support_mask(out["atoms"], N)
-    res = out["residual"][:, 0]
-    if out["single"]:
-        return DecodeResult(
-            x=X,
-            support=mask[0],
-            residual_norm=res.reshape(()),
-            n_iter=out["n_iter"].reshape(()),
-            stop_reason=out["stop"].reshape(()),
-            extra={"atoms": out["atoms"][0]},
-        )
-    return DecodeResult(
-        x=X,
-        support=np.ascontiguousarray(mask.T),
-        residual_norm=res,
-        n_iter=out["n_iter"],
-        stop_reason=out["stop"],
-        extra={"atoms": out["atoms"]},
-    )
+    mask = _support_mask(out["atoms"], X.shape[0])
+    support = mask[0] if out["single"] else np.ascontiguousarray(mask.T)
+    return _result(out, support, out["residual"][:, 0], {"atoms": out["atoms"]})
 
 
 def somp(
@@ -373,21 +369,5 @@ def somp(
     N, L = X.shape[-2], X.shape[-1]
     mask = np.repeat(_support_mask(out["atoms"], N)[:, :, None], L, axis=2)
     res = out["residual"]
-    total = res.sum(axis=1)
-    if out["single"]:
-        return DecodeResult(
-            x=X,
-            support=mask[0],
-            residual_norm=res[0],
-            n_iter=out["n_iter"].reshape(()),
-            stop_reason=out["stop"].reshape(()),
-            extra={"atoms": out["atoms"][0], "residual_total": total.reshape(())},
-        )
-    return DecodeResult(
-        x=X,
-        support=mask,
-        residual_norm=res,
-        n_iter=out["n_iter"],
-        stop_reason=out["stop"],
-        extra={"atoms": out["atoms"], "residual_total": total},
-    )
+    extra = {"atoms": out["atoms"], "residual_total": res.sum(axis=1)}
+    return _result(out, mask[0] if out["single"] else mask, res, extra)

@@ -77,8 +77,10 @@ or ``C = P + c I`` (K > M) by Cholesky and reads the mean and the diagonal from
 the eigendecomposition when a squared pivot drops below ``16 n eps max diag C``.
 
 The compiled kernel (``cpp/include/cscore/sbl.hpp``) runs batches on threads
-with the GIL released; the NumPy code below is the reference it is tested
-against and the fallback when the core lacks it.  BLAS is limited to one thread
+with the GIL released; the NumPy code in :mod:`cscore.decoders._sbl_numpy` is
+the reference it is tested against and the fallback when the core lacks it
+(argument checks and result assembly, shared by both, are in
+:mod:`cscore.decoders._sbl_common`).  BLAS is limited to one thread
 during a call (via threadpoolctl when installed): these matrices are small.
 
 The noise (lambda) rules, from the originals:
@@ -113,11 +115,10 @@ source vectors using sparse Bayesian learning", IEEE J. Sel. Topics Signal
 Process. 5(5), 912-926, 2011.
 """
 
+
 from __future__ import annotations
 
 import warnings
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -127,17 +128,25 @@ from .._blas import single_threaded_blas
 from .._config import resolve_threads
 from .._validation import (
     MAX_ITER_LIMIT,
-    as_float_array,
-    check_matrix,
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
 )
-from ..result import STOP_REASONS, DecodeResult
+from ..result import DecodeResult
+from ._sbl_common import (
+    check_inputs,
+    empty_result,
+    make_result,
+    overflow_message,
+    preset,
+    resolve_params,
+    solve_core,
+    tmsbl_matrices,
+)
+from ._sbl_numpy import solve_numpy
 
 __all__ = ["TMSBL_PRESETS", "TSBL_PRESETS", "tmsbl", "tsbl"]
 
-_EPS = np.finfo(np.float64).eps
 
 #: T-MSBL presets, as in ``TMSBL.m`` v1.11.  ``None`` is the program's default
 #: (tuned for mild noise).  ``prune_gamma`` is raised tenfold when M >= 500 or
@@ -164,272 +173,6 @@ TSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
 }
 
 
-@dataclass
-class _Out:
-    x: np.ndarray  # (N, L)
-    gamma: np.ndarray  # (N,)
-    B: np.ndarray  # (L, L)
-    lam: float
-    n_iter: int
-    stop: str
-
-
-# --------------------------------------------------------------------------- kernels
-
-
-class _Spectral:
-    """Eigendecomposition of ``P = Phi Gamma Phi'`` on its smaller side."""
-
-    def __init__(self, Phi: np.ndarray, gamma: np.ndarray) -> None:
-        M, K = Phi.shape
-        self.Phi = Phi
-        self.gamma = gamma
-        self.gram = K <= M
-        if self.gram:
-            self.g = np.sqrt(gamma)
-            PhiG = Phi * self.g
-            e, V = np.linalg.eigh(PhiG.T @ PhiG)
-            self.V = V
-        else:
-            e, W = np.linalg.eigh((Phi * gamma) @ Phi.T)
-            self.W = W
-            self.Z = W.T @ Phi
-        e = np.maximum(e, 0.0)
-        self.e = e
-        emax = e[-1] if e.size else 0.0
-        self.keep = e > 16.0 * K * _EPS * emax
-        self.n_dim = min(M, K)
-
-    def project(self, R: np.ndarray) -> np.ndarray:
-        """Coordinates of ``R`` (M, m) in the eigenbasis, before scaling."""
-        if self.gram:
-            return self.V.T @ ((self.Phi.T @ R) * self.g[:, None])
-        return self.W.T @ R
-
-    def mean(self, T: np.ndarray, c: np.ndarray | float) -> np.ndarray:
-        """``Gamma Phi' (P + c I)^-1 R`` from ``T = project(R)``; c per column."""
-        d = np.where(self.keep[:, None], 1.0 / (self.e[:, None] + c), 0.0)
-        if self.gram:
-            return (self.V @ (T * d)) * self.g[:, None]
-        return (self.Z.T @ (T * d)) * self.gamma[:, None]
-
-    def post_var(self, c: float) -> np.ndarray:
-        """``gamma_i - gamma_i^2 phi_i' (P + c I)^-1 phi_i`` for every kept row."""
-        if self.gram:
-            return self.gamma * c * ((self.V**2) @ (1.0 / (self.e + c)))
-        d = np.where(self.keep, 1.0 / (self.e + c), 0.0)
-        return self.gamma - self.gamma**2 * (d @ self.Z**2)
-
-    def trace_ratio(self, lam: float) -> float:
-        """``tr(P (lam I + P)^-1)``."""
-        return float(np.sum(self.e / (self.e + lam)))
-
-
-def _sym_inverse(B: np.ndarray) -> np.ndarray:
-    """Inverse of a symmetric positive semidefinite ``B`` as the core computes it.
-
-    Eigenvalues are clamped below at ``eps * max`` (``sym_inverse`` in
-    ``cpp/include/cscore/sbl.hpp``), so a rank-deficient ``B`` (noiseless data with
-    fewer independent rows than channels) gives a large but finite inverse instead
-    of a LAPACK "singular matrix" error whose occurrence depends on rounding.
-    """
-    w, Q = np.linalg.eigh(0.5 * (B + B.T))
-    wmax = max(float(w[-1]), np.finfo(float).tiny)
-    w = np.maximum(w, np.finfo(float).eps * wmax)
-    return (Q / w) @ Q.T
-
-
-def _lambda_update(
-    lam: float, resid2: float, M: int, L: int, Phi: np.ndarray, gamma: np.ndarray,
-    enhance: bool, spec: _Spectral | None,
-) -> float:
-    if enhance:
-        p = (Phi**2) @ gamma
-        return resid2 / (M * L) + lam * float(np.sum(p / (lam + p))) / M
-    if spec is None:
-        spec = _Spectral(Phi, gamma)
-    return resid2 / (M * L) + lam * spec.trace_ratio(lam) / M
-
-
-def _tmsbl_one(
-    A: np.ndarray, Y: np.ndarray, prune: float, lam: float, learn_lambda: bool,
-    enhance: bool, R: np.ndarray, B_fixed: np.ndarray | None, max_iter: int, tol: float,
-) -> _Out:
-    M, N = A.shape
-    L = Y.shape[1]
-    gamma = np.ones(N)
-    keep = np.arange(N)
-    Phi = A
-    mu = np.zeros((N, L))
-    B = np.eye(L) if B_fixed is None else B_fixed
-    count = 0
-    stop = "max_iter"
-    while True:
-        if gamma.size and gamma.min() < prune:
-            idx = np.flatnonzero(gamma > prune)
-            gamma, Phi, keep = gamma[idx], Phi[:, idx], keep[idx]
-        if gamma.size == 0:
-            mu = np.zeros((0, L))
-            stop = "exhausted"
-            break
-        mu_old = mu
-        spec = _Spectral(Phi, gamma)
-        lamp = lam + 1e-16
-        mu = spec.mean(spec.project(Y), lamp)
-        sig = spec.post_var(lamp)
-        if learn_lambda:
-            resid2 = float(np.sum((Y - Phi @ mu) ** 2))
-            lam = _lambda_update(lam, resid2, M, L, Phi, gamma, enhance, spec)
-        if B_fixed is None:
-            K = gamma.size
-            if K <= M:
-                B = np.eye(L)
-            else:
-                B = (mu / gamma[:, None]).T @ mu + R
-                B = B / np.linalg.norm(B)
-        mub = mu @ _sym_inverse(B) if B_fixed is not None or gamma.size > M else mu
-        gamma = np.sum(mub * mu, axis=1) / L + sig
-        count += 1
-        if count >= max_iter:
-            break
-        if mu.shape == mu_old.shape and np.max(np.abs(mu - mu_old)) < tol:
-            stop = "tol"
-            break
-    x = np.zeros((N, L))
-    x[keep] = mu
-    g = np.zeros(N)
-    g[keep] = gamma
-    return _Out(x, g, np.array(B, dtype=float), float(lam), count, stop)
-
-
-def _tsbl_one(
-    A: np.ndarray, Y: np.ndarray, prune: float, lam: float, learn_lambda: bool,
-    enhance: bool, max_iter: int, tol: float,
-) -> _Out:
-    M, N = A.shape
-    L = Y.shape[1]
-    gamma = np.ones(N)
-    keep = np.arange(N)
-    Phi = A
-    mu = np.zeros((N, L))
-    B = np.eye(L)
-    count = 0
-    stop = "max_iter"
-    while True:
-        count += 1
-        if gamma.size and gamma.min() < prune:
-            idx = np.flatnonzero(gamma > prune)
-            gamma, Phi, keep = gamma[idx], Phi[:, idx], keep[idx]
-        if gamma.size == 0:
-            mu = np.zeros((0, L))
-            stop = "exhausted"
-            break
-        K = gamma.size
-        mu_old = mu
-        b, Q = np.linalg.eigh(B)
-        b = np.maximum(b, _EPS * b[-1])
-        c = lam / b
-        spec = _Spectral(Phi, gamma)
-        mut = spec.mean(spec.project(Y @ Q), c)  # (K, L) rotated mean
-        # rotated posterior covariances: Q' Sigma_i Q = diag(S[i, :])
-        S = np.empty((K, L))
-        for j in range(L):
-            S[:, j] = b[j] * spec.post_var(float(c[j]))
-        mu = mut @ Q.T
-        if K <= M:
-            B = np.eye(L)
-            Binv_rot = np.ones(L)
-            Bm = B
-        else:
-            Bm = (Q * (S / gamma[:, None]).sum(axis=0)) @ Q.T + (mu / gamma[:, None]).T @ mu
-            Bm = 0.5 * (Bm + Bm.T)
-            Bm = Bm / np.linalg.norm(Bm)
-            B = Bm
-            Binv = _sym_inverse(Bm)
-            Binv_rot = np.einsum("kj,kl,lj->j", Q, Binv, Q)
-        if K <= M:
-            quad = np.sum(mu * mu, axis=1)
-        else:
-            quad = np.sum((mu @ Binv) * mu, axis=1)
-        gamma = (S @ Binv_rot + quad) / L
-        if learn_lambda:
-            resid2 = float(np.sum((Y - Phi @ mu) ** 2))
-            lam = _lambda_update(lam, resid2, M, L, Phi, gamma, enhance, None)
-        if count >= max_iter:
-            break
-        if mu.shape == mu_old.shape and np.max(np.abs(mu - mu_old)) < tol:
-            stop = "tol"
-            break
-    x = np.zeros((N, L))
-    x[keep] = mu
-    g = np.zeros(N)
-    g[keep] = gamma
-    return _Out(x, g, np.array(B, dtype=float), float(lam), count, stop)
-
-
-# --------------------------------------------------------------------------- public
-
-
-def _check_inputs(A: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, np.dtype, int]:
-    A_in = as_float_array("A", A, ndim=2)
-    Y_in = as_float_array("Y", Y, ndim=(1, 2, 3), empty_batch=(3, 0))
-    out_dtype = (
-        np.dtype(np.float32)
-        if A_in.dtype == np.float32 and Y_in.dtype == np.float32
-        else np.dtype(np.float64)
-    )
-    A64 = check_matrix("A", A_in, dtype=np.float64)
-    Y64 = np.asarray(Y_in, dtype=np.float64)
-    M = A64.shape[0]
-    ndim = Y64.ndim
-    if Y64.shape[-2 if ndim > 1 else 0] != M:
-        raise ValueError(
-            f"Y must have M = {M} rows (A is {A64.shape}); got Y of shape {Y64.shape}"
-        )
-    if ndim == 1:
-        Y64 = Y64[:, None]
-    return A64, Y64, out_dtype, ndim
-
-
-def _flag(name: str, v: Any) -> bool:
-    if isinstance(v, (bool, np.bool_)) or v in (0, 1):
-        return bool(v)
-    raise TypeError(f"{name} must be a bool, got {v!r}")
-
-
-def _solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
-    Yb = Y if Y.ndim == 3 else Y[None]
-    Yt = np.ascontiguousarray(Yb.transpose(0, 2, 1))
-    X, G, Bs, lam, n_iter, stop = _core._sbl_solve(
-        np.asfortranarray(A), Yt, kw["exact"], kw["prune"], kw["lam"], kw["learn"],
-        kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["tol"], threads,
-    )
-    return [
-        _Out(X[b].T.copy(), G[b], Bs[b].T.copy(), float(lam[b]), int(n_iter[b]),
-             STOP_REASONS[int(stop[b])])
-        for b in range(X.shape[0])
-    ]
-
-
-def _solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -> list[_Out]:
-    def one(y: np.ndarray) -> _Out:
-        with np.errstate(all="ignore"):  # overflow is reported by the caller
-            return one_(y)
-
-    def one_(y: np.ndarray) -> _Out:
-        if kw["exact"]:
-            return _tsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"],
-                             kw["max_iter"], kw["tol"])
-        return _tmsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"], kw["R"],
-                          kw["B_fixed"], kw["max_iter"], kw["tol"])
-
-    Ys = list(Y) if Y.ndim == 3 else [Y]
-    if threads > 1 and len(Ys) > 1:
-        with ThreadPoolExecutor(max_workers=min(threads, len(Ys))) as ex:
-            return list(ex.map(one, Ys))
-    return [one(y) for y in Ys]
-
-
 #: "core" (compiled kernel) or "numpy" (the pure-NumPy reference); tests switch it.
 _BACKEND = "core" if hasattr(_core, "_sbl_solve") else "numpy"
 
@@ -438,28 +181,24 @@ def _run(
     name: str, kw: dict[str, Any], A: np.ndarray, Y: np.ndarray, out_dtype: np.dtype,
     ndim: int, n_threads: int | None, return_result: bool,
 ) -> np.ndarray | DecodeResult:
+    """Decode with the selected backend, warn about pruned or capped problems, shape the output.
+
+    The warnings are issued here, two frames below the user's call of
+    :func:`tmsbl` / :func:`tsbl` (``stacklevel=3``).
+    """
     threads = resolve_threads(n_threads)
     max_iter = kw["max_iter"]
     batch = Y.ndim == 3
     if batch and Y.shape[0] == 0:  # a batch of zero problems
-        N, L = A.shape[1], Y.shape[2]
-        X0 = np.zeros((0, N, L), dtype=out_dtype)
-        if not return_result:
-            return X0
-        return DecodeResult(
-            x=X0, support=X0 != 0, residual_norm=np.zeros((0, L), dtype=out_dtype),
-            n_iter=np.zeros(0, dtype=int), stop_reason=np.zeros(0, dtype="<U9"),
-            extra={"gamma": np.zeros((0, N)), "B": np.zeros((0, L, L)),
-                   "lambda": np.zeros(0)},
-        )  # fmt: skip
-    solve = _solve_core if _BACKEND == "core" else _solve_numpy
+        return empty_result(A, Y, out_dtype, return_result)
+    solve = solve_core if _BACKEND == "core" else solve_numpy
     try:
         with single_threaded_blas(), np.errstate(all="ignore"):
             outs = solve(A, Y, kw, threads)
     except np.linalg.LinAlgError as err:  # the NumPy reference on overflowed data
-        raise FloatingPointError(_overflow_message(name, Y)) from err
+        raise FloatingPointError(overflow_message(name, Y)) from err
     if not all(np.all(np.isfinite(o.x)) for o in outs):
-        raise FloatingPointError(_overflow_message(name, Y))
+        raise FloatingPointError(overflow_message(name, Y))
     Ys = Y if batch else Y[None]
     zero = [i for i, (o, y) in enumerate(zip(outs, Ys)) if not np.any(o.x) and np.any(y)]
     if zero:
@@ -487,59 +226,7 @@ def _run(
     X = X.astype(out_dtype, copy=False)
     if not return_result:
         return X
-    Yb = Y if batch else Y[None]
-    Xb = np.stack([o.x for o in outs])
-    resid = _norm_axis1(Yb - np.einsum("mn,bnl->bml", A, Xb)).astype(out_dtype)
-    gam = np.stack([o.gamma for o in outs])
-    Bs = np.stack([o.B for o in outs])
-    lam = np.array([o.lam for o in outs])
-    n_iter = np.array([o.n_iter for o in outs])
-    stop = np.array([o.stop for o in outs])
-    supp = X != 0
-    if not batch:
-        resid, gam, Bs, lam, n_iter, stop = resid[0], gam[0], Bs[0], lam[0], n_iter[0], stop[0]
-        if ndim == 1:
-            resid = resid[0]
-    return DecodeResult(
-        x=X,
-        support=supp,
-        residual_norm=np.asarray(resid),
-        n_iter=np.asarray(n_iter),
-        stop_reason=np.asarray(stop),
-        extra={"gamma": gam, "B": Bs, "lambda": np.asarray(lam)},
-    )
-
-
-def _norm_axis1(R: np.ndarray) -> np.ndarray:
-    """l2 norms along axis 1 of (B, M, L) without overflow/underflow of the squares."""
-    if R.size == 0:
-        return np.zeros((R.shape[0], R.shape[2]))
-    mx = np.max(np.abs(R), axis=1, keepdims=True)
-    ok = (mx > 0) & np.isfinite(mx)
-    scale = np.where(ok, np.exp2(np.floor(np.log2(np.where(ok, mx, 1.0)))), 1.0)
-    out: np.ndarray = np.linalg.norm(R / scale, axis=1) * scale[:, 0, :]
-    return out
-
-
-def _overflow_message(name: str, Y: np.ndarray) -> str:
-    return (
-        f"{name}: the iteration overflowed (non-finite values) for Y of magnitude "
-        f"max |Y| = {float(np.max(np.abs(Y))):.3g}.  The algorithm starts from gamma = 1 and "
-        "uses absolute thresholds (prune_gamma, lam), so it is meant for Y of moderate "
-        "scale: divide Y by a constant (e.g. its largest absolute value) and multiply "
-        "the result by it"
-    )
-
-
-def _preset(table: dict[str | None, dict[str, float | bool]], key: Any, argname: str
-            ) -> dict[str, float | bool]:
-    if key is not None and not isinstance(key, str):
-        raise TypeError(f"{argname} must be a string or None, got {key!r}")
-    k = key.lower() if isinstance(key, str) else None
-    if k not in table:
-        choices = ", ".join(repr(c) for c in table)
-        raise ValueError(f"{argname} must be one of {choices}; got {key!r}")
-    return dict(table[k])
+    return make_result(A, Y, X, outs, out_dtype, ndim)
 
 
 def tmsbl(
@@ -648,37 +335,16 @@ def tmsbl(
     >>> sorted(np.argsort(-np.abs(S_hat).sum(1))[:2].tolist())
     [3, 17]
     """
-    A64, Y64, out_dtype, ndim = _check_inputs(A, Y)
+    A64, Y64, out_dtype, ndim = check_inputs(A, Y)
     M, N = A64.shape
     L = Y64.shape[-1]
-    p = _preset(TMSBL_PRESETS, noise, "noise")
+    p = preset(TMSBL_PRESETS, noise, "noise")
     key = noise.lower() if isinstance(noise, str) else None
     if key != "large" and (M >= 500 or N >= 1000):
         p["prune_gamma"] = 10 * float(p["prune_gamma"])
-    prune = float(p["prune_gamma"]) if prune_gamma is None else check_nonnegative_float(
-        "prune_gamma", prune_gamma)
-    lam0 = float(p["lam"]) if lam is None else check_nonnegative_float("lam", lam)
-    learn = bool(p["learn_lambda"]) if learn_lambda is None else _flag(
-        "learn_lambda", learn_lambda)
-    enh = bool(p["enhance_lambda"]) if enhance_lambda is None else _flag(
-        "enhance_lambda", enhance_lambda)
-    if matrix_reg is None:
-        R = float(p["matrix_reg"]) * np.eye(L)
-    elif np.ndim(matrix_reg) == 0:
-        R = check_nonnegative_float("matrix_reg", matrix_reg) * np.eye(L)
-    else:
-        R = as_float_array("matrix_reg", matrix_reg, ndim=2, dtype=np.float64)
-        if R.shape != (L, L):
-            raise ValueError(f"matrix_reg must be a scalar or ({L}, {L}); got {R.shape}")
-    B_fixed: np.ndarray | None = None
-    if fix_b is not None:
-        B_fixed = as_float_array("fix_b", fix_b, ndim=2, dtype=np.float64)
-        if B_fixed.shape != (L, L):
-            raise ValueError(f"fix_b must be ({L}, {L}); got {B_fixed.shape}")
-        if not np.allclose(B_fixed, B_fixed.T) or np.linalg.eigvalsh(B_fixed)[0] <= 0:
-            raise ValueError("fix_b must be symmetric positive definite")
-    elif L >= 10:
-        B_fixed = np.eye(L)
+    prune, lam0, learn, enh = resolve_params(
+        p, prune_gamma, lam, learn_lambda, enhance_lambda, check_nonnegative_float)
+    R, B_fixed = tmsbl_matrices(p, matrix_reg, fix_b, L)
     max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
     tol = check_nonnegative_float("tol", tol)
 
@@ -783,17 +449,12 @@ def tsbl(
     >>> sorted(np.argsort(-np.abs(S_hat).sum(1))[:2].tolist())
     [3, 17]
     """
-    A64, Y64, out_dtype, ndim = _check_inputs(A, Y)
-    p = _preset(TSBL_PRESETS, snr, "snr")
-    prune = float(p["prune_gamma"]) if prune_gamma is None else check_nonnegative_float(
-        "prune_gamma", prune_gamma)
+    A64, Y64, out_dtype, ndim = check_inputs(A, Y)
+    p = preset(TSBL_PRESETS, snr, "snr")
     # T-SBL's whitened update divides by lam: lam = 0 is refused (a tiny lam such
     # as 1e-300 is the noiseless limit).
-    lam0 = float(p["lam"]) if lam is None else check_positive_float("lam", lam)
-    learn = bool(p["learn_lambda"]) if learn_lambda is None else _flag(
-        "learn_lambda", learn_lambda)
-    enh = bool(p["enhance_lambda"]) if enhance_lambda is None else _flag(
-        "enhance_lambda", enhance_lambda)
+    prune, lam0, learn, enh = resolve_params(
+        p, prune_gamma, lam, learn_lambda, enhance_lambda, check_positive_float)
     max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
     tol = check_nonnegative_float("tol", tol)
 

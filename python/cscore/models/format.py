@@ -25,28 +25,43 @@ Loading is bounded: only the entries the architecture defines are read, each
 one's declared shape, dtype and size are checked against the metadata before
 its data is decompressed, ``meta`` is capped (:data:`MAX_META_BYTES`) and so is
 the total (:data:`MAX_ARRAYS_BYTES`); FIFOs and devices are refused without
-being read.  Every defect is a :class:`ModelFileError` naming the entry.
+being read (the zip and .npy reading is in :mod:`cscore.models._container`).
+Every defect is a :class:`ModelFileError` naming the entry.
 Saving is atomic (:func:`save_npz_atomic`).
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import os
-import stat
-import struct
 import tempfile
 import zipfile
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
 from ..problem import ProblemSpec
+
+# The bounded zip/.npy reading lives in _container; every name it took from this
+# module is imported back, so ``format.<name>`` keeps working for all of them.
+from ._container import (
+    _MAX_DIRECTORY_BYTES,  # noqa: F401
+    _MAX_NPY_HEADER,  # noqa: F401
+    _READ_ERRORS,
+    MAX_DIM,
+    MAX_ENTRIES,  # noqa: F401
+    ModelFileError,
+    _check_directory,  # noqa: F401
+    _fail,
+    _open_archive,
+    _open_regular,  # noqa: F401
+    _read_entry,
+    _read_npy_header,  # noqa: F401
+    _strict_int,
+)
 
 __all__ = [
     "ARCHITECTURES",
@@ -67,14 +82,6 @@ __all__ = [
 
 FORMAT_NAME = "cscore.lstm_cs"
 FORMAT_VERSION = 1
-
-
-class ModelFileError(ValueError):
-    """A model file is malformed, of another format, or inconsistent.
-
-    The one error class of every cscore model file; the sequence-model and text
-    loaders raise subclasses of it.
-    """
 
 
 #: ``shapes(meta) -> {entry: shape}``: the weights a file of one architecture
@@ -148,25 +155,8 @@ MAX_META_BYTES = 1 << 20
 #: Largest total size of a file's arrays once decompressed (bytes).  Shipped
 #: models are a few MB; the cap keeps a hostile file from costing more.
 MAX_ARRAYS_BYTES = 256 << 20
-#: Largest dimension accepted in ``meta`` (M, N, L, n_cells, ...).
-MAX_DIM = 1 << 20
-#: Most entries a model archive may list (checked before the directory is parsed).
-MAX_ENTRIES = 64
-#: Largest central directory accepted (bytes).
-_MAX_DIRECTORY_BYTES = 1 << 20
-#: Largest .npy header accepted (bytes).
-_MAX_NPY_HEADER = 1 << 14
 #: Array dtypes a model file may use (little-endian floats; uint8 for meta).
 _FLOAT_DTYPES = ("<f4", "<f8")
-
-
-def _fail(path: Path, what: str) -> ModelFileError:
-    return ModelFileError(f"{path}: {what}")
-
-
-def _strict_int(v: Any, lo: int = 0, hi: int = MAX_DIM) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
-
 
 
 def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
@@ -220,158 +210,6 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     out["arch"] = arch
     out["info"] = info
     return out
-
-
-def _open_regular(path: Path) -> IO[bytes]:
-    """Open ``path`` for reading; refuse anything but a regular file, never block."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no model file at {path}") from None
-    except IsADirectoryError:
-        raise ModelFileError(f"{path} is a directory, not a model file") from None
-    except OSError as exc:
-        raise _fail(path, f"cannot open: {exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise ModelFileError(f"{path} is a directory, not a model file")
-        if not stat.S_ISREG(st.st_mode):
-            raise _fail(path, "not a regular file (a FIFO, device or socket is never read)")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _check_directory(path: Path, fh: IO[bytes]) -> None:
-    """Bound the archive's directory from its end record before zipfile parses it."""
-    size = fh.seek(0, os.SEEK_END)
-    if size < 22:
-        raise ModelFileError(
-            f"{path} is not a model file: not an .npz (zip) archive"
-            + (" (the file is empty)" if size == 0 else "")
-        )
-    tail_len = min(size, 22 + 65535)
-    fh.seek(size - tail_len)
-    tail = fh.read(tail_len)
-    pos = tail.rfind(b"PK\x05\x06")
-    if pos < 0 or len(tail) - pos < 22:
-        raise ModelFileError(f"{path} is not a model file: not an .npz (zip) archive")
-    _, _, _, n_here, n_total, dir_size, _, _ = struct.unpack("<4sHHHHIIH", tail[pos : pos + 22])
-    if n_total == 0xFFFF or dir_size == 0xFFFFFFFF:
-        return  # zip64 end record: zipfile reads the real counts; checked after
-    if max(n_here, n_total) > MAX_ENTRIES or dir_size > _MAX_DIRECTORY_BYTES:
-        raise _fail(path, f"archive lists {n_total} entries / {dir_size} directory bytes")
-
-
-def _read_npy_header(
-    path: Path, name: str, f: IO[bytes]
-) -> tuple[tuple[int, ...], np.dtype, bool, int]:
-    """Parse an .npy header from ``f`` by hand (bounded; no pickle, no eval)."""
-    head = f.read(10)
-    if len(head) < 10 or head[:6] != b"\x93NUMPY":
-        raise _fail(path, f"entry {name!r} is not an .npy array")
-    major = head[6]
-    if major == 1:
-        hlen = struct.unpack("<H", head[8:10])[0]
-        start = 10
-    elif major in (2, 3):
-        head += f.read(2)
-        if len(head) < 12:
-            raise _fail(path, f"entry {name!r}: truncated .npy header")
-        hlen = struct.unpack("<I", head[8:12])[0]
-        start = 12
-    else:
-        raise _fail(path, f"entry {name!r}: unsupported .npy version {major}")
-    if hlen > _MAX_NPY_HEADER:
-        raise _fail(path, f"entry {name!r}: .npy header of {hlen} bytes is too large")
-    raw = f.read(hlen)
-    if len(raw) < hlen:
-        raise _fail(path, f"entry {name!r}: truncated .npy header")
-    try:
-        text = raw.decode("latin1" if major < 3 else "utf-8")
-        if len(text) > 2000 or text.count("(") > 4 or text.count("{") > 1:
-            raise ValueError("header too complex")
-        d = ast.literal_eval(text)
-        if not isinstance(d, dict) or set(d) != {"descr", "fortran_order", "shape"}:
-            raise ValueError("keys")
-        descr, fortran, shape = d["descr"], d["fortran_order"], d["shape"]
-        if not isinstance(descr, str) or not isinstance(fortran, bool):
-            raise ValueError("descr/fortran_order")
-        if not isinstance(shape, tuple) or not all(_strict_int(n, 0, 1 << 62) for n in shape):
-            raise ValueError("shape")
-        dtype = np.dtype(descr)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
-        raise _fail(path, f"entry {name!r}: malformed .npy header ({exc})") from None
-    return shape, dtype, fortran, start + hlen
-
-
-def _read_entry(
-    path: Path, zf: zipfile.ZipFile, name: str, want_shape: tuple[int, ...] | None,
-    dtypes: tuple[str, ...], max_bytes: int,
-) -> np.ndarray:
-    """Read entry ``name``.npy, checking its header against the spec before its data."""
-    info = zf.getinfo(name + ".npy")
-    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-        raise _fail(path, f"entry {name!r}: unsupported compression {info.compress_type}")
-    if info.flag_bits & 0x1:
-        raise _fail(path, f"entry {name!r} is encrypted")
-    with zf.open(info) as f:
-        shape, dtype, fortran, hdr = _read_npy_header(path, name, f)
-        if dtype.hasobject or dtype.str not in dtypes:
-            raise _fail(path, f"entry {name!r} has dtype {dtype}; expected one of {list(dtypes)}")
-        if want_shape is not None and shape != want_shape:
-            raise _fail(path, f"entry {name!r} has shape {shape}, expected {want_shape}")
-        if len(shape) != 1 and want_shape is None:
-            raise _fail(path, f"entry {name!r} must be 1-D, has shape {shape}")
-        count = 1
-        for n in shape:
-            count *= n
-        nbytes = count * dtype.itemsize
-        if nbytes > max_bytes:
-            raise _fail(path, f"entry {name!r} declares {nbytes} bytes (cap {max_bytes})")
-        if info.file_size != hdr + nbytes:
-            raise _fail(
-                path,
-                f"entry {name!r}: archive size {info.file_size} disagrees with its "
-                f".npy header ({hdr + nbytes} bytes)",
-            )
-        data = f.read(nbytes)
-        if len(data) != nbytes:
-            raise _fail(path, f"entry {name!r} is truncated")
-        f.read(1)  # reach the end of the member: zipfile checks its CRC there
-    arr = np.frombuffer(data, dtype=dtype)
-    shaped = arr.reshape(shape, order="F") if fortran else arr.reshape(shape)
-    return np.ascontiguousarray(shaped).copy()
-
-
-def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
-    fh = _open_regular(path)
-    try:
-        _check_directory(path, fh)
-        fh.seek(0)
-        zf = zipfile.ZipFile(fh)
-        names = [i.filename for i in zf.infolist()]
-        if len(names) > MAX_ENTRIES:
-            raise _fail(path, f"archive lists {len(names)} entries")
-        if len(set(names)) != len(names):
-            raise _fail(path, "archive lists an entry twice")
-        return fh, zf
-    except BaseException as exc:
-        fh.close()
-        if isinstance(exc, (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error,
-                            ValueError, NotImplementedError, RuntimeError, KeyError,
-                            OverflowError, MemoryError)) and not isinstance(
-            exc, (ModelFileError, FileNotFoundError)
-        ):
-            raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None
-        raise
-
-
-_READ_ERRORS = (zipfile.BadZipFile, zlib.error, OSError, EOFError, struct.error, ValueError,
-                NotImplementedError, RuntimeError, KeyError, OverflowError, MemoryError)
 
 
 def _meta_from(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:

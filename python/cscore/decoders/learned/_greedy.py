@@ -26,6 +26,7 @@ Also the small pieces the networks share: the input scaling
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -130,6 +131,44 @@ def greedy_decode(
     return S, atoms, resid, n_iter, stop
 
 
+@dataclass
+class _Chunk:
+    """The state of a chunk of ``b`` problems of ``L`` channels during the greedy loop.
+
+    Per-channel bookkeeping; with joint supports all channels share the atoms.
+    """
+
+    R: np.ndarray  # (b, L, M) residuals
+    Q: np.ndarray  # (b, L, M, k_max) orthonormal basis of each support
+    Rt: np.ndarray  # (b, L, k_max, k_max) triangular factor: support = Q Rt
+    coef: np.ndarray  # (b, L, k_max) residual coordinates on the basis
+    count: np.ndarray  # (b, L) atoms in each support
+    selected: np.ndarray  # (b, L, N) atoms in each support, as a mask
+    live: np.ndarray  # (b, L) channel may still take atoms
+    atoms: np.ndarray  # (b, L, k_max) atoms in selection order, -1 padded
+    n_iter: np.ndarray  # (b,)
+    stop: np.ndarray  # (b,) stop code, -1 while undecided
+    running: np.ndarray  # (b,)
+
+    @classmethod
+    def start(cls, Y: np.ndarray, N: int, k_max: int) -> _Chunk:
+        """The state before the first iteration, for ``Y`` (b, M, L)."""
+        b, M, L = Y.shape
+        return cls(
+            R=Y.transpose(0, 2, 1).copy(),
+            Q=np.zeros((b, L, M, k_max)),
+            Rt=np.zeros((b, L, k_max, k_max)),
+            coef=np.zeros((b, L, k_max)),
+            count=np.zeros((b, L), dtype=np.int64),
+            selected=np.zeros((b, L, N), dtype=bool),
+            live=np.ones((b, L), dtype=bool),
+            atoms=np.full((b, L, k_max), -1, dtype=np.int64),
+            n_iter=np.zeros(b, dtype=np.int64),
+            stop=np.full(b, -1, dtype=np.int64),
+            running=np.ones(b, dtype=bool),
+        )
+
+
 def _chunk(
     A: np.ndarray,
     col_norms: np.ndarray,
@@ -139,84 +178,105 @@ def _chunk(
     k_max: int,
     tol: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    b, M, L = Y.shape
+    """:func:`greedy_decode` on the problems ``Y`` (b, M, L) of one chunk."""
     N = A.shape[1]
-    # per-channel bookkeeping; with joint supports all channels share the atoms
-    R = Y.transpose(0, 2, 1).copy()  # (b, L, M) residuals
-    Q = np.zeros((b, L, M, k_max))
-    Rt = np.zeros((b, L, k_max, k_max))
-    coef = np.zeros((b, L, k_max))
-    count = np.zeros((b, L), dtype=np.int64)
-    selected = np.zeros((b, L, N), dtype=bool)
-    live = np.ones((b, L), dtype=bool)  # channel may still take atoms
-    atoms = np.full((b, L, k_max), -1, dtype=np.int64)
-    n_iter = np.zeros(b, dtype=np.int64)
-    stop = np.full(b, -1, dtype=np.int64)
-    running = np.ones(b, dtype=bool)
+    st = _Chunk.start(Y, N, k_max)
     for _ in range(k_max):
-        if tol >= 0:
-            hit = running & (np.linalg.norm(R, axis=2).sum(axis=1) <= tol)
-            stop[hit] = _TOL
-            running &= ~hit
-        dead = running & ~live.any(axis=1)
-        stop[dead] = _DEPENDENT
-        running &= ~dead
-        idx = np.flatnonzero(running)
+        idx = _still_running(st, tol)
         if idx.size == 0:
             break
-        X = normalize_maxabs(R[idx].reshape(-1, M)).reshape(idx.size, L, M)
-        sc = np.array(score(X), dtype=np.float64, copy=True)
-        if joint:
-            sc[selected[idx, 0]] = -np.inf
-            pick = np.repeat(np.argmax(sc, axis=1)[:, None], L, axis=1)  # (n, L)
-        else:
-            sc[selected[idx]] = -np.inf
-            pick = np.argmax(sc, axis=2)  # (n, L)
-        n_iter[idx] += 1
-        # orthogonalize the new atom of every live channel against its basis
-        bi, li = np.nonzero(live[idx])
-        pi = idx[bi]
-        at = pick[bi, li]
-        t = count[pi, li]
-        a = A[:, at].T.copy()  # (c, M)
-        kk = int(t.max()) if t.size else 0  # basis columns in use
-        proj = np.zeros((pi.size, k_max))
-        Qs = Q[pi, li, :, :kk]  # (c, M, kk)
-        for _rep in range(2):
-            c = np.einsum("cmk,cm->ck", Qs, a)
-            a -= np.einsum("cmk,ck->cm", Qs, c)
-            proj[:, :kk] += c
-        nrm = np.linalg.norm(a, axis=1)
-        ok = (nrm > _DEP_RTOL * col_norms[at]) & ~selected[pi, li, at]
-        live[pi[~ok], li[~ok]] = False
-        pi, li, at, t, a, nrm, proj = pi[ok], li[ok], at[ok], t[ok], a[ok], nrm[ok], proj[ok]
-        q = a / nrm[:, None]
-        Q[pi, li, :, t] = q
-        Rt[pi, li, :, t] = proj
-        Rt[pi, li, t, t] = nrm
-        c_new = np.einsum("cm,cm->c", q, R[pi, li])
-        coef[pi, li, t] = c_new
-        R[pi, li] -= q * c_new[:, None]
-        atoms[pi, li, t] = at
-        selected[pi, li, at] = True
-        count[pi, li] += 1
+        pick = _pick_atoms(st, idx, score, joint)
+        st.n_iter[idx] += 1
+        _add_atoms(st, A, col_norms, idx, pick, k_max)
         if joint:
             # a problem whose atom was dependent (for its channels) stops
-            dep = running & ~live.all(axis=1)
-            live[dep] = False
-        full = count >= k_max
-        live &= ~full
-    # coefficients: Rt x = coef on the first count entries of each support
-    S = np.zeros((b, N, L))
-    eye = np.eye(k_max)
-    used = np.arange(k_max)[None, None, :] < count[:, :, None]  # (b, L, k)
-    Rt_full = np.where(used[:, :, :, None] & used[:, :, None, :], Rt, 0.0)
-    Rt_full += eye * (~used)[:, :, :, None]
-    x = np.linalg.solve(Rt_full, np.where(used, coef, 0.0)[..., None])[..., 0]
-    bb, ll, jj = np.nonzero(used)
-    S[bb, atoms[bb, ll, jj], ll] = x[bb, ll, jj]
-    resid = np.linalg.norm(R, axis=2).sum(axis=1)
+            dep = st.running & ~st.live.all(axis=1)
+            st.live[dep] = False
+        full = st.count >= k_max
+        st.live &= ~full
+    S = _coefficients(st, N, k_max)
+    resid = np.linalg.norm(st.R, axis=2).sum(axis=1)
+    stop, count = st.stop, st.count
     if tol >= 0:
         stop[(stop < 0) & (resid <= tol) & (count.max(axis=1) < k_max)] = _TOL
     stop[(stop < 0) & (count.max(axis=1) < k_max)] = _DEPENDENT
-    return S, atoms, resid, n_iter, stop
+    return S, st.atoms, resid, st.n_iter, stop
+
+
+def _still_running(st: _Chunk, tol: float) -> np.ndarray:
+    """Stop the problems that met ``tol`` or have no live channel; the others' indices."""
+    if tol >= 0:
+        hit = st.running & (np.linalg.norm(st.R, axis=2).sum(axis=1) <= tol)
+        st.stop[hit] = _TOL
+        st.running &= ~hit
+    dead = st.running & ~st.live.any(axis=1)
+    st.stop[dead] = _DEPENDENT
+    st.running &= ~dead
+    return np.flatnonzero(st.running)
+
+
+def _pick_atoms(
+    st: _Chunk, idx: np.ndarray, score: Callable[[np.ndarray], np.ndarray], joint: bool
+) -> np.ndarray:
+    """The best-scoring atom not yet selected, (n, L), for the running problems ``idx``."""
+    _, L, M = st.R.shape
+    X = normalize_maxabs(st.R[idx].reshape(-1, M)).reshape(idx.size, L, M)
+    sc = np.array(score(X), dtype=np.float64, copy=True)
+    if joint:
+        sc[st.selected[idx, 0]] = -np.inf
+        return np.repeat(np.argmax(sc, axis=1)[:, None], L, axis=1)  # (n, L)
+    sc[st.selected[idx]] = -np.inf
+    return np.argmax(sc, axis=2)  # (n, L)
+
+
+def _add_atoms(
+    st: _Chunk, A: np.ndarray, col_norms: np.ndarray, idx: np.ndarray, pick: np.ndarray,
+    k_max: int,
+) -> None:
+    """Add ``pick`` to the support of every live channel of ``idx``, updating its QR.
+
+    The new atom is orthogonalized (twice) against the channel's basis; an atom
+    that is linearly dependent on it (or already selected) ends the channel.
+    """
+    Q, Rt, R = st.Q, st.Rt, st.R
+    bi, li = np.nonzero(st.live[idx])
+    pi = idx[bi]
+    at = pick[bi, li]
+    t = st.count[pi, li]
+    a = A[:, at].T.copy()  # (c, M)
+    kk = int(t.max()) if t.size else 0  # basis columns in use
+    proj = np.zeros((pi.size, k_max))
+    Qs = Q[pi, li, :, :kk]  # (c, M, kk)
+    for _rep in range(2):
+        c = np.einsum("cmk,cm->ck", Qs, a)
+        a -= np.einsum("cmk,ck->cm", Qs, c)
+        proj[:, :kk] += c
+    nrm = np.linalg.norm(a, axis=1)
+    ok = (nrm > _DEP_RTOL * col_norms[at]) & ~st.selected[pi, li, at]
+    st.live[pi[~ok], li[~ok]] = False
+    pi, li, at, t, a, nrm, proj = pi[ok], li[ok], at[ok], t[ok], a[ok], nrm[ok], proj[ok]
+    q = a / nrm[:, None]
+    Q[pi, li, :, t] = q
+    Rt[pi, li, :, t] = proj
+    Rt[pi, li, t, t] = nrm
+    c_new = np.einsum("cm,cm->c", q, R[pi, li])
+    st.coef[pi, li, t] = c_new
+    R[pi, li] -= q * c_new[:, None]
+    st.atoms[pi, li, t] = at
+    st.selected[pi, li, at] = True
+    st.count[pi, li] += 1
+
+
+def _coefficients(st: _Chunk, N: int, k_max: int) -> np.ndarray:
+    """The solutions (b, N, L): ``Rt x = coef`` on the first ``count`` entries of each support."""
+    b, L, _ = st.R.shape
+    count, atoms = st.count, st.atoms
+    S = np.zeros((b, N, L))
+    eye = np.eye(k_max)
+    used = np.arange(k_max)[None, None, :] < count[:, :, None]  # (b, L, k)
+    Rt_full = np.where(used[:, :, :, None] & used[:, :, None, :], st.Rt, 0.0)
+    Rt_full += eye * (~used)[:, :, :, None]
+    x = np.linalg.solve(Rt_full, np.where(used, st.coef, 0.0)[..., None])[..., 0]
+    bb, ll, jj = np.nonzero(used)
+    S[bb, atoms[bb, ll, jj], ll] = x[bb, ll, jj]
+    return S
