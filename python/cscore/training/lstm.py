@@ -44,7 +44,6 @@ from ..decoders.learned.weights import (
     CELL_GATES,
     BLSTMCSWeights,
     LSTMCSWeights,
-    save_model_file,
 )
 from ..problem import ProblemSpec
 from ._lstm_steps import (
@@ -535,16 +534,15 @@ def train_lstm_cs(
         spec = ProblemSpec(M=int(A.shape[0]), N=int(A.shape[1]), L=int(S_train.shape[2]))
     if (spec.M, spec.N) != A.shape or spec.L != S_train.shape[2]:
         raise ValueError(f"spec {spec} does not match A {A.shape} and L={S_train.shape[2]}")
-    res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
-                      problems_per_epoch=problems_per_epoch, config=config, **config_kwargs)
-    meta = training_info(res, info)
-    if path is not None:
-        save_model_file(path, res.weights, A, spec, meta)
-    from ..decoders.learned import BLSTMCS, LSTMCS
+    from .recipes import train_lstm_model
 
-    if isinstance(res.weights, BLSTMCSWeights):
-        return BLSTMCS(res.weights, A, spec, meta)
-    return LSTMCS(res.weights, A, spec, meta)
+    model, _ = train_lstm_model(S_train, S_val, A, spec, config=config, n_steps=n_steps,
+                                k_range=k_range, sigma=sigma,
+                                problems_per_epoch=problems_per_epoch, info=info,
+                                **config_kwargs)
+    if path is not None:
+        model.save(path)
+    return model
 
 
 def training_info(result: TrainResult, info: dict[str, Any] | None = None) -> dict[str, Any]:
