@@ -13,7 +13,8 @@ per problem), all decoders stop by the paper's rule ``sum_j ||r_j|| <= tol``
 with ``tol = L * sigma * sqrt(M * L)`` (capped at min(M, N) iterations).
 
 MSRC (cdsn-msrc-dct-m25, section 4.7's setting): buildings 18..22 of
-../shared/data/msrc-v2 (held out from training and validation), 64x64
+../shared/data/msrc-v2 (held out from training and validation: the split of
+cscore.training.data.cdsn_msrc_training_data), 64x64
 grayscale, 8x8 DCT blocks, L = 8 consecutive blocks per problem, M = 25; k
 largest DCT coefficients kept per block; same noise and stopping rule; three
 noise draws per k.  NMSE = ||I_hat - I||_F / ||I||_F per reconstructed image,
@@ -43,10 +44,10 @@ from cscore.datasets import (
 )
 from cscore.metrics import nmse_per_item
 from cscore.models import load_model
+from cscore.training.data import CDSN_MSRC_TEST_BUILDINGS
 
 ROOT = Path(__file__).resolve().parents[1]
 TEST_IDX = np.arange(6000, 8000)
-TEST_BUILDINGS = ("18.png", "19.png", "20.png", "21.png", "22.png")
 
 
 def _timed(fn, *a, **kw):
@@ -109,7 +110,7 @@ def msrc_part(args: argparse.Namespace) -> list[str]:
     model = load_model(args.models / "cdsn-msrc-dct-m25.npz")
     A, M, L, spec = model.A, model.M, model.L, model.spec
     imgs, names = load_image_folder(args.data / "msrc-v2" / "buildings", spec.image_size)
-    test = np.stack([im for im, nm in zip(imgs, names) if nm in TEST_BUILDINGS])
+    test = np.stack([im for im, nm in zip(imgs, names) if nm in CDSN_MSRC_TEST_BUILDINGS])
     tol = expected_noise_tol(M, L, args.sigma)
 
     def to_img(S: np.ndarray) -> np.ndarray:
@@ -133,7 +134,7 @@ def msrc_part(args: argparse.Namespace) -> list[str]:
     lines = [
         "## CDSN-CS on held-out MSRC buildings, M = 25, L = 8 (section 4.7 setting)", "",
         f"Model `cdsn-msrc-dct-m25` (window {model.window}, {model.n_modules} modules x "
-        f"{model.n_hidden}); test images buildings {', '.join(TEST_BUILDINGS)} "
+        f"{model.n_hidden}); test images buildings {', '.join(CDSN_MSRC_TEST_BUILDINGS)} "
         f"({test.shape[0]} images, {S.shape[0]} problems per k), 8x8 DCT blocks; "
         f"sigma = {args.sigma}, 3 noise draws per k; tol = {tol:.4f}.", "",
         "SOMP and CDSN-CS stop by the tol rule; T-MSBL and MT-BCS by their own "

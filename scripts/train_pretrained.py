@@ -77,26 +77,28 @@ from __future__ import annotations
 import argparse
 import platform
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from cscore.datasets import (
-    image_mmv_problems,
-    load_mnist,
-    mnist_mmv_problems,
-    mnist_tuples,
-    paper_matrix,
-)
-from cscore.datasets.demo import DEMO_IMAGES, demo_images
-from cscore.decoders.learned.weights import save_model_file
+from cscore.datasets import image_mmv_problems, paper_matrix
 from cscore.problem import ProblemSpec
-from cscore.training.lstm import TrainConfig, fit_lstm_cs, training_info
+from cscore.training.data import (
+    cdsn_msrc_training_data,
+    demo_training_data,
+    dihedral_copies,
+    mnist_training_data,
+)
+from cscore.training.lstm import TrainConfig
+from cscore.training.recipes import train_cdsn_model, train_lstm_model, train_nwsomp_model
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "mnist"
-TRAIN_IDX = np.arange(0, 5400)
-VAL_IDX = np.arange(5400, 6000)
+#: MNIST digits used: 0..5399 training, 5400..5999 validation (the last tenth)
+MNIST_IMAGES = 6000
+MNIST_DATASET = "mnist digits 0-3 (channel j = digit j)"
 
 MNIST_CFG = {
     "mnist-m72": {"M": 72, "seed_A": 72},
@@ -104,10 +106,27 @@ MNIST_CFG = {
 }
 
 
-def _save(name: str, out: Path, res, A, spec, info) -> None:
-    meta = training_info(res, info)
+def _mnist(data: Path, M: int) -> tuple[np.ndarray, np.ndarray, ProblemSpec]:
+    """The MNIST split of the shipped models: 2500 random 4-tuples (seed 1), dense blocks."""
+    S_tr, S_va, spec = mnist_training_data(data, M, n_images=MNIST_IMAGES, seed=1)
+    return S_tr, S_va, replace(spec, dataset=MNIST_DATASET)
+
+
+def _continue_from(init: Path | None, A: np.ndarray) -> tuple[Any, dict[str, Any] | None]:
+    """Weights and info of the model file ``init`` (None, None without one)."""
+    if init is None:
+        return None, None
+    from cscore.decoders.learned.weights import load_model_file
+
+    w0, A0, _, previous = load_model_file(init)
+    if not np.array_equal(A0, A):
+        raise SystemExit(f"{init} was trained for another sensing matrix")
+    return w0, previous
+
+
+def _save(name: str, out: Path, model: Any, res: Any) -> None:
     path = out / f"{name}.npz"
-    save_model_file(path, res.weights, A, spec, meta)
+    model.save(path)
     h = res.history[res.best_epoch - 1] if res.best_epoch else {}
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {res.seconds:.0f} s; "
           f"best epoch {res.best_epoch}: {h}")
@@ -117,28 +136,12 @@ def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epoch
                 max_seconds: float | None, init: Path | None = None, seed: int = 0,
                 lr: float = 1e-3) -> None:
     c = MNIST_CFG[name]
-    M, N, L = c["M"], 144, 4
-    images, labels = load_mnist(data / "images-idx3-ubyte.gz", data / "labels-idx1-ubyte.gz")
-    A = paper_matrix(M, N, seed=c["seed_A"])
-    tr = mnist_tuples(labels, TRAIN_IDX, n_tuples=2500, seed=1)
-    va = mnist_tuples(labels, VAL_IDX)
-    S_tr = mnist_mmv_problems(images, tr, None)  # dense blocks, k drawn per epoch
-    S_va = mnist_mmv_problems(images, va, None)
+    S_tr, S_va, spec = _mnist(data, c["M"])
+    A = paper_matrix(spec.M, spec.N, seed=c["seed_A"])
     cfg = TrainConfig(n_cells=512, cell="paper", optimizer="adam", lr=lr, batch_size=128,
                       max_epochs=max_epochs, patience=3, clip=100.0, seed=seed,
                       n_threads=threads, max_seconds=max_seconds)
-    w0 = None
-    previous = None
-    if init is not None:
-        from cscore.decoders.learned.weights import load_model_file
-
-        w0, A0, _, previous = load_model_file(init)
-        if not np.array_equal(A0, A):
-            raise SystemExit(f"{init} was trained for another sensing matrix")
-    res = fit_lstm_cs(S_tr, S_va, A, n_steps=32, k_range=(5, 32), sigma=0.005,
-                      problems_per_epoch=1000, config=cfg, init=w0)
-    spec = ProblemSpec(M=M, N=N, L=L, block_size=12, transform="none", image_size=24,
-                       dataset="mnist digits 0-3 (channel j = digit j)")
+    w0, previous = _continue_from(init, A)
     info = {
         "name": name,
         "data": {
@@ -148,42 +151,23 @@ def train_mnist(name: str, data: Path, out: Path, threads: int | None, max_epoch
             "test_indices": "6000..7999 (not used for training or selection)",
             "protocol": "28x28 -> 24x24 bilinear, 4 distinct 12x12 blocks, column-major",
         },
-        "sensing_matrix": f"paper_matrix({M}, {N}, seed={c['seed_A']})",
+        "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed={c['seed_A']})",
         "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
         "script": "scripts/train_pretrained.py",
     }
     if previous is not None:
         info["continued_from"] = previous.get("training", {})
-    _save(name, out, res, A, spec, info)
-
-
-def _dihedral(img: np.ndarray) -> list[np.ndarray]:
-    out = []
-    for t in (img, img.T):
-        for f in (t, t[::-1], t[:, ::-1], t[::-1, ::-1]):
-            out.append(np.ascontiguousarray(f))
-    return out
+    model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=32, k_range=(5, 32),
+                                  sigma=0.005, problems_per_epoch=1000, init=w0, info=info)
+    _save(name, out, model, res)
 
 
 def train_demo(name: str, out: Path, threads: int | None, max_epochs: int) -> None:
-    M, N, L, size = 32, 64, 4, 256
-    A = paper_matrix(M, N, seed=0)  # == cscore.datasets.load_demo's default matrix
-    imgs = demo_images(size)
-    train = [imgs[n] for n, s in DEMO_IMAGES if s == "train"]
-    S = image_mmv_problems(np.stack(train), block_size=8, transform="dct", k=None, L=L)
-    n_val = round(0.1 * S.shape[0])  # == load_demo's validation split
-    S_va = S[S.shape[0] - n_val :]
     # training: camera in its 8 flips/transposes, plus the non-validation part of ascent
-    # (ascent is not flipped so that no validation block leaks into training)
-    S_cam = image_mmv_problems(np.stack(_dihedral(imgs["camera"])), block_size=8,
-                               transform="dct", k=None, L=L)
-    S_tr = np.concatenate([S_cam, S[S_cam.shape[0] // 8 : S.shape[0] - n_val]])
+    S_tr, S_va, spec = demo_training_data(32, augment=True)
+    A = paper_matrix(spec.M, spec.N, seed=0)  # == cscore.datasets.load_demo's default matrix
     cfg = TrainConfig(n_cells=256, cell="paper", optimizer="adam", lr=1e-3, batch_size=128,
                       max_epochs=max_epochs, patience=2, clip=100.0, seed=0, n_threads=threads)
-    res = fit_lstm_cs(S_tr, S_va, A, n_steps=20, k_range=(2, 20), sigma=0.005,
-                      problems_per_epoch=2500, config=cfg)
-    spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform="dct", image_size=size,
-                       dataset="pywt.data camera + ascent (demo set)")
     info = {
         "name": name,
         "data": {
@@ -192,92 +176,47 @@ def train_demo(name: str, out: Path, threads: int | None, max_epochs: int) -> No
             "test": "pywt.data aero() (not used for training or selection)",
             "protocol": "8x8 blocks, orthonormal 2-D DCT, L = 4 consecutive blocks",
         },
-        "sensing_matrix": f"paper_matrix({M}, {N}, seed=0)",
+        "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed=0)",
         "script": "scripts/train_pretrained.py",
     }
-    _save(name, out, res, A, spec, info)
+    model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=20, k_range=(2, 20),
+                                  sigma=0.005, problems_per_epoch=2500, info=info)
+    _save(name, out, model, res)
 
 
 def train_nwsomp(name: str, data: Path, out: Path, threads: int | None, max_epochs: int,
                  max_seconds: float | None, seed: int = 0) -> None:
     """NWSOMP on the data, split and sensing matrix of mnist-m72 (512 hidden units)."""
-    from cscore.decoders.learned import NWSOMP
-    from cscore.training.nwsomp import fit_nwsomp
-
-    M, N, L = 72, 144, 4
-    images, labels = load_mnist(data / "images-idx3-ubyte.gz", data / "labels-idx1-ubyte.gz")
-    A = paper_matrix(M, N, seed=72)  # == mnist-m72's matrix
-    tr = mnist_tuples(labels, TRAIN_IDX, n_tuples=2500, seed=1)
-    va = mnist_tuples(labels, VAL_IDX)
-    S_tr = mnist_mmv_problems(images, tr, None)
-    S_va = mnist_mmv_problems(images, va, None)
-    res = fit_nwsomp(S_tr, S_va, A, n_hidden=512, n_steps=32, k_range=(5, 32), sigma=0.005,
-                     problems_per_epoch=2500, epochs=max_epochs, lr=1e-3, batch_size=256,
-                     patience=3, seed=seed, n_threads=threads, max_seconds=max_seconds,
-                     verbose=True)
-    spec = ProblemSpec(M=M, N=N, L=L, block_size=12, transform="none", image_size=24,
-                       dataset="mnist digits 0-3 (channel j = digit j)")
+    S_tr, S_va, spec = _mnist(data, 72)
+    A = paper_matrix(spec.M, spec.N, seed=72)  # == mnist-m72's matrix
     info = {
         "name": name,
         "description": "NWSOMP (one hidden layer, 512 units) for MNIST M=72, mnist-m72's A",
         "data": {"source": "MNIST IDX files (../shared/data/mnist: 8000 digits)",
                  "train_indices": "0..5399", "validation_indices": "5400..5999",
                  "test_indices": "6000..7999 (not used for training or selection)"},
-        "sensing_matrix": f"paper_matrix({M}, {N}, seed=72)",
-        "training": {**res.settings, "best_epoch": res.best_epoch,
-                     "seconds": round(res.seconds, 1), "history": res.history},
+        "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed=72)",
         "script": "scripts/train_pretrained.py",
     }
-    w = res.weights
+    model, res = train_nwsomp_model(
+        S_tr, S_va, A, spec, info=info, n_hidden=512, n_steps=32, k_range=(5, 32), sigma=0.005,
+        problems_per_epoch=2500, epochs=max_epochs, lr=1e-3, batch_size=256, patience=3,
+        seed=seed, n_threads=threads, max_seconds=max_seconds, verbose=True)
     path = out / f"{name}.npz"
-    NWSOMP(w["W1"], w["b1"], w["W2"], w["b2"], A, spec, info).save(path)
+    model.save(path)
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {res.seconds:.0f} s; "
           f"best epoch {res.best_epoch}")
 
 
-#: MSRC split of the CDSN-CS model: held-out buildings (test) and validation buildings
-MSRC_TEST_BUILDINGS = ("18.png", "19.png", "20.png", "21.png", "22.png")
-MSRC_VAL_BUILDINGS = ("13.png", "14.png", "15.png", "16.png", "17.png")
-
-
-def msrc_split(root: Path, size: int = 64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(train, validation, test) 64x64 grayscale MSRC images for the CDSN-CS model.
-
-    Training: every class except buildings, plus buildings 01..12; validation:
-    buildings 13..17; test: buildings 18..22 (never used for training).
-    """
-    from cscore.datasets import load_image_folder
-
-    train, val, test = [], [], []
-    for cls in sorted(p.name for p in root.iterdir() if p.is_dir()):
-        imgs, names = load_image_folder(root / cls, size)
-        for img, nm in zip(imgs, names):
-            if cls == "buildings" and nm in MSRC_TEST_BUILDINGS:
-                test.append(img)
-            elif cls == "buildings" and nm in MSRC_VAL_BUILDINGS:
-                val.append(img)
-            else:
-                train.append(img)
-    return np.stack(train), np.stack(val), np.stack(test)
-
-
 def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
                seed: int = 0, rbm: bool = True) -> None:
-    """CDSN-CS with the thesis's section 4.7 settings: L=8, w=5, M=25, DCT, 3x64 modules."""
-    from cscore.decoders.learned import CDSNCS
-    from cscore.training.cdsn import fit_cdsn
+    """CDSN-CS with the thesis's section 4.7 settings: L=8, w=5, M=25, DCT, 3x64 modules.
 
-    M, N, L = 25, 64, 8
-    A = paper_matrix(M, N, seed=25)
-    tr, va, _ = msrc_split(msrc)
-    S_tr = image_mmv_problems(tr, block_size=8, transform="dct", k=None, L=L)
-    S_va = image_mmv_problems(va, block_size=8, transform="dct", k=None, L=L)
-    res = fit_cdsn(S_tr, S_va, A, window=5, n_modules=3, n_hidden=64, n_steps=16,
-                   k_range=(2, 16), sigma=0.005, n_problems=4000, mu=0.01, rbm_epochs=20,
-                   rbm_init=rbm, rbm_lr=0.01, n_iter=1500, lr=200.0, batch_size=4096, seed=seed,
-                   max_seconds=max_seconds, verbose=True)
-    spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform="dct", image_size=64,
-                       dataset="msrc-v2 (all classes; buildings 13-22 held out)")
+    Data: :func:`cscore.training.data.cdsn_msrc_training_data` (buildings 13..17
+    validate, 18..22 are the held-out test images).
+    """
+    S_tr, S_va, spec = cdsn_msrc_training_data(msrc, 25, L=8)
+    A = paper_matrix(spec.M, spec.N, seed=25)
     info = {
         "name": name,
         "description": "CDSN-CS (w=5, 3 modules x 64) for MSRC 64x64 DCT blocks, L=8, M=25",
@@ -285,14 +224,19 @@ def train_cdsn(name: str, msrc: Path, out: Path, max_seconds: float | None,
                            "L = 8 consecutive blocks",
                  "train": "all classes except buildings 13..22",
                  "validation": "buildings 13..17", "test": "buildings 18..22 (held out)"},
-        "sensing_matrix": f"paper_matrix({M}, {N}, seed=25)",
-        "training": {**res.settings, "seconds": round(res.seconds, 1),
-                     "history": res.history},
+        "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed=25)",
         "script": "scripts/train_pretrained.py",
     }
+    model, res = train_cdsn_model(
+        S_tr, S_va, A, spec, info=info, window=5, n_modules=3, n_hidden=64, n_steps=16,
+        k_range=(2, 16), sigma=0.005, n_problems=4000, mu=0.01, rbm_epochs=20, rbm_init=rbm,
+        rbm_lr=0.01, n_iter=1500, lr=200.0, batch_size=4096, seed=seed,
+        max_seconds=max_seconds, verbose=True)
     path = out / f"{name}.npz"
-    CDSNCS(res.modules, res.window, A, spec, info).save(path)
+    model.save(path)
     print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in {res.seconds:.0f} s")
+
+
 MSRC_DATA = ROOT.parent / "shared" / "data" / "msrc-v2"
 #: name -> (transform, arch)
 MSRC_CFG = {
@@ -312,24 +256,15 @@ def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
     M, N, L, size = 32, 64, 4, 64
     A = paper_matrix(M, N, seed=0)  # the demo model's matrix
     train, val, _, names = load_msrc_split(data, size)
-    aug = np.stack([d for im in train for d in _dihedral(im)])
+    aug = np.stack([d for im in train for d in dihedral_copies(im)])
     S_tr = image_mmv_problems(aug, block_size=8, transform=transform, k=None, L=L)
     S_va = image_mmv_problems(val, block_size=8, transform=transform, k=None, L=L)
-    H = n_cells or MSRC_TRAIN[arch]["n_cells"]
-    w0, previous = None, None
-    if init is not None:
-        from cscore.decoders.learned.weights import load_model_file
-
-        w0, A0, _, previous = load_model_file(init)
-        if not np.array_equal(A0, A):
-            raise SystemExit(f"{init} was trained for another sensing matrix")
-        H = w0.n_cells
+    w0, previous = _continue_from(init, A)
+    H = w0.n_cells if w0 is not None else (n_cells or MSRC_TRAIN[arch]["n_cells"])
     cfg = TrainConfig(n_cells=H, arch=arch, cell="paper", optimizer="adam", lr=lr,
                       batch_size=128, max_epochs=max_epochs, patience=3, clip=100.0, seed=0,
                       n_threads=threads, max_cpu_seconds=max_cpu_seconds,
                       max_seconds=max_seconds, progress=False)
-    res = fit_lstm_cs(S_tr, S_va, A, n_steps=20, k_range=(2, 20), sigma=0.005,
-                      problems_per_epoch=16000, config=cfg, init=w0)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform=transform,
                        levels=3 if transform == "haar" else 0, image_size=size,
                        dataset="msrc-v2 (20 classes; buildings/cows/flowers test images held out)")
@@ -353,7 +288,9 @@ def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
     }
     if previous is not None:
         info["continued_from"] = previous.get("training", {})
-    _save(name, out, res, A, spec, info)
+    model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=20, k_range=(2, 20),
+                                  sigma=0.005, problems_per_epoch=16000, init=w0, info=info)
+    _save(name, out, model, res)
 
 
 def main() -> None:

@@ -453,3 +453,54 @@ def test_auto_tol_tracks_the_oracle(name):
     assert err(auto) <= 1.5 * err(oracle) + 1e-3
     res = model.decode(Y[0], tol="auto", return_result=True)
     assert res.x.shape == (model.N, model.L) and "sigma_hat" in res.extra
+
+
+# -- recipes (cscore.training.recipes) -----------------------------------------------------
+
+
+def test_train_cdsn_model_returns_the_fitted_decoder(tmp_path, A, spec):
+    from cscore.training.recipes import train_cdsn_model
+
+    S = np.random.default_rng(2).normal(size=(30, N, L))
+    kw = {"window": 3, "n_modules": 2, "n_hidden": 5, "n_steps": 3, "k_range": (2, 3),
+          "rbm_epochs": 1, "n_iter": 4, "seed": 3}
+    model, res = train_cdsn_model(S[:24], S[24:], A, spec, info={"who": "test"},
+                                  history_entries=2, **kw)
+    ref = fit_cdsn(S[:24], S[24:], A, **kw)
+    assert isinstance(model, CDSNCS) and (model.window, model.n_modules) == (3, 2)
+    for (w1, w2), (r1, r2) in zip(res.modules, ref.modules):  # same seed, same fit
+        np.testing.assert_array_equal(w1, r1)
+        np.testing.assert_array_equal(w2, r2)
+    assert model.info["who"] == "test"
+    assert model.info["training"]["history"] == res.history[-2:] and len(res.history) > 2
+    assert model.info["training"]["n_modules"] == 2
+    model.save(tmp_path / "c.npz")
+    again = load_model(tmp_path / "c.npz")
+    Y = np.random.default_rng(4).normal(size=(3, M, L))
+    np.testing.assert_array_equal(again.decode(Y, n_nonzero=2), model.decode(Y, n_nonzero=2))
+    with pytest.raises(ValueError, match="history_entries"):
+        train_cdsn_model(S[:24], S[24:], A, spec, history_entries=0, **kw)
+    with pytest.raises(ValueError, match=r"^A has shape"):
+        train_cdsn_model(S[:24], S[24:], A[:-1], spec, **kw)
+    with pytest.raises(ValueError, match=r"^window"):
+        train_cdsn_model(S[:24], S[24:], A, spec, **{**kw, "window": 2})
+
+
+@requires_torch
+def test_train_nwsomp_model_returns_the_fitted_decoder(A, spec):
+    from cscore.training.nwsomp import fit_nwsomp
+    from cscore.training.recipes import train_nwsomp_model
+
+    S = np.random.default_rng(0).normal(size=(40, N, L))
+    kw = {"n_hidden": 6, "n_steps": 3, "k_range": (2, 3), "epochs": 2, "batch_size": 32,
+          "seed": 1, "n_threads": 1}
+    model, res = train_nwsomp_model(S[:30], S[30:], A, spec, info={"who": "test"}, **kw)
+    ref = fit_nwsomp(S[:30], S[30:], A, **kw)
+    assert isinstance(model, NWSOMP) and model.n_hidden == 6
+    for k, v in ref.weights.items():
+        np.testing.assert_array_equal(res.weights[k], v)
+    t = model.info["training"]
+    assert model.info["who"] == "test" and t["best_epoch"] == res.best_epoch
+    assert t["history"] == res.history and t["n_hidden"] == 6
+    with pytest.raises(ValueError, match=r"^S_train"):
+        train_nwsomp_model(S[:30, :, :2], S[30:], A, spec, **kw)

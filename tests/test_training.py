@@ -203,3 +203,265 @@ def test_train_lstm_cs_returns_decoder(tmp_path):
     w, _, spec, info = load_model_file(path)
     assert (spec.M, spec.N, spec.L) == (12, 16, 2) and info["who"] == "test"
     assert w.n_cells == 8
+
+
+# -- the training loop's steps ---------------------------------------------------------
+
+
+def test_nesterov_momentum_schedule():
+    from cscore.training._lstm_steps import nesterov_momentum
+
+    got = [nesterov_momentum(u, 100) for u in (0, 9, 10, 50, 89, 90, 99)]
+    assert got == [0.9, 0.9, 0.995, 0.995, 0.995, 0.9, 0.9]
+    assert nesterov_momentum(0, 0) == 0.9  # no division by zero
+
+
+@requires_torch
+def test_time_budget_stops_before_the_first_update():
+    """A spent budget: one validated epoch without updates, marked as stopped."""
+    res, _, _ = _tiny_fit(epochs=3, max_seconds=0.0)
+    assert len(res.history) == 1 and res.history[0]["stopped"] == "max_seconds"
+    assert res.history[0]["train_loss"] == 0.0  # no minibatch ran
+    assert res.history[0]["val_loss"] == pytest.approx(res.extra["initial_val_loss"])
+
+
+@requires_torch
+@pytest.mark.parametrize("patience", [1, 2])
+def test_early_stopping_keeps_the_best_epoch_and_halves_adam_step(patience):
+    res, _, _ = _tiny_fit(epochs=10, lr=0.5, patience=patience)  # a step that overshoots
+    h = res.history
+    losses = [e["val_loss"] for e in h]
+    assert res.best_epoch == int(np.argmin(losses)) + 1
+    # stopped after `patience` epochs in a row without improvement
+    assert len(h) == res.best_epoch + patience < 10
+    assert all(v >= losses[res.best_epoch - 1] for v in losses[res.best_epoch :])
+    # Adam's step halves after every epoch without improvement (history: the step used)
+    best = np.inf
+    for a, b in zip(h, h[1:]):
+        improved = a["val_loss"] < best - 1e-4
+        best = min(best, a["val_loss"]) if improved else best
+        assert b["lr"] == (a["lr"] if improved else a["lr"] / 2)
+
+
+# -- data sources (cscore.training.data) -------------------------------------------------
+
+
+def _write_mnist(folder, n=84, seed=0):
+    import gzip
+    import struct
+
+    rng = np.random.default_rng(seed)
+    labels = (np.arange(n) % 10).astype(np.uint8)
+    images = np.zeros((n, 28, 28), dtype=np.uint8)
+    images[:, 4:24, 4:24] = rng.integers(1, 256, (n, 20, 20), dtype=np.uint8)
+    folder.mkdir()
+    with gzip.open(folder / "images-idx3-ubyte.gz", "wb") as f:
+        f.write(struct.pack(">IIII", 2051, n, 28, 28) + images.tobytes())
+    (folder / "labels-idx1-ubyte").write_bytes(struct.pack(">II", 2049, n) + labels.tobytes())
+    return folder
+
+
+def _rows(S):
+    return {p.tobytes() for p in np.ascontiguousarray(S)}
+
+
+def test_mnist_training_data_split_shapes_and_seed(tmp_path):
+    from cscore.training.data import mnist_training_data
+
+    d = _write_mnist(tmp_path / "mnist")
+    S_tr, S_va, spec = mnist_training_data(d, 36, L=3, n_images=63, n_tuples=7, seed=4)
+    # 7 tuples x 4 blocks; validation: digits 57..62 (labels 7,8,9,0,1,2: one tuple)
+    assert S_tr.shape == (28, 144, 3) and S_va.shape == (4, 144, 3)
+    assert (spec.M, spec.N, spec.L, spec.block_size, spec.transform) == (36, 144, 3, 12, "none")
+    assert "first 63 images; last 6" in spec.dataset
+    assert not _rows(S_tr) & _rows(S_va)
+    again = mnist_training_data(d, 36, L=3, n_images=63, n_tuples=7, seed=4)
+    np.testing.assert_array_equal(again[0], S_tr)
+    other = mnist_training_data(d, 36, L=3, n_images=63, n_tuples=7, seed=5)
+    assert not np.array_equal(other[0], S_tr)
+    np.testing.assert_array_equal(other[1], S_va)  # validation does not depend on the seed
+    spec = mnist_training_data(d, L=3)[2]  # defaults: M = N/2, the first 75% of the digits
+    assert spec.M == 72 and "first 63 images" in spec.dataset
+
+
+@pytest.mark.parametrize(("kw", "name"), [
+    ({"M": 145}, "M"), ({"M": 0}, "M"), ({"L": 11}, "L"), ({"L": 0}, "L"),
+    ({"n_images": 85}, "n_images"), ({"n_images": 1}, "n_images"), ({"n_tuples": 0}, "n_tuples"),
+])
+def test_mnist_training_data_bad_arguments(tmp_path, kw, name):
+    from cscore.training.data import mnist_training_data
+
+    d = _write_mnist(tmp_path / "mnist")
+    with pytest.raises(ValueError, match=rf"^{name}\b"):
+        mnist_training_data(d, **kw)
+    with pytest.raises(FileNotFoundError, match="images-idx3-ubyte"):
+        mnist_training_data(tmp_path)
+
+
+def _write_images(folder, names, size=16, seed=0):
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True)
+    for nm in names:
+        Image.fromarray(rng.integers(0, 256, (size, size), dtype=np.uint8)).save(folder / nm)
+    return folder
+
+
+@pytest.mark.parametrize("transform", ["dct", "haar"])
+def test_folder_training_data(tmp_path, transform):
+    from cscore.datasets import image_mmv_problems, load_image_folder
+    from cscore.training.data import folder_training_data
+
+    d = _write_images(tmp_path / "img", [f"{i:02d}.png" for i in range(12)])
+    S_tr, S_va, spec = folder_training_data(d, 20, L=2, image_size=16, transform=transform)
+    # 16x16 images: 4 blocks = 2 problems each; the last of 12 images validates
+    assert S_tr.shape == (22, 64, 2) and S_va.shape == (2, 64, 2)
+    assert (spec.M, spec.N, spec.transform, spec.image_size) == (20, 64, transform, 16)
+    assert spec.levels == (3 if transform == "haar" else 0)
+    imgs, _ = load_image_folder(d, 16)
+    np.testing.assert_array_equal(
+        S_va, image_mmv_problems(imgs[-1:], block_size=8, transform=transform, k=None, L=2))
+    assert not _rows(S_tr) & _rows(S_va)
+
+
+def test_folder_training_data_bad_arguments(tmp_path):
+    from cscore.training.data import folder_training_data
+
+    d = _write_images(tmp_path / "img", ["a.png", "b.png"])
+    with pytest.raises(ValueError, match=r"^transform"):
+        folder_training_data(d, transform="wavelet")
+    with pytest.raises(ValueError, match=r"^image_size"):
+        folder_training_data(d, image_size=4)
+    with pytest.raises(ValueError, match=r"^M "):
+        folder_training_data(d, 65)
+    one = _write_images(tmp_path / "one", ["a.png"])
+    with pytest.raises(ValueError, match="at least 2 images"):
+        folder_training_data(one, image_size=16)
+    with pytest.raises(FileNotFoundError):
+        folder_training_data(tmp_path / "missing")
+
+
+def test_dihedral_copies_are_the_eight_symmetries(rng):
+    from cscore.training.data import dihedral_copies
+
+    img = rng.normal(size=(5, 5))
+    out = dihedral_copies(img)
+    assert len(out) == 8 and len(_rows(np.stack(out))) == 8
+    np.testing.assert_array_equal(out[0], img)
+    np.testing.assert_array_equal(out[4], img.T)
+    assert all(np.isclose(np.sort(o, axis=None), np.sort(img, axis=None)).all() for o in out)
+
+
+def test_demo_training_data_split_and_augmentation():
+    from cscore.training.data import demo_training_data
+
+    S_tr, S_va, spec = demo_training_data(L=4)
+    # camera + ascent at 256x256: 2 x 1024 blocks = 512 problems; the last 51 validate
+    assert S_tr.shape == (461, 64, 4) and S_va.shape == (51, 64, 4)
+    assert (spec.M, spec.N, spec.transform, spec.image_size) == (32, 64, "dct", 256)
+    A_tr, A_va, _ = demo_training_data(L=4, augment=True)
+    np.testing.assert_array_equal(A_va, S_va)  # the same validation problems
+    # camera in 8 symmetries (8 x 256 problems) + ascent's training part (256 - 51)
+    assert A_tr.shape[0] == 8 * 256 + 205
+    np.testing.assert_array_equal(A_tr[:256], S_tr[:256])  # the camera as is comes first
+    assert not _rows(A_tr) & _rows(S_va)
+    with pytest.raises(ValueError, match=r"^M "):
+        demo_training_data(65)
+    with pytest.raises(ValueError, match=r"^L "):
+        demo_training_data(L=0)
+
+
+def test_cdsn_msrc_training_data_holds_out_the_test_buildings(tmp_path):
+    from cscore.datasets import image_mmv_problems, load_image_folder
+    from cscore.training.data import (
+        CDSN_MSRC_TEST_BUILDINGS,
+        CDSN_MSRC_VAL_BUILDINGS,
+        cdsn_msrc_training_data,
+    )
+
+    root = tmp_path / "msrc"
+    _write_images(root / "buildings", [f"{i:02d}.png" for i in range(1, 23)], seed=1)
+    _write_images(root / "cows", ["01.png", "02.png"], seed=2)
+    S_tr, S_va, spec = cdsn_msrc_training_data(root, L=4, image_size=16)
+    assert S_tr.shape == (12 + 2, 64, 4) and S_va.shape == (5, 64, 4)
+    assert (spec.M, spec.L, spec.transform) == (25, 4, "dct")
+    imgs, names = load_image_folder(root / "buildings", 16)
+
+    def problems(keep):
+        sel = np.stack([im for im, nm in zip(imgs, names) if nm in keep])
+        return image_mmv_problems(sel, block_size=8, transform="dct", k=None, L=4)
+
+    np.testing.assert_array_equal(S_va, problems(CDSN_MSRC_VAL_BUILDINGS))
+    test = _rows(problems(CDSN_MSRC_TEST_BUILDINGS))
+    assert not test & _rows(S_tr) and not test & _rows(S_va) and not _rows(S_tr) & _rows(S_va)
+    with pytest.raises(FileNotFoundError, match="no class folders"):
+        cdsn_msrc_training_data(tmp_path / "empty")
+    with pytest.raises(ValueError, match=r"^L "):
+        cdsn_msrc_training_data(root, L=-1)
+
+
+# -- recipes and the command line ----------------------------------------------------------
+
+
+@requires_torch
+def test_train_lstm_model_equals_fit_lstm_cs(tmp_path):
+    from cscore.training.lstm import TrainConfig, fit_lstm_cs
+    from cscore.training.recipes import train_lstm_model
+
+    rng = np.random.default_rng(3)
+    A = gaussian_matrix(12, 16, seed=3)
+    S = _sparse(rng, 40, 16, 2, 2)
+    spec = ProblemSpec(M=12, N=16, L=2, dataset="synthetic")
+    cfg = TrainConfig(n_cells=6, arch="blstm", max_epochs=2, batch_size=16, progress=False,
+                      n_threads=1, seed=2)
+    model, res = train_lstm_model(S[:30], S[30:], A, spec, config=cfg, n_steps=2,
+                                  info={"who": "test"})
+    ref = fit_lstm_cs(S[:30], S[30:], A, config=cfg, n_steps=2)
+    assert type(model).__name__ == "BLSTMCS" and model.spec == spec
+    for k in ("W", "Wb", "U"):
+        np.testing.assert_array_equal(getattr(res.weights, k), getattr(ref.weights, k))
+        np.testing.assert_array_equal(getattr(model.weights, k),
+                                      getattr(ref.weights, k).astype(np.float32))
+    assert model.info["who"] == "test" and model.info["training"]["best_epoch"] == res.best_epoch
+    model.save(tmp_path / "m.npz")
+    w, _, spec2, info = load_model_file(tmp_path / "m.npz")
+    assert spec2 == spec and info["who"] == "test"
+    np.testing.assert_array_equal(w.Wb, model.weights.Wb)
+    with pytest.raises(ValueError, match=r"^A has shape"):
+        train_lstm_model(S[:30], S[30:], A[:, :15], spec, config=cfg)
+    with pytest.raises(ValueError, match=r"^S_train"):
+        train_lstm_model(S[:30, :, :1], S[30:], A, spec, config=cfg)
+
+
+def test_cli_train_help_names_every_option():
+    import argparse
+
+    from cscore.cli.train import add_arguments
+
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    options = {o for a in p._actions for o in a.option_strings}
+    for o in ("--seed", "--cell", "--optimizer", "--lr", "--batch-size", "--patience",
+              "--problems-per-epoch", "--threads", "--window", "--modules", "--hidden",
+              "--rbm-epochs", "--fista-iters", "--data", "--arch", "--cells", "-M", "-L"):
+        assert o in options
+    undocumented = [a.option_strings for a in p._actions
+                    if a.option_strings and a.dest != "help" and not (a.help or "").strip()]
+    assert not undocumented
+
+
+@pytest.mark.parametrize(("argv", "msg"), [
+    (["-M", "65"], "-M (65) must not exceed N = 64"),
+    (["--arch", "cdsn", "--window", "4"], "--window must be a positive odd int"),
+    (["--arch", "cdsn", "--modules", "0"], "--modules must be >= 1"),
+    (["--arch", "cdsn", "--rbm-epochs", "-1"], "--rbm-epochs must be >= 0"),
+    (["--data", "folder"], "--data folder needs --images-dir"),
+])
+def test_cli_train_refuses_bad_options(tmp_path, capsys, argv, msg):
+    from cscore.cli import main
+
+    out = tmp_path / "m.npz"
+    assert main(["train", "--data", "demo", *argv, "--out", str(out)]) == 2
+    assert msg in capsys.readouterr().err
+    assert not out.exists()

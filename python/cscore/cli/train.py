@@ -1,4 +1,4 @@
-"""``cscore train``: train an LSTM-CS model and write a model file.
+"""``cscore train``: train a learned decoder and write a model file.
 
 Examples::
 
@@ -6,12 +6,18 @@ Examples::
     cscore train --data folder --images-dir photos/ --transform dct -M 32 --out img.npz
     cscore train --data demo --cells 256 --out demo.npz
     cscore train --data demo --arch blstm --cells 128 --out demo-blstm.npz
+    cscore train --data demo --arch nwsomp --hidden 512 --out demo-nw.npz
+    cscore train --data demo --arch cdsn -L 8 --window 5 --out demo-cdsn.npz
+
+Argument parsing and printing only: the data sources are
+:mod:`cscore.training.data`, the training :mod:`cscore.training.recipes`.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="MNIST: first images used (training + validation); default 75%%")
     p.add_argument("--images-dir", type=Path, default=None, help="folder of natural images")
     p.add_argument("--image-size", type=int, default=64, help="natural images: resized side")
-    p.add_argument("--transform", choices=("dct", "haar"), default="dct")
+    p.add_argument("--transform", choices=("dct", "haar"), default="dct",
+                   help="natural images: block transform (default dct; haar: 3 levels)")
     p.add_argument("-M", type=int, default=None, help="measurements (default N/2)")
     p.add_argument("-L", type=int, default=4, help="channels per problem (default 4)")
     p.add_argument("--matrix-seed", type=int, default=0, help="seed of the sensing matrix")
@@ -48,84 +55,42 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "NWSOMP; cdsn: CDSN-CS (numpy, no torch)")
     p.add_argument("--cells", type=int, default=512,
                    help="LSTM cells, per direction for blstm (default 512)")
-    p.add_argument("--cell", choices=("paper", "lstm"), default="paper")
-    p.add_argument("--optimizer", choices=("adam", "nesterov"), default="adam")
-    p.add_argument("--lr", type=float, default=None)
-    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--cell", choices=("paper", "lstm"), default="paper",
+                   help="lstm/blstm: paper = the paper's cell without forget gate (default); "
+                        "lstm = standard cell with forget gate")
+    p.add_argument("--optimizer", choices=("adam", "nesterov"), default="adam",
+                   help="lstm/blstm: adam (default, step halved when validation stalls) or "
+                        "nesterov (the paper's recipe: summed gradients, momentum schedule)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="step size (default: lstm/blstm 1e-3 with adam, 3e-4 with nesterov; "
+                        "nwsomp 1e-3; cdsn 200)")
+    p.add_argument("--batch-size", type=int, default=128,
+                   help="lstm/blstm/nwsomp: sequences per minibatch (default 128)")
     p.add_argument("--epochs", type=int, default=10, help="maximum epochs (default 10)")
-    p.add_argument("--patience", type=int, default=2)
-    p.add_argument("--problems-per-epoch", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    from .train_learned import add_arguments as add_learned_arguments
-
-    add_learned_arguments(p)
-
-
-def _mnist(args: argparse.Namespace):
-    from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples
-
-    if args.mnist_dir is None:
-        raise ValueError("--data mnist needs --mnist-dir")
-    d = args.mnist_dir
-
-    def find(stem: str) -> Path:
-        for name in (f"{stem}.gz", stem):
-            if (d / name).exists():
-                return d / name
-        raise FileNotFoundError(f"no {stem}(.gz) in {d}")
-
-    images, labels = load_mnist(find("images-idx3-ubyte"), find("labels-idx1-ubyte"))
-    assert labels is not None
-    n = args.n_train or int(0.75 * images.shape[0])
-    n_val = max(1, n // 10)
-    digits = tuple(range(args.L))
-    tr = mnist_tuples(labels, np.arange(0, n - n_val), digits, n_tuples=2500, seed=args.seed)
-    va = mnist_tuples(labels, np.arange(n - n_val, n), digits)
-    from ..problem import ProblemSpec
-
-    spec = {"N": 144, "block_size": 12, "transform": "none", "image_size": 24,
-            "dataset": f"mnist (first {n} images; last {n_val} of them for validation)"}
-    return (mnist_mmv_problems(images, tr, None), mnist_mmv_problems(images, va, None), spec,
-            ProblemSpec, (5, 32))
-
-
-def _images(args: argparse.Namespace):
-    from ..datasets import image_mmv_problems, load_image_folder
-
-    if args.images_dir is None:
-        raise ValueError("--data folder needs --images-dir")
-    imgs, names = load_image_folder(args.images_dir, args.image_size)
-    n_val = max(1, len(names) // 10)
-    if len(names) - n_val < 1:
-        raise ValueError("need at least 2 images (training and validation)")
-    kw = {"block_size": 8, "transform": args.transform, "k": None, "L": args.L}
-    from ..problem import ProblemSpec
-
-    spec = {"N": 64, "block_size": 8, "transform": args.transform,
-            "levels": 3 if args.transform == "haar" else 0, "image_size": args.image_size,
-            "dataset": f"{args.images_dir} ({len(names)} images, last {n_val} validation)"}
-    return (image_mmv_problems(imgs[:-n_val], **kw), image_mmv_problems(imgs[-n_val:], **kw),
-            spec, ProblemSpec, (2, 20))
-
-
-def _demo(args: argparse.Namespace):
-    from ..datasets import image_mmv_problems
-    from ..datasets.demo import DEMO_IMAGES, demo_images
-    from ..problem import ProblemSpec
-
-    imgs = demo_images(256)
-    train = np.stack([imgs[n] for n, s in DEMO_IMAGES if s == "train"])
-    S = image_mmv_problems(train, block_size=8, transform="dct", k=None, L=args.L)
-    n_val = round(0.1 * S.shape[0])
-    spec = {"N": 64, "block_size": 8, "transform": "dct", "image_size": 256,
-            "dataset": "pywt.data camera + ascent (demo set)"}
-    return S[:-n_val], S[-n_val:], spec, ProblemSpec, (2, 20)
+    p.add_argument("--patience", type=int, default=2,
+                   help="lstm/blstm/nwsomp: epochs without validation improvement before "
+                        "stopping (default 2)")
+    p.add_argument("--problems-per-epoch", type=int, default=None,
+                   help="random training problems per epoch (default: all); cdsn: problems "
+                        "drawn once")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of training: initial weights, minibatch order, sparsities, "
+                        "noise (and MNIST pairings); default 0")
+    p.add_argument("--threads", type=int, default=None,
+                   help="lstm/blstm/nwsomp: torch CPU threads (default: torch's choice)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar or training log")
+    p.add_argument("--window", type=int, default=5, help="cdsn: convolution window (odd)")
+    p.add_argument("--modules", type=int, default=3, help="cdsn: stacked modules")
+    p.add_argument("--hidden", type=int, default=None,
+                   help="nwsomp/cdsn: hidden units (default 512 / 64)")
+    p.add_argument("--rbm-epochs", type=int, default=10, help="cdsn: CD-1 pretraining epochs")
+    p.add_argument("--fista-iters", type=int, default=400, help="cdsn: FISTA iterations/module")
 
 
 def _check_args(args: argparse.Namespace) -> None:
     """Raise ``ValueError`` naming the option for arguments that cannot work."""
+    from ..training.data import TRAINING_SOURCES
+
     for opt, v in (("-L", args.L), ("--cells", args.cells), ("--batch-size", args.batch_size),
                    ("--epochs", args.epochs), ("--image-size", args.image_size)):
         if v < 1:
@@ -144,9 +109,79 @@ def _check_args(args: argparse.Namespace) -> None:
         raise ValueError(f"--lr must be > 0, got {args.lr:g}")
     if args.k_min is not None and args.k_max is not None and args.k_min > args.k_max:
         raise ValueError(f"--k-min ({args.k_min}) must not exceed --k-max ({args.k_max})")
+    N = TRAINING_SOURCES[args.data].N
+    if args.M is not None and args.M > N:
+        raise ValueError(f"-M ({args.M}) must not exceed N = {N} (atoms per block)")
+    if args.arch == "cdsn":
+        _check_cdsn_args(args)
     parent = Path(args.out).expanduser().resolve().parent
     if not parent.is_dir():
         raise FileNotFoundError(f"cannot write {args.out}: folder {parent} does not exist")
+
+
+def _check_cdsn_args(args: argparse.Namespace) -> None:
+    """The options only ``--arch cdsn`` uses."""
+    if args.window < 1 or args.window % 2 == 0:
+        raise ValueError(f"--window must be a positive odd int, got {args.window}")
+    for opt, v in (("--modules", args.modules), ("--hidden", args.hidden),
+                   ("--fista-iters", args.fista_iters)):
+        if v is not None and v < 1:
+            raise ValueError(f"{opt} must be >= 1, got {v}")
+    if args.rbm_epochs < 0:
+        raise ValueError(f"--rbm-epochs must be >= 0, got {args.rbm_epochs}")
+
+
+def _load_data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, Any]:
+    """``(S_train, S_val, spec)`` of the ``--data`` source."""
+    from ..training import data
+
+    if args.data == "mnist":
+        if args.mnist_dir is None:
+            raise ValueError("--data mnist needs --mnist-dir")
+        return data.mnist_training_data(args.mnist_dir, args.M, L=args.L,
+                                        n_images=args.n_train, seed=args.seed)
+    if args.data == "folder":
+        if args.images_dir is None:
+            raise ValueError("--data folder needs --images-dir")
+        return data.folder_training_data(args.images_dir, args.M, L=args.L,
+                                         image_size=args.image_size, transform=args.transform)
+    return data.demo_training_data(args.M, L=args.L)
+
+
+def _train(args: argparse.Namespace, S_tr: np.ndarray, S_va: np.ndarray, A: np.ndarray,
+           spec: Any, k_range: tuple[int, int], info: dict[str, Any]) -> tuple[Any, str]:
+    """Train the ``--arch`` model; return it and the summary printed after "wrote FILE: "."""
+    from ..training import recipes
+
+    common = {"n_steps": args.n_steps, "k_range": k_range, "sigma": args.sigma}
+    if args.arch == "nwsomp":
+        nwsomp, nres = recipes.train_nwsomp_model(
+            S_tr, S_va, A, spec, info=info, n_hidden=args.hidden or 512,
+            problems_per_epoch=args.problems_per_epoch, epochs=args.epochs,
+            lr=args.lr or 1e-3, batch_size=args.batch_size, patience=args.patience,
+            seed=args.seed, n_threads=args.threads, verbose=not args.quiet, **common)
+        return nwsomp, f"best epoch {nres.best_epoch}, {nres.seconds:.0f} s"
+    if args.arch == "cdsn":
+        cdsn, cres = recipes.train_cdsn_model(
+            S_tr, S_va, A, spec, info=info, history_entries=args.modules, window=args.window,
+            n_modules=args.modules, n_hidden=args.hidden or 64,
+            n_problems=args.problems_per_epoch, rbm_epochs=args.rbm_epochs,
+            n_iter=args.fista_iters, lr=args.lr or 200.0, seed=args.seed,
+            verbose=not args.quiet, **common)
+        return cdsn, f"{cres.seconds:.0f} s"
+    from ..training.lstm import TrainConfig
+
+    cfg = TrainConfig(n_cells=args.cells, arch=args.arch, cell=args.cell,
+                      optimizer=args.optimizer, lr=args.lr,
+                      batch_size=args.batch_size, max_epochs=args.epochs,
+                      patience=args.patience, seed=args.seed, n_threads=args.threads,
+                      progress=not args.quiet)
+    model, res = recipes.train_lstm_model(S_tr, S_va, A, spec, config=cfg, info=info,
+                                          problems_per_epoch=args.problems_per_epoch, **common)
+    best = res.history[res.best_epoch - 1] if res.best_epoch else {}
+    return model, (f"best epoch {res.best_epoch} "
+                   f"(val loss {best.get('val_loss', float('nan')):.4f}, "
+                   f"val accuracy {best.get('val_acc', float('nan')):.3f}), {res.seconds:.0f} s")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -165,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
     Raises
     ------
     ImportError
-        PyTorch is not installed (checked first).
+        PyTorch is not installed (checked first; ``--arch cdsn`` needs none).
     ValueError, FileNotFoundError
         Unusable options or data (``cscore`` reports them with exit status 2).
     """
@@ -176,38 +211,21 @@ def run(args: argparse.Namespace) -> int:
     _check_args(args)
 
     from ..datasets import paper_matrix
-    from ..decoders.learned.weights import save_model_file
-    from ..training.lstm import TrainConfig, fit_lstm_cs, training_info
+    from ..training.data import TRAINING_SOURCES
 
-    S_tr, S_va, spec_kw, ProblemSpec, k_default = {"mnist": _mnist, "folder": _images,
-                                                   "demo": _demo}[args.data](args)
-    N = spec_kw.pop("N")
-    M = args.M or N // 2
-    if M > N:
-        raise ValueError(f"-M ({M}) must not exceed N = {N} (atoms per block)")
-    A = paper_matrix(M, N, seed=args.matrix_seed)
+    S_tr, S_va, spec = _load_data(args)
+    A = paper_matrix(spec.M, spec.N, seed=args.matrix_seed)
+    k_default = TRAINING_SOURCES[args.data].k_range
     k_range = (args.k_min or k_default[0], args.k_max or k_default[1])
+    command = "cscore train"  # the LSTM kinds' files say only that
     if args.arch in ("nwsomp", "cdsn"):
-        from .train_learned import train_learned
-
-        return train_learned(args, S_tr, S_va, A, ProblemSpec(M=M, N=N, L=args.L, **spec_kw),
-                             k_range)
-    cfg = TrainConfig(n_cells=args.cells, arch=args.arch, cell=args.cell,
-                      optimizer=args.optimizer, lr=args.lr,
-                      batch_size=args.batch_size, max_epochs=args.epochs,
-                      patience=args.patience, seed=args.seed, n_threads=args.threads,
-                      progress=not args.quiet)
-    res = fit_lstm_cs(S_tr, S_va, A, n_steps=args.n_steps, k_range=k_range, sigma=args.sigma,
-                      problems_per_epoch=args.problems_per_epoch, config=cfg)
-    spec = ProblemSpec(M=M, N=N, L=args.L, **spec_kw)
-    info = {"sensing_matrix": f"paper_matrix({M}, {N}, seed={args.matrix_seed})",
-            "command": "cscore train"}
-    save_model_file(args.out, res.weights, A, spec, training_info(res, info))
-    best = res.history[res.best_epoch - 1] if res.best_epoch else {}
-    print(f"wrote {args.out}: best epoch {res.best_epoch} "
-          f"(val loss {best.get('val_loss', float('nan')):.4f}, "
-          f"val accuracy {best.get('val_acc', float('nan')):.3f}), {res.seconds:.0f} s")
+        command += f" --arch {args.arch}"
+    info = {"command": command,
+            "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed={args.matrix_seed})"}
+    model, summary = _train(args, S_tr, S_va, A, spec, k_range, info)
+    model.save(args.out)
+    print(f"wrote {args.out}: {summary}")
     return 0
 
 
-HELP = "train an LSTM-CS model (needs PyTorch)"
+HELP = "train a learned decoder: LSTM-CS, BLSTM-CS (need PyTorch), NWSOMP or CDSN-CS"

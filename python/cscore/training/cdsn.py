@@ -135,7 +135,137 @@ def _one_hot(t: np.ndarray, N: int) -> np.ndarray:
     return out
 
 
+class _Log:
+    """The training log of :func:`fit_cdsn`: entries kept in ``history``, printed when verbose."""
+
+    def __init__(self, verbose: bool) -> None:
+        self.verbose = verbose
+        self.history: list[dict[str, float]] = []
+
+    def __call__(self, **kw: float) -> None:
+        self.history.append({k: float(v) for k, v in kw.items()})
+        if self.verbose:
+            print(" ".join(f"{k}={v:.4g}" for k, v in kw.items()), flush=True)
+
+
+def _check_settings(window: int, counts: dict[str, int], rbm_epochs: int, mu: float, lr: float,
+                    rbm_lr: float) -> None:
+    """Raise ``ValueError`` naming the first unusable setting of :func:`fit_cdsn`."""
+    if window < 1 or window % 2 == 0:
+        raise ValueError(f"window must be a positive odd int, got {window}")
+    for name, v in counts.items():
+        if v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v}")
+    if rbm_epochs < 0:
+        raise ValueError(f"rbm_epochs must be >= 0, got {rbm_epochs}")
+    if not (mu > 0 and lr > 0 and rbm_lr > 0):
+        raise ValueError("mu, lr and rbm_lr must be > 0")
+
+
+def _first_module_weights(R: np.ndarray, n_hidden: int, rng: np.random.Generator,
+                          rbm_epochs: int, rbm_lr: float, rbm_batch: int,
+                          log: _Log) -> np.ndarray:
+    """Module 1's starting input weights (H, d + 1), hidden biases in the last column.
+
+    A Gaussian-Bernoulli RBM trained by CD-1 for ``rbm_epochs`` epochs on up to
+    20000 rows of ``R`` (eq. 4.65); with ``rbm_epochs = 0``, its random start
+    (small Gaussian weights, zero biases).
+    """
+    n = R.shape[0]
+    W = 0.01 * rng.standard_normal((R.shape[1], n_hidden)).astype(np.float32)
+    bv = R.mean(axis=0)
+    bh = np.zeros(n_hidden, dtype=np.float32)
+    if rbm_epochs:
+        sub = R[rng.choice(n, min(n, 20000), replace=False)]
+        for ep in range(rbm_epochs):
+            perm = rng.permutation(sub.shape[0])
+            for b0 in range(0, sub.shape[0], rbm_batch):
+                W, bv, bh = rbm_cd1_step(W, bv, bh, sub[perm[b0 : b0 + rbm_batch]], rbm_lr, rng)
+            log(module=0, rbm_epoch=ep + 1, rbm_recon=rbm_reconstruction_error(W, bv, bh, sub))
+    return np.concatenate([W.T, bh[:, None]], axis=1).astype(np.float32)
+
+
+def _next_module_weights(prev: np.ndarray, m: int, N: int,
+                         rng: np.random.Generator) -> np.ndarray:
+    """Module ``m``'s (m >= 1) starting input weights, from module ``m - 1``'s ``prev``.
+
+    Small random weights are inserted for the new inputs (module ``m - 1``'s
+    output), which come after the earlier modules' outputs and before the windows.
+    """
+    new = 0.01 * rng.standard_normal((prev.shape[0], N)).astype(np.float32)
+    return np.concatenate([prev[:, : (m - 1) * N], new, prev[:, (m - 1) * N :]], axis=1)
+
+
+def _fista_input_weights(Z: np.ndarray, T: np.ndarray, W1: np.ndarray, rng: np.random.Generator,
+                         *, n_iter: int, batch_size: int, lr: float, mu: float,
+                         deadline: float | None, log: _Log | None,
+                         module: int) -> tuple[np.ndarray, int]:
+    """Fit one module's input weights by FISTA on minibatches (eq. 4.64).
+
+    Each iteration draws ``batch_size`` rows of ``Z`` (inputs with the constant
+    column) and ``T`` (one-hot targets), puts the output weights at their ridge
+    solution for the batch and steps along the gradient of the squared error;
+    the momentum restarts when the batch loss exceeds the best by 2%.  Stops
+    after ``n_iter`` iterations or at ``deadline`` (``time.perf_counter()``).
+    ``log`` (when given) gets the batch loss every 20 iterations.
+
+    Returns the input weights and the number of iterations run.
+    """
+    n = Z.shape[0]
+    iters = 0
+    W_prev = W1.copy()
+    W_hat = W1.copy()
+    mk = 1.0
+    best_loss = np.inf
+    for it in range(n_iter):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        iters = it + 1
+        idx = rng.choice(n, min(n, batch_size), replace=False)
+        Zb, Tb = Z[idx], T[idx]
+        Hb = _sigmoid(Zb @ W_hat.T)
+        Hb1 = with_one(Hb)
+        W2 = closed_form_output_weights(Hb1.astype(np.float64), Tb.astype(np.float64), mu)
+        E = Hb1 @ W2 - Tb
+        loss = 0.5 * float(np.mean(np.sum(E * E, axis=1)))
+        G = ((E @ W2[:-1].T) * Hb * (1.0 - Hb)).T @ Zb / Zb.shape[0]
+        W_k = (W_hat - lr * G).astype(np.float32)
+        m_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * mk * mk))
+        if loss > best_loss * 1.02:  # adaptive restart of the momentum
+            m_next, mk = 1.0, 1.0
+            W_hat = W_k
+        else:
+            W_hat = (W_k + ((mk - 1.0) / m_next) * (W_k - W_prev)).astype(np.float32)
+        best_loss = min(best_loss, loss)
+        W_prev, mk = W_k, m_next
+        if log is not None and it % 20 == 0:
+            log(module=module, iter=it, batch_loss=loss)
+    return W_prev, iters
+
+
+def _module_deadline(max_seconds: float | None, t0: float, modules_left: int) -> float | None:
+    """When the next module must stop: 90% of its share of the remaining budget."""
+    if max_seconds is None:
+        return None
+    left = max_seconds - (time.perf_counter() - t0)
+    return time.perf_counter() + 0.9 * left / modules_left
+
+
+def _module_outputs(Z: np.ndarray, Zv: np.ndarray, W1: np.ndarray, T: np.ndarray,
+                    mu: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Output weights of a module by ridge on all training samples (eq. 4.62).
+
+    Returns ``W2`` and the module's outputs on the training and validation inputs.
+    """
+    H_all = with_one(_sigmoid(Z @ W1.T)).astype(np.float64)
+    W2 = closed_form_output_weights(H_all, T.astype(np.float64), mu).astype(np.float32)
+    out_tr = (H_all @ W2).astype(np.float32)
+    out_va = (with_one(_sigmoid(Zv @ W1.T)) @ W2).astype(np.float32)
+    return W2, out_tr, out_va
+
+
 def fit_cdsn(
+
     S_train: np.ndarray,
     S_val: np.ndarray,
     A: np.ndarray,
@@ -207,16 +337,9 @@ def fit_cdsn(
     t0 = time.perf_counter()
     A = np.asarray(A, dtype=np.float64)
     M, N = A.shape
-    if window < 1 or window % 2 == 0:
-        raise ValueError(f"window must be a positive odd int, got {window}")
-    for name, v in (("n_modules", n_modules), ("n_hidden", n_hidden), ("n_iter", n_iter),
-                    ("batch_size", batch_size), ("rbm_batch", rbm_batch)):
-        if v < 1:
-            raise ValueError(f"{name} must be >= 1, got {v}")
-    if rbm_epochs < 0:
-        raise ValueError(f"rbm_epochs must be >= 0, got {rbm_epochs}")
-    if not (mu > 0 and lr > 0 and rbm_lr > 0):
-        raise ValueError("mu, lr and rbm_lr must be > 0")
+    _check_settings(window, {"n_modules": n_modules, "n_hidden": n_hidden, "n_iter": n_iter,
+                             "batch_size": batch_size, "rbm_batch": rbm_batch},
+                    rbm_epochs, mu, lr, rbm_lr)
     T = n_steps if n_steps is not None else (k_range[1] if k_range else max(1, M // 4))
     rng = np.random.default_rng(seed)
     R_tr, t_tr = _samples(A, np.asarray(S_train, dtype=np.float64), window, T, sigma, k_range,
@@ -224,85 +347,33 @@ def fit_cdsn(
     R_va, t_va = _samples(A, np.asarray(S_val, dtype=np.float64), window, T, sigma, k_range,
                           None, seed * 1000 + 999)
     T_tr = _one_hot(t_tr, N)
-    n = R_tr.shape[0]
-    d0 = R_tr.shape[1]
-    history: list[dict[str, float]] = []
-
-    def log(**kw: float) -> None:
-        history.append({k: float(v) for k, v in kw.items()})
-        if verbose:
-            print(" ".join(f"{k}={v:.4g}" for k, v in kw.items()), flush=True)
-
-    # module 1 initialization: Gaussian-Bernoulli RBM by CD-1 (or random)
-    W = 0.01 * rng.standard_normal((d0, n_hidden)).astype(np.float32)
-    bv = R_tr.mean(axis=0)
-    bh = np.zeros(n_hidden, dtype=np.float32)
-    if rbm_init and rbm_epochs:
-        sub = R_tr[rng.choice(n, min(n, 20000), replace=False)]
-        for ep in range(rbm_epochs):
-            perm = rng.permutation(sub.shape[0])
-            for b0 in range(0, sub.shape[0], rbm_batch):
-                W, bv, bh = rbm_cd1_step(W, bv, bh, sub[perm[b0 : b0 + rbm_batch]], rbm_lr, rng)
-            log(module=0, rbm_epoch=ep + 1, rbm_recon=rbm_reconstruction_error(W, bv, bh, sub))
-    W1 = np.concatenate([W.T, bh[:, None]], axis=1).astype(np.float32)  # (H, d0 + 1)
-
+    log = _Log(verbose)
+    W1 = _first_module_weights(R_tr, n_hidden, rng, rbm_epochs if rbm_init else 0, rbm_lr,
+                               rbm_batch, log)
     modules: list[tuple[np.ndarray, np.ndarray]] = []
     outs_tr: list[np.ndarray] = []
     outs_va: list[np.ndarray] = []
     for m in range(n_modules):
         if m:
-            # start from the module below; small random weights for the new inputs v(m)
-            new = 0.01 * rng.standard_normal((n_hidden, N)).astype(np.float32)
-            prev = modules[-1][0]
-            W1 = np.concatenate([prev[:, : (m - 1) * N], new, prev[:, (m - 1) * N :]], axis=1)
+            W1 = _next_module_weights(modules[-1][0], m, N, rng)
         Z = with_one(np.concatenate([*outs_tr, R_tr], axis=1)).astype(np.float32)
         Zv = with_one(np.concatenate([*outs_va, R_va], axis=1)).astype(np.float32)
-        deadline = None
-        if max_seconds is not None:
-            left = max_seconds - (time.perf_counter() - t0)
-            deadline = time.perf_counter() + 0.9 * left / (n_modules - m)
-        iters = 0
-        W_prev = W1.copy()
-        W_hat = W1.copy()
-        mk = 1.0
-        best_loss = np.inf
-        for it in range(n_iter):
-            if deadline is not None and time.perf_counter() > deadline:
-                break
-            iters = it + 1
-            idx = rng.choice(n, min(n, batch_size), replace=False)
-            Zb, Tb = Z[idx], T_tr[idx]
-            Hb = _sigmoid(Zb @ W_hat.T)
-            Hb1 = with_one(Hb)
-            W2 = closed_form_output_weights(Hb1.astype(np.float64), Tb.astype(np.float64), mu)
-            E = Hb1 @ W2 - Tb
-            loss = 0.5 * float(np.mean(np.sum(E * E, axis=1)))
-            G = ((E @ W2[:-1].T) * Hb * (1.0 - Hb)).T @ Zb / Zb.shape[0]
-            W_k = (W_hat - lr * G).astype(np.float32)
-            m_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * mk * mk))
-            if loss > best_loss * 1.02:  # adaptive restart of the momentum
-                m_next, mk = 1.0, 1.0
-                W_hat = W_k
-            else:
-                W_hat = (W_k + ((mk - 1.0) / m_next) * (W_k - W_prev)).astype(np.float32)
-            best_loss = min(best_loss, loss)
-            W_prev, mk = W_k, m_next
-            if verbose and it % 20 == 0:
-                log(module=m, iter=it, batch_loss=loss)
-        W1 = W_prev
-        H_all = with_one(_sigmoid(Z @ W1.T)).astype(np.float64)
-        W2 = closed_form_output_weights(H_all, T_tr.astype(np.float64), mu).astype(np.float32)
+        W1, iters = _fista_input_weights(
+            Z, T_tr, W1, rng, n_iter=n_iter, batch_size=batch_size, lr=lr, mu=mu,
+            deadline=_module_deadline(max_seconds, t0, n_modules - m),
+            log=log if verbose else None, module=m)
+        W2, out_tr, out_va = _module_outputs(Z, Zv, W1, T_tr, mu)
         modules.append((W1.astype(np.float32), W2))
-        outs_tr.append((H_all @ W2).astype(np.float32))
-        v_va = (with_one(_sigmoid(Zv @ W1.T)) @ W2).astype(np.float32)
-        outs_va.append(v_va)
-        log(module=m, iters=iters, train_acc=float(np.mean(outs_tr[-1].argmax(1) == t_tr)),
-            val_acc=float(np.mean(v_va.argmax(1) == t_va)),
+        outs_tr.append(out_tr)
+        outs_va.append(out_va)
+        log(module=m, iters=iters, train_acc=float(np.mean(out_tr.argmax(1) == t_tr)),
+            val_acc=float(np.mean(out_va.argmax(1) == t_va)),
             seconds=time.perf_counter() - t0)
     settings = {"window": window, "n_modules": n_modules, "n_hidden": n_hidden, "n_steps": T,
                 "k_range": list(k_range) if k_range else None, "sigma": sigma,
                 "n_problems": n_problems, "mu": mu, "rbm_epochs": rbm_epochs if rbm_init else 0,
                 "rbm_lr": rbm_lr, "n_iter": n_iter, "lr": lr, "batch_size": batch_size,
-                "seed": seed, "n_train_samples": int(n), "n_val_samples": int(t_va.size)}
-    return CDSNTrainResult(modules=modules, window=window, history=history,
+                "seed": seed, "n_train_samples": int(R_tr.shape[0]),
+                "n_val_samples": int(t_va.size)}
+    return CDSNTrainResult(modules=modules, window=window, history=log.history,
                            seconds=time.perf_counter() - t0, settings=settings)

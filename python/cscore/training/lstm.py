@@ -33,7 +33,6 @@ clipping) and stop early when the validation loss has not improved for
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -45,9 +44,16 @@ from ..decoders.learned.weights import (
     CELL_GATES,
     BLSTMCSWeights,
     LSTMCSWeights,
-    save_model_file,
 )
 from ..problem import ProblemSpec
+from ._lstm_steps import (
+    Clock,
+    Progress,
+    checked_sequences,
+    make_optimizer,
+    nesterov_momentum,
+    starting_params,
+)
 from .sequences import IGNORE, sequences_for_epoch
 
 __all__ = [
@@ -206,28 +212,6 @@ def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
     return V @ params["U"].T + params["c_out"]
 
 
-def _init_params(torch: Any, M: int, N: int, H: int, G: int, gen: Any, dtype: Any,
-                 output_bias: bool, arch: str = "lstm") -> dict[str, Any]:
-    s = 1.0 / math.sqrt(H)
-
-    def u(*shape: int) -> Any:
-        return (torch.rand(*shape, generator=gen, dtype=dtype) * 2 - 1) * s
-
-    params = {
-        "W": u(G * H, M),
-        "R": u(G * H, H),
-        "b": torch.zeros(G * H, dtype=dtype),
-        "U": u(N, H),
-        "c_out": torch.zeros(N, dtype=dtype),
-    }
-    if arch == "blstm":
-        params.update({"Wb": u(G * H, M), "Rb": u(G * H, H),
-                       "bb": torch.zeros(G * H, dtype=dtype), "U": u(N, 2 * H)})
-    for k, p in params.items():
-        p.requires_grad_(k != "c_out" or output_bias)
-    return params
-
-
 def _mean_loss(torch: Any, params: dict[str, Any], X: Any, T: Any, cell: str,
                batch: int = 4096) -> float:
     total, count = 0.0, 0
@@ -253,6 +237,104 @@ def _accuracy(torch: Any, params: dict[str, Any], X: Any, T: Any, cell: str,
             hit += int(((z.argmax(-1) == t) & ok).sum())
             count += int(ok.sum())
     return hit / max(count, 1)
+
+
+@dataclass
+class _Run:
+    """The state of one training run that the epoch and stopping steps update."""
+
+    torch: Any
+    cfg: TrainConfig
+    N: int
+    params: dict[str, Any]
+    trainable: list[Any]
+    opt: Any
+    total_updates: int
+    clock: Clock
+    progress: Progress
+    lr: float
+    update: int = 0
+    bad_epochs: int = 0
+    best_loss: float = math.inf
+    best_epoch: int = 0
+    best_params: dict[str, Any] = field(default_factory=dict)
+
+    def keep_best(self, val_loss: float, epoch: int) -> None:
+        """Remember the current parameters as the best, reached at ``epoch``."""
+        self.best_loss, self.best_epoch = val_loss, epoch
+        self.best_params = {k: p.detach().clone() for k, p in self.params.items()}
+
+
+def _train_step(run: _Run, xb: Any, tb: Any) -> tuple[float, int]:
+    """One optimizer update on a minibatch; return its summed loss and its number of targets."""
+    torch, cfg = run.torch, run.cfg
+    if cfg.optimizer == "nesterov":
+        mu = nesterov_momentum(run.update, run.total_updates)
+        for g in run.opt.param_groups:
+            g["momentum"] = mu
+    z = torch_logits(run.params, xb, cfg.cell)
+    red = "sum" if cfg.optimizer == "nesterov" else "mean"
+    loss = torch.nn.functional.cross_entropy(
+        z.reshape(-1, run.N), tb.reshape(-1), ignore_index=IGNORE, reduction=red)
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_value_(run.trainable, cfg.clip)
+    run.opt.step()
+    run.update += 1
+    nvalid = int((tb != IGNORE).sum())
+    return float(loss.detach()) * (1 if red == "sum" else nvalid), nvalid
+
+
+def _train_epoch(run: _Run, X: np.ndarray, T: np.ndarray, perm: np.ndarray, epoch: int,
+                 val_loss: float) -> tuple[float, bool]:
+    """One pass over ``X``, ``T`` in the order ``perm``.
+
+    Returns the mean training loss and whether the time budget cut the epoch
+    short (checked before every minibatch).
+    """
+    torch, bs = run.torch, run.cfg.batch_size
+    Xt = torch.from_numpy(X)
+    Tt = torch.from_numpy(np.asarray(T, dtype=np.int64))
+    order = torch.from_numpy(perm)
+    run_loss, run_n = 0.0, 0
+    for i in range(0, X.shape[0], bs):
+        if run.clock.out_of_time():
+            return run_loss / max(run_n, 1), True
+        idx = order[i : i + bs]
+        lv, nvalid = _train_step(run, Xt[idx], Tt[idx])
+        run_loss += lv
+        run_n += nvalid
+        run.progress.batch(run.update, epoch, run_loss / max(run_n, 1), val_loss)
+    return run_loss / max(run_n, 1), False
+
+
+def _validate(run: _Run, Xv: Any, Tv: Any, epoch: int, train_loss: float) -> dict[str, Any]:
+    """The history entry of ``epoch`` (0-based): losses, accuracy, step size and times."""
+    val_loss = _mean_loss(run.torch, run.params, Xv, Tv, run.cfg.cell)
+    val_acc = _accuracy(run.torch, run.params, Xv, Tv, run.cfg.cell)
+    entry = {"epoch": epoch + 1, "train_loss": train_loss, "val_loss": val_loss,
+             "val_acc": val_acc, "lr": run.lr, "seconds": run.clock.seconds(),
+             "cpu_seconds": run.clock.cpu_seconds()}
+    run.progress.epoch(entry)
+    return entry
+
+
+def _should_stop(run: _Run, val_loss: float, epoch: int) -> bool:
+    """Early stopping after ``epoch`` (1-based): keep improved weights, else halve Adam's step.
+
+    Returns True once the validation loss has not improved (by 1e-4) for
+    ``patience`` epochs in a row.
+    """
+    if val_loss < run.best_loss - 1e-4:
+        run.keep_best(val_loss, epoch)
+        run.bad_epochs = 0
+        return False
+    run.bad_epochs += 1
+    if run.cfg.optimizer == "adam":
+        run.lr *= 0.5
+        for g in run.opt.param_groups:
+            g["lr"] = run.lr
+    return run.bad_epochs >= run.cfg.patience
 
 
 def fit_sequences(
@@ -291,143 +373,53 @@ def fit_sequences(
     """
     torch = import_torch()
     cfg = config or TrainConfig()
-    X_train = np.asarray(X_train, dtype=np.float32)
-    X_val = np.asarray(X_val, dtype=np.float32)
-    if X_train.ndim != 3 or X_val.ndim != 3 or X_train.shape[1:] != X_val.shape[1:]:
-        raise ValueError(
-            f"X_train and X_val must be (n, L, M) alike; got {X_train.shape}, {X_val.shape}"
-        )
-    if T_train.shape != X_train.shape[:2] or T_val.shape != X_val.shape[:2]:
-        raise ValueError("targets must be (n, L) matching the inputs")
-    if X_train.shape[0] == 0 or X_val.shape[0] == 0:
-        raise ValueError("need at least one training and one validation sequence")
-    for name, t in (("T_train", T_train), ("T_val", T_val)):
-        if t.max() >= N or t.min() < IGNORE:
-            raise ValueError(f"{name} holds atom indices outside [0, {N})")
-    M = X_train.shape[2]
-    G = len(CELL_GATES[cfg.cell])
+    X_train, X_val = checked_sequences(X_train, T_train, X_val, T_val, N)
     if cfg.n_threads is not None:
         torch.set_num_threads(int(cfg.n_threads))
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    dtype = torch.float32
-    params = _init_params(torch, M, N, cfg.n_cells, G, gen, dtype, cfg.output_bias, cfg.arch)
-    if init is not None:
-        init_arch = "blstm" if isinstance(init, BLSTMCSWeights) else "lstm"
-        if init.cell != cfg.cell or init.n_cells != cfg.n_cells or init_arch != cfg.arch:
-            raise ValueError(
-                f"init weights are arch={init_arch!r}, cell={init.cell!r}, H={init.n_cells}; "
-                f"the config says arch={cfg.arch!r}, cell={cfg.cell!r}, H={cfg.n_cells}"
-            )
-        init.validate(M, N)
-        with torch.no_grad():
-            for k, p in params.items():
-                p.copy_(torch.from_numpy(np.asarray(getattr(init, k), dtype=np.float32)))
+    params = starting_params(torch, cfg, X_train.shape[2], N, gen, init)
     trainable = [p for p in params.values() if p.requires_grad]
-    lr = cfg.step_size
-    if cfg.optimizer == "adam":
-        opt = torch.optim.Adam(trainable, lr=lr, weight_decay=cfg.weight_decay)
-    else:
-        opt = torch.optim.SGD(trainable, lr=lr, momentum=0.9, nesterov=True)
+    opt = make_optimizer(torch, cfg, trainable)
     Xv = torch.from_numpy(X_val)
     Tv = torch.from_numpy(np.asarray(T_val, dtype=np.int64))
-
-    n_batches = math.ceil(X_train.shape[0] / cfg.batch_size)
-    total_updates = n_batches * cfg.max_epochs
-    history: list[dict[str, Any]] = []
-    best = (math.inf, 0, {k: p.detach().clone() for k, p in params.items()})
-    bad = 0
-    update = 0
-    t0 = time.perf_counter()
-    cpu0 = time.process_time()
-    bar = None
-    if cfg.progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=total_updates, desc="LSTM-CS training", unit="batch")
-    val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
-    initial_val_loss = val_loss
+    total_updates = math.ceil(X_train.shape[0] / cfg.batch_size) * cfg.max_epochs
+    run = _Run(torch, cfg, N, params, trainable, opt, total_updates, Clock(cfg),
+               Progress(cfg.progress, total_updates), cfg.step_size)
+    run.keep_best(math.inf, 0)
+    val_loss = initial_val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
     if init is not None:  # continuing: the starting point counts as epoch 0
-        best = (val_loss, 0, {k: p.detach().clone() for k, p in params.items()})
+        run.keep_best(val_loss, 0)
+    history: list[dict[str, Any]] = []
     try:
         for epoch in range(cfg.max_epochs):
             if epoch and resample is not None:
                 X_np, T_np = resample(epoch)
-                X_train = np.asarray(X_np, dtype=np.float32)
-                T_train = np.asarray(T_np)
-            Xt = torch.from_numpy(X_train)
-            Tt = torch.from_numpy(np.asarray(T_train, dtype=np.int64))
-            perm = torch.from_numpy(rng.permutation(X_train.shape[0]))
-            run_loss, run_n = 0.0, 0
-            out_of_time = False
-            for i in range(0, X_train.shape[0], cfg.batch_size):
-                if (cfg.max_seconds is not None and time.perf_counter() - t0 > cfg.max_seconds) or (
-                        cfg.max_cpu_seconds is not None
-                        and time.process_time() - cpu0 > cfg.max_cpu_seconds):
-                    out_of_time = True
-                    break
-                idx = perm[i : i + cfg.batch_size]
-                xb, tb = Xt[idx], Tt[idx]
-                if cfg.optimizer == "nesterov":
-                    frac = update / max(total_updates, 1)
-                    mu = 0.9 if (frac < 0.1 or frac >= 0.9) else 0.995
-                    for g in opt.param_groups:
-                        g["momentum"] = mu
-                z = torch_logits(params, xb, cfg.cell)
-                red = "sum" if cfg.optimizer == "nesterov" else "mean"
-                loss = torch.nn.functional.cross_entropy(
-                    z.reshape(-1, N), tb.reshape(-1), ignore_index=IGNORE, reduction=red)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_value_(trainable, cfg.clip)
-                opt.step()
-                update += 1
-                nvalid = int((tb != IGNORE).sum())
-                lv = float(loss.detach()) * (1 if red == "sum" else nvalid)
-                run_loss += lv
-                run_n += nvalid
-                if bar is not None:
-                    bar.update(1)
-                    if update % 20 == 0:
-                        bar.set_postfix(epoch=epoch + 1, train=f"{run_loss / max(run_n, 1):.3f}",
-                                        val=f"{val_loss:.3f}")
-            val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
-            val_acc = _accuracy(torch, params, Xv, Tv, cfg.cell)
-            history.append({"epoch": epoch + 1, "train_loss": run_loss / max(run_n, 1),
-                            "val_loss": val_loss, "val_acc": val_acc, "lr": lr,
-                            "seconds": time.perf_counter() - t0,
-                            "cpu_seconds": time.process_time() - cpu0})
-            if bar is not None:
-                bar.set_postfix(epoch=epoch + 1, train=f"{run_loss / max(run_n, 1):.3f}",
-                                val=f"{val_loss:.3f}", acc=f"{val_acc:.3f}")
+                X_train, T_train = np.asarray(X_np, dtype=np.float32), np.asarray(T_np)
+            perm = rng.permutation(X_train.shape[0])
+            train_loss, out_of_time = _train_epoch(run, X_train, T_train, perm, epoch, val_loss)
+            history.append(_validate(run, Xv, Tv, epoch, train_loss))
+            val_loss = history[-1]["val_loss"]
             if out_of_time:
                 history[-1]["stopped"] = "max_seconds"
-            if val_loss < best[0] - 1e-4:
-                best = (val_loss, epoch + 1, {k: p.detach().clone() for k, p in params.items()})
-                bad = 0
-            else:
-                bad += 1
-                if cfg.optimizer == "adam":
-                    lr *= 0.5
-                    for g in opt.param_groups:
-                        g["lr"] = lr
-                if bad >= cfg.patience:
-                    break
-            if out_of_time:
+            if _should_stop(run, val_loss, epoch + 1) or out_of_time:
                 break
     finally:
-        if bar is not None:
-            bar.close()
-    seconds = time.perf_counter() - t0
-    p = {k: v.numpy().copy() for k, v in best[2].items()}
+        run.progress.close()
+    return _result(run, history, {"initial_val_loss": initial_val_loss})
+
+
+def _result(run: _Run, history: list[dict[str, Any]], extra: dict[str, Any]) -> TrainResult:
+    """The :class:`TrainResult` of a finished run: its best weights as numpy arrays."""
+    p = {k: v.numpy().copy() for k, v in run.best_params.items()}
     weights: LSTMCSWeights | BLSTMCSWeights
-    if cfg.arch == "blstm":
-        weights = BLSTMCSWeights(**p, cell=cfg.cell)
+    if run.cfg.arch == "blstm":
+        weights = BLSTMCSWeights(**p, cell=run.cfg.cell)
     else:
-        weights = LSTMCSWeights(**p, cell=cfg.cell)
-    return TrainResult(weights=weights, history=history, best_epoch=best[1], seconds=seconds,
-                       config=cfg, extra={"initial_val_loss": initial_val_loss})
+        weights = LSTMCSWeights(**p, cell=run.cfg.cell)
+    return TrainResult(weights=weights, history=history, best_epoch=run.best_epoch,
+                       seconds=run.clock.seconds(), config=run.cfg, extra=extra)
 
 
 def fit_lstm_cs(
@@ -542,16 +534,15 @@ def train_lstm_cs(
         spec = ProblemSpec(M=int(A.shape[0]), N=int(A.shape[1]), L=int(S_train.shape[2]))
     if (spec.M, spec.N) != A.shape or spec.L != S_train.shape[2]:
         raise ValueError(f"spec {spec} does not match A {A.shape} and L={S_train.shape[2]}")
-    res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
-                      problems_per_epoch=problems_per_epoch, config=config, **config_kwargs)
-    meta = training_info(res, info)
-    if path is not None:
-        save_model_file(path, res.weights, A, spec, meta)
-    from ..decoders.learned import BLSTMCS, LSTMCS
+    from .recipes import train_lstm_model
 
-    if isinstance(res.weights, BLSTMCSWeights):
-        return BLSTMCS(res.weights, A, spec, meta)
-    return LSTMCS(res.weights, A, spec, meta)
+    model, _ = train_lstm_model(S_train, S_val, A, spec, config=config, n_steps=n_steps,
+                                k_range=k_range, sigma=sigma,
+                                problems_per_epoch=problems_per_epoch, info=info,
+                                **config_kwargs)
+    if path is not None:
+        model.save(path)
+    return model
 
 
 def training_info(result: TrainResult, info: dict[str, Any] | None = None) -> dict[str, Any]:
