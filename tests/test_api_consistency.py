@@ -491,6 +491,8 @@ _DOC_MODULES = [
     "cscore.training.nwsomp",
     "cscore.training.lstm",
     "cscore.training.sequences",
+    "cscore.training.data",
+    "cscore.training.recipes",
     "cscore.pipelines",
     "cscore.metrics",
     "cscore.datasets",

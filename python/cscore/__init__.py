@@ -47,7 +47,7 @@ def __getattr__(name: str) -> Any:
 
         return importlib.import_module(_LAZY[name], __name__)
     if name == "train_lstm_cs":  # needs torch only when called
-        from .training.lstm import train_lstm_cs
+        from .training.recipes import train_lstm_cs
 
         return train_lstm_cs
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -173,7 +173,8 @@ def small_mnist_model(
     from ..datasets import load_mnist, mnist_mmv_problems, mnist_tuples, paper_matrix
     from ..decoders.learned import LSTMCS
     from ..problem import ProblemSpec
-    from ..training.lstm import TrainConfig, train_lstm_cs
+    from ..training.lstm_config import TrainConfig
+    from ..training.recipes import train_lstm_cs
 
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     # Training sparsities as for the shipped MNIST models (scaling them down with

@@ -28,9 +28,10 @@ from .data import (
     folder_training_data,
     mnist_training_data,
 )
-from .lstm import TrainConfig, TrainResult, fit_lstm_cs, fit_sequences, train_lstm_cs
+from .lstm import fit_lstm_cs, fit_sequences
+from .lstm_config import TrainConfig, TrainResult
 from .nwsomp import NWSOMPTrainResult, fit_nwsomp
-from .recipes import train_cdsn_model, train_lstm_model, train_nwsomp_model
+from .recipes import train_cdsn_model, train_lstm_cs, train_lstm_model, train_nwsomp_model
 from .sequences import IGNORE, default_steps, sequences_for_epoch, training_sequences
 
 __all__ = [

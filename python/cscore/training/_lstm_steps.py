@@ -23,7 +23,7 @@ from ..decoders.learned.weights import CELL_GATES, BLSTMCSWeights, LSTMCSWeights
 from .sequences import IGNORE
 
 if TYPE_CHECKING:
-    from .lstm import TrainConfig
+    from .lstm_config import TrainConfig
 
 __all__ = [
     "Clock",

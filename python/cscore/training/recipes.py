@@ -14,6 +14,7 @@ fitting function's result.  ``model.save(path)`` writes the model file.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,13 +22,14 @@ import numpy as np
 from ..decoders.learned.weights import BLSTMCSWeights, LSTMCSWeights
 from ..problem import ProblemSpec
 from .cdsn import CDSNTrainResult, fit_cdsn
-from .lstm import TrainConfig, TrainResult, fit_lstm_cs, training_info
+from .lstm import fit_lstm_cs, training_info
+from .lstm_config import TrainConfig, TrainResult
 from .nwsomp import NWSOMPTrainResult, fit_nwsomp
 
 if TYPE_CHECKING:
     from ..decoders.learned import CDSNCS, LSTMCS, NWSOMP
 
-__all__ = ["train_cdsn_model", "train_lstm_model", "train_nwsomp_model"]
+__all__ = ["train_cdsn_model", "train_lstm_cs", "train_lstm_model", "train_nwsomp_model"]
 
 
 def _checked_matrix(A: np.ndarray, spec: ProblemSpec, S_train: np.ndarray) -> np.ndarray:
@@ -207,3 +209,51 @@ def train_cdsn_model(
     meta = dict(info or {})
     meta["training"] = {**res.settings, "seconds": round(res.seconds, 1), "history": history}
     return CDSNCS(res.modules, res.window, A, spec, meta), res
+
+
+def train_lstm_cs(
+    S_train: np.ndarray,
+    S_val: np.ndarray,
+    A: np.ndarray,
+    spec: ProblemSpec | None = None,
+    *,
+    path: str | Path | None = None,
+    info: dict[str, Any] | None = None,
+    n_steps: int | None = None,
+    k_range: tuple[int, int] | None = None,
+    sigma: float = 0.005,
+    problems_per_epoch: int | None = None,
+    config: TrainConfig | None = None,
+    **config_kwargs: Any,
+) -> Any:
+    """Train an LSTM-CS model and return it as a :class:`cscore.LSTMCS` decoder.
+
+    Parameters
+    ----------
+    S_train, S_val, A, n_steps, k_range, sigma, problems_per_epoch, config, **config_kwargs
+        As in :func:`fit_lstm_cs`.
+    spec : ProblemSpec, optional
+        What the model is for (default: sizes only, from ``A`` and ``S_train``).
+    path : str or Path, optional
+        Also write the model file there.
+    info : dict, optional
+        Free-form provenance stored in the file (training settings are added).
+
+    Returns
+    -------
+    cscore.LSTMCS
+        A :class:`cscore.BLSTMCS` when trained with ``arch="blstm"``.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    S_train = np.asarray(S_train)
+    if spec is None:
+        spec = ProblemSpec(M=int(A.shape[0]), N=int(A.shape[1]), L=int(S_train.shape[2]))
+    if (spec.M, spec.N) != A.shape or spec.L != S_train.shape[2]:
+        raise ValueError(f"spec {spec} does not match A {A.shape} and L={S_train.shape[2]}")
+    model, _ = train_lstm_model(S_train, S_val, A, spec, config=config, n_steps=n_steps,
+                                k_range=k_range, sigma=sigma,
+                                problems_per_epoch=problems_per_epoch, info=info,
+                                **config_kwargs)
+    if path is not None:
+        model.save(path)
+    return model
