@@ -110,6 +110,9 @@ def test_symlink_output_with_overwrite_is_refused(dec, Y, tmp_path) -> None:
         cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "link", overwrite=True,
                            progress=False)
     assert (tmp_path / "real" / "keep.txt").read_text() == "x"
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="symbolic link to nothing"):
+        cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "dangling", progress=False)
 
 
 # ------------------------------------------------------- 2. verified resume

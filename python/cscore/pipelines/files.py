@@ -96,7 +96,7 @@ class _Run:
 
     def __post_init__(self) -> None:
         self.done = {int(i) for i in self.manifest["done"]}
-        self.sums = {int(k): v for k, v in self.manifest["chunk_sha256"].items() if k.isdigit()}
+        self.sums = {int(k): v for k, v in self.manifest["chunk_sha256"].items()}
 
     @property
     def chunk(self) -> int:
@@ -154,10 +154,11 @@ def _check_paths(in_path: Path, out_path: Path, overwrite: bool) -> None:
             f"output {out_path} {how} the input {in_path}; refusing to write there "
             "(nothing was touched) -- choose an output outside the input"
         )
-    if overwrite and out_path.is_symlink():
+    if out_path.is_symlink() and (overwrite or not out_path.exists()):
         raise ValueError(
-            f"output {out_path} is a symbolic link; refusing to overwrite through it -- "
-            "give the real path, or remove the link"
+            f"output {out_path} is a symbolic link"
+            + ("" if out_path.exists() else " to nothing")
+            + "; refusing to overwrite through it -- give the real path, or remove the link"
         )
 
 

@@ -292,7 +292,8 @@ def read_manifest(path: Path) -> dict[str, Any]:
         m["chunk_sha256"] = {}
         return m
     sums = m.get("chunk_sha256")
-    if not (isinstance(sums, dict) and all(isinstance(v, str) for v in sums.values())):
+    if not (isinstance(sums, dict) and all(
+            k.isascii() and k.isdigit() and isinstance(v, str) for k, v in sums.items())):
         raise _bad(path, "'chunk_sha256' must map chunk numbers to hex digests")
     if not isinstance(m.get("decoder"), dict) or not isinstance(m.get("decoder_sha256"), str):
         raise _bad(path, "'decoder' / 'decoder_sha256' missing")
