@@ -188,7 +188,7 @@ def test_cli_reports_redecoded_chunks(dec, Y, tmp_path, capsys) -> None:
     capsys.readouterr()
     assert main(args) == 0
     err = capsys.readouterr().err
-    assert "1 damaged chunk(s) found and decoded again" in err
+    assert "1 recorded chunk(s) failed verification and were decoded again" in err
     got = need_zarr().open_array(str(tmp_path / "S.zarr"))[:]
     np.testing.assert_array_equal(got, dec(Y))
 

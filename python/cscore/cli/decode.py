@@ -121,7 +121,7 @@ def _damage_note(caught: list[warnings.WarningMessage]) -> str:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     if not chunks:
         return ""
-    return f"; {len(chunks)} damaged chunk(s) found and decoded again"
+    return f"; {len(chunks)} recorded chunk(s) failed verification and were decoded again"
 
 
 def run(args: argparse.Namespace) -> int:
