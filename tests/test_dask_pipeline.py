@@ -62,6 +62,19 @@ def test_dask_decode_cluster_scatters_decoder_once(dec, rng, tmp_path) -> None:
         arr = cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S.zarr", chunk=16,
                                  progress=False, scheduler=client)
         np.testing.assert_array_equal(arr[:], dec(Y))
+        # chunks decoded on the cluster are recorded with checksums: a damaged one is
+        # found on the next run and decoded again there
+        from cscore.pipelines import ChunkDamageWarning, verify_output
+
+        assert verify_output(tmp_path / "S.zarr").ok
+        victim = sorted((tmp_path / "S.zarr" / "c").glob("3/*/*"))[0]
+        victim.write_bytes(victim.read_bytes()[:-5])
+        assert verify_output(tmp_path / "S.zarr").damaged == [3]
+        with pytest.warns(ChunkDamageWarning, match=r"chunk\(s\) 3"):
+            arr = cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S.zarr",
+                                     progress=False, scheduler=client)
+        np.testing.assert_array_equal(arr[:], dec(Y))
+        assert verify_output(tmp_path / "S.zarr").ok
         # `cscore decode --scheduler ADDRESS` (its own client to the same scheduler)
         from cscore.cli import main
 

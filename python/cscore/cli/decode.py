@@ -1,10 +1,15 @@
-"""``cscore decode``: decode a (B, M, L) array on disk into a zarr array, resumably."""
+"""``cscore decode``: decode a (B, M, L) array on disk into a zarr array, resumably.
+
+``cscore decode --verify OUT`` checks a finished run instead: every chunk against
+its recorded checksum (exit 0 when intact, 1 when damaged or unfinished).
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +36,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="another setting (VALUE parsed as JSON, else a string); repeatable",
     )
-    p.add_argument("--input", type=Path, required=True, help="measurements .npy or zarr array")
-    p.add_argument("--output", type=Path, required=True, help="output zarr array (directory)")
+    p.add_argument("--input", type=Path, help="measurements .npy or zarr array (required)")
+    p.add_argument("--output", type=Path, help="output zarr array (directory) (required)")
     p.add_argument("--chunk", type=int, help="problems per chunk (default: about 4 MiB of input)")
     p.add_argument("--scheduler", help="dask.distributed scheduler address (needs cscore[dask])")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--verify",
+        type=Path,
+        metavar="OUT",
+        help="check the finished run OUT (every chunk against its checksum; with --input, "
+        "also that input) and exit: 0 intact, 1 damaged or unfinished",
+    )
 
 
 def _parse_value(text: str) -> Any:
@@ -48,8 +60,6 @@ def _parse_value(text: str) -> Any:
 
 def build_decoder(args: argparse.Namespace) -> Any:
     """The decoder named by ``--config`` or by the flags."""
-    import numpy as np
-
     from ..decoders import Decoder
 
     if args.config is not None:
@@ -68,37 +78,96 @@ def build_decoder(args: argparse.Namespace) -> Any:
         settings["n_nonzero"] = args.n_nonzero
     if args.tol is not None:
         settings["tol"] = args.tol
-    A = np.load(args.matrix, allow_pickle=False) if args.matrix is not None else None
+    A = _load_matrix(args.matrix) if args.matrix is not None else None
     return Decoder(args.decoder, A, model=args.model, **settings)
+
+
+def _load_matrix(path: Path) -> Any:
+    """The sensing matrix of ``--matrix``: one array in a ``.npy`` file."""
+    import numpy as np
+
+    try:
+        A = np.load(path, allow_pickle=False)
+    except (EOFError, ValueError, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise ValueError(f"--matrix {path} is not a readable .npy file ({exc})") from None
+    if not isinstance(A, np.ndarray):
+        A.close()
+        raise ValueError(f"--matrix {path} is an .npz archive; give one (M, N) array as .npy")
+    return A
+
+
+def verify(args: argparse.Namespace) -> int:
+    """Run ``cscore decode --verify OUT``: 0 when the run is intact, 1 otherwise."""
+    from ..pipelines import verify_output
+
+    if args.output is not None or args.config or args.decoder:
+        raise ValueError("--verify OUT takes only the output (and optionally --input)")
+    report = verify_output(args.verify, input=args.input)
+    print(report.summary())
+    if not report.ok:
+        print(f"cscore decode: {args.verify} failed verification; run the decode command "
+              "again to decode the damaged or missing chunks", file=sys.stderr)  # fmt: skip
+    return 0 if report.ok else 1
+
+
+def _damage_note(caught: list[warnings.WarningMessage]) -> str:
+    """The summary's note on chunks decoded again; other warnings are shown as usual."""
+    from ..pipelines import ChunkDamageWarning
+
+    chunks: list[int] = []
+    for w in caught:
+        if isinstance(w.message, ChunkDamageWarning):
+            chunks += w.message.chunks
+            print(f"cscore decode: warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    if not chunks:
+        return ""
+    return f"; {len(chunks)} recorded chunk(s) failed verification and were decoded again"
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``cscore decode``; 130 when interrupted (finished chunks are kept)."""
-    from ..pipelines import decode_file
+    from ..pipelines import ChunkDamageWarning, decode_file
 
+    if args.verify is not None:
+        return verify(args)
+    if args.input is None or args.output is None:
+        raise ValueError("give --input and --output (or --verify OUT)")
     dec = build_decoder(args)
     state = {"done": 0, "total": 0}
 
     def on_chunk(done: int, total: int) -> None:
         state["done"], state["total"] = done, total
 
-    try:
-        arr = decode_file(
-            dec,
-            args.input,
-            args.output,
-            chunk=args.chunk,
-            progress=not args.no_progress,
-            scheduler=args.scheduler,
-            overwrite=args.overwrite,
-            on_chunk=on_chunk,
-        )
-    except KeyboardInterrupt:
-        print(
-            f"cscore decode: interrupted; {state['done']} of {state['total'] or '?'} chunks "
-            f"are finished and recorded in {args.output}; run the same command to resume",
-            file=sys.stderr,
-        )
-        return 130
-    print(f"wrote {args.output}: shape {tuple(arr.shape)}, dtype {arr.dtype}", file=sys.stderr)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ChunkDamageWarning)
+        try:
+            arr = decode_file(
+                dec,
+                args.input,
+                args.output,
+                chunk=args.chunk,
+                progress=not args.no_progress,
+                scheduler=args.scheduler,
+                overwrite=args.overwrite,
+                on_chunk=on_chunk,
+            )
+        except KeyboardInterrupt:
+            _damage_note(caught)
+            print(
+                f"cscore decode: interrupted; {state['done']} of {state['total'] or '?'} "
+                f"chunks are finished and recorded in {args.output}; run the same command "
+                "to resume",
+                file=sys.stderr,
+            )
+            return 130
+        except BaseException:
+            _damage_note(caught)  # show what was found before the error
+            raise
+    note = _damage_note(caught)
+    print(f"wrote {args.output}: shape {tuple(arr.shape)}, dtype {arr.dtype}{note}",
+          file=sys.stderr)  # fmt: skip
     return 0

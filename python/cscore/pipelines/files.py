@@ -1,150 +1,60 @@
-"""Resumable out-of-core runs: :func:`decode_file`.
+"""Resumable out-of-core runs: :func:`decode_file`, :func:`verify_output`.
 
 :func:`decode_file` decodes a ``.npy`` or zarr array of measurements (B, M, L)
 chunk by chunk into a zarr array (B, N, L).  Each finished chunk is written
-atomically and recorded in a manifest, so a killed run resumes where it stopped
-and produces the same output as an uninterrupted run; an input that changed
-since the first run is refused.  See ``docs/pipelines.md``.
+atomically and recorded in a manifest with its checksum, so a killed run resumes
+where it stopped and produces the same output as an uninterrupted run.
+
+Safety (see ``docs/pipelines.md``, "Safety"):
+
+* an output that is, contains or lies inside the input is refused before
+  anything is touched;
+* the run holds an exclusive lock on the output (:mod:`.lock`);
+* a resume checks the input's fingerprint, the decoder's fingerprint (name,
+  settings, sensing-matrix or model-weights hash), the chunk size and the
+  output array's shape, dtype and chunks against the run's own record, and
+  verifies every recorded chunk against its checksum, decoding again what fails
+  (with a :class:`ChunkDamageWarning`);
+* :func:`verify_output` checks a finished run (``cscore decode --verify``).
+
+The steps of a run are :func:`_check_request`, :func:`_open_run` (a fresh run
+or :func:`_resume_manifest`), :func:`_verify_recorded`, :func:`_decode_missing`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+import shutil
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any, Callable
 
 import numpy as np
 
 from ..decoders import Decoder
+from .inputs import Input as _Input
+from .inputs import default_chunk as _default_chunk
+from .inputs import fingerprint as _fingerprint
+from .inputs import input_fingerprint
+from .inputs import open_input as _open_input
+from .lock import OutputLock
+from .manifest import (
+    MANIFEST_NAME,
+    MANIFEST_VERSION,
+    chunk_checksum,
+    decoder_fingerprint,
+    fingerprint_sha256,
+    read_manifest,
+    write_json_atomic,
+)
 
-__all__ = ["MANIFEST_NAME", "decode_file", "input_fingerprint"]
-
-#: File inside the output zarr store that records the finished chunks.
-MANIFEST_NAME = "cscore-manifest.json"
-MANIFEST_VERSION = 1
-
-
-class _NpyInput:
-    """A C-ordered ``.npy`` file read one slab at a time through a short-lived memmap.
-
-    Each slab is mapped, copied and unmapped, so resident memory stays at one
-    slab however large the file.
-    """
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            self.offset = f.tell()
-        if fortran and len(shape) > 1:
-            raise ValueError(f"input {path} is Fortran-ordered; save it in C order")
-        if dtype.hasobject:
-            raise ValueError(f"input {path} holds Python objects, not numbers")
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
-
-    def read(self, i0: int, i1: int) -> np.ndarray:
-        row = int(np.prod(self.shape[1:], dtype=np.int64)) * self.dtype.itemsize
-        i1 = min(i1, self.shape[0])
-        if i1 <= i0:
-            return np.zeros((0, *self.shape[1:]), dtype=self.dtype)
-        mm = np.memmap(
-            self.path,
-            dtype=self.dtype,
-            mode="r",
-            offset=self.offset + i0 * row,
-            shape=(i1 - i0, *self.shape[1:]),
-        )
-        try:
-            return np.array(mm, copy=True)
-        finally:
-            mm._mmap.close()  # type: ignore[attr-defined]
-            del mm
-
-
-class _ZarrInput:
-    def __init__(self, path: Path) -> None:
-        import zarr
-
-        self.path = path
-        self.arr = zarr.open_array(str(path), mode="r")
-        self.shape = tuple(int(s) for s in self.arr.shape)
-        self.dtype = np.dtype(self.arr.dtype)
-
-    def read(self, i0: int, i1: int) -> np.ndarray:
-        return np.asarray(self.arr[i0:i1])
-
-
-_Input = Union[_NpyInput, _ZarrInput]
-
-
-def _open_input(path: Path) -> _Input:
-    if not path.exists():
-        raise FileNotFoundError(f"input not found: {path}")
-    inp: _Input = _NpyInput(path) if path.is_file() else _ZarrInput(path)
-    if len(inp.shape) != 3:
-        raise ValueError(f"input must be a (B, M, L) array, got shape {inp.shape}")
-    if inp.dtype.kind not in "fiu":
-        raise ValueError(f"input must hold real numbers, got dtype {inp.dtype}")
-    return inp
-
-
-def input_fingerprint(path: str | os.PathLike[str], *, chunk: int = 4096) -> str:
-    """sha256 of an input array's shape, dtype and data (read in slabs of ``chunk``).
-
-    Parameters
-    ----------
-    path : path
-        A ``.npy`` file or a zarr array (B, ...).
-    chunk : int, default 4096
-        Problems per slab read.
-
-    Returns
-    -------
-    str
-        Hex digest; equal for equal arrays whatever their file format.
-    """
-    return _fingerprint(_open_input(Path(path)), chunk)
-
-
-def _fingerprint(inp: _Input, chunk: int) -> str:
-    h = hashlib.sha256()
-    h.update(json.dumps({"shape": list(inp.shape), "dtype": inp.dtype.str}).encode())
-    B = inp.shape[0]
-    for i0 in range(0, B, chunk):
-        h.update(np.ascontiguousarray(inp.read(i0, min(B, i0 + chunk))).data)
-    return h.hexdigest()
-
-
-def _write_json_atomic(path: Path, obj: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w") as f:
-        json.dump(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    try:  # make the rename durable (power loss)
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError:  # pragma: no cover - platforms without directory fsync
-        pass
-
-
-def _default_chunk(inp: _Input) -> int:
-    per = int(np.prod(inp.shape[1:], dtype=np.int64)) * 8
-    c = max(1, (4 << 20) // max(per, 1))
-    if c >= 128:
-        c -= c % 64
-    return int(min(c, max(inp.shape[0], 1)))
+__all__ = [
+    "MANIFEST_NAME",
+    "ChunkDamageWarning",
+    "decode_file",
+    "input_fingerprint",
+]
 
 
 def _as_decoder(dec: Any) -> Decoder:
@@ -153,6 +63,345 @@ def _as_decoder(dec: Any) -> Decoder:
     if isinstance(dec, (dict, str, os.PathLike)):
         return Decoder.from_config(dec)
     raise TypeError(f"dec must be a Decoder, a config dict or a config file, got {type(dec)}")
+
+
+class ChunkDamageWarning(UserWarning):
+    """Recorded chunks of a resumed run failed verification; they are decoded again.
+
+    Parameters
+    ----------
+    message : str
+        The warning text (says how many chunks and which).
+    output : str
+        The output of the run.
+    chunks : list of int
+        The chunk numbers decoded again.
+    """
+
+    def __init__(self, message: str, output: str = "", chunks: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.output = output
+        self.chunks = list(chunks or [])
+
+
+@dataclass
+class _Run:
+    """The state of one run: its output, manifest, array, recorded chunks and checksums."""
+
+    out_path: Path
+    manifest: dict[str, Any]
+    arr: Any = None
+    done: set[int] = field(default_factory=set)
+    sums: dict[int, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.done = {int(i) for i in self.manifest["done"]}
+        self.sums = {int(k): v for k, v in self.manifest["chunk_sha256"].items()}
+
+    @property
+    def chunk(self) -> int:
+        return int(self.manifest["chunk"])
+
+    @property
+    def n_chunks(self) -> int:
+        return (int(self.manifest["shape"][0]) + self.chunk - 1) // self.chunk
+
+    def rows(self, i: int) -> tuple[int, int]:
+        i0 = i * self.chunk
+        return i0, min(int(self.manifest["shape"][0]), i0 + self.chunk)
+
+    def save(self) -> None:
+        self.manifest["done"] = sorted(self.done)
+        self.manifest["chunk_sha256"] = {str(i): self.sums[i] for i in sorted(self.done)}
+        write_json_atomic(self.out_path / MANIFEST_NAME, self.manifest)
+
+    def record(self, i: int, S: Any) -> None:
+        """Write chunk ``i``, then record it with its checksum in the manifest."""
+        i0, i1 = self.rows(i)
+        S = np.asarray(S)
+        want = (i1 - i0, *self.manifest["shape"][1:])
+        if S.shape != want:
+            raise ValueError(f"the decoder returned shape {S.shape} for chunk {i}; expected {want}")
+        S = np.ascontiguousarray(S, dtype=np.dtype(self.manifest["dtype"]))
+        self.arr[i0:i1] = S
+        self.sums[i] = chunk_checksum(S)
+        self.done.add(i)
+        self.save()
+
+    def chunk_ok(self, i: int) -> bool:
+        """Whether recorded chunk ``i`` reads back with its recorded checksum."""
+        want = self.sums.get(i)
+        if want is None:
+            return False
+        i0, i1 = self.rows(i)
+        try:
+            got = np.asarray(self.arr[i0:i1])
+        except Exception:  # a damaged chunk file: whatever its codec raises
+            return False
+        return got.shape == (i1 - i0, *self.manifest["shape"][1:]) and chunk_checksum(got) == want
+
+
+# -- step 1: the request, before anything is touched ------------------------------------
+
+
+def _check_paths(in_path: Path, out_path: Path, overwrite: bool) -> None:
+    """Refuse an output that is, contains or lies inside the input."""
+    src, dst = in_path.resolve(), out_path.resolve()
+    same = dst == src or (out_path.exists() and os.path.samefile(in_path, out_path))
+    if same or src in dst.parents or dst in src.parents:
+        how = "is" if same else ("lies inside" if src in dst.parents else "contains")
+        raise ValueError(
+            f"output {out_path} {how} the input {in_path}; refusing to write there "
+            "(nothing was touched) -- choose an output outside the input"
+        )
+    if out_path.is_symlink() and (overwrite or not out_path.exists()):
+        raise ValueError(
+            f"output {out_path} is a symbolic link"
+            + ("" if out_path.exists() else " to nothing")
+            + "; refusing to overwrite through it -- give the real path, or remove the link"
+        )
+
+
+def _check_request(
+    dec: Decoder, inp: _Input, in_path: Path, out_path: Path, chunk: Any, overwrite: bool
+) -> None:
+    _, M, L = inp.shape
+    if M != dec.M:
+        raise ValueError(f"input has M = {M} measurements per channel; the decoder has {dec.M}")
+    if dec.L is not None and L != dec.L:
+        raise ValueError(f"input has L = {L} channels; the decoder's model expects {dec.L}")
+    if chunk is not None:
+        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    _check_paths(in_path, out_path, overwrite)
+
+
+# -- step 2: a fresh run, or the resumed one's record checked ---------------------------
+
+
+def _describe_change(old: Any, new: dict[str, Any]) -> str:
+    old = old if isinstance(old, dict) else {}
+    if old.get("name") != new["name"]:
+        return f"decoder {old.get('name')!r} then, {new['name']!r} now"
+    if old.get("settings") != new["settings"]:
+        return f"settings {old.get('settings')} then, {new['settings']} now"
+    if "A" in new:
+        return "another sensing matrix"
+    return "another model (its weights or matrix differ)"
+
+
+def _check_decoder(m: dict[str, Any], dec: Decoder, dec_fp: dict[str, Any], out: Path) -> None:
+    if m["cscore_decode"] == 1:  # an older cscore recorded the config (null for objects)
+        try:
+            cfg: Any = dec.config
+        except ValueError:
+            cfg = None
+        if cfg is None or m.get("decoder") in (None, cfg):
+            return
+        what = "its config differs"
+    elif m["decoder_sha256"] == fingerprint_sha256(dec_fp):
+        return
+    else:
+        what = _describe_change(m.get("decoder"), dec_fp)
+    raise ValueError(
+        f"output {out} was written by another decoder configuration ({what}); refusing to "
+        "mix two decoders in one output -- use a new output or overwrite=True (--overwrite)"
+    )
+
+
+def _resume_manifest(
+    dec: Decoder, dec_fp: dict[str, Any], inp: _Input, in_path: Path, out: Path, chunk: Any
+) -> dict[str, Any]:
+    """The manifest of the run at ``out``, checked against this request."""
+    manifest_path = out / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise ValueError(
+            f"output {out} exists and is not a cscore decode run "
+            "(no manifest); pass overwrite=True (--overwrite) to replace it"
+        )
+    m = read_manifest(manifest_path)
+    if m["input_sha256"] != _fingerprint(inp, m["chunk"]):
+        raise ValueError(
+            f"input {in_path} has changed since the run that wrote {out} "
+            "(its fingerprint differs); refusing to mix results -- use a new output "
+            "or overwrite=True (--overwrite)"
+        )
+    _check_decoder(m, dec, dec_fp, out)
+    B, _, L = inp.shape
+    cap = max(B, 1)
+    if chunk is not None and min(int(chunk), cap) != min(m["chunk"], cap):
+        raise ValueError(
+            f"output {out} was started with chunk = {m['chunk']}; resume with the same chunk"
+        )
+    want = ([B, dec.N, L], dec.output_dtype(inp.dtype))
+    if (m["shape"], np.dtype(m["dtype"])) != want:
+        raise ValueError(
+            f"the manifest of {out} records an output of shape {m['shape']} and dtype "
+            f"{m['dtype']}, but this input and decoder give {want[0]}, {want[1]}; "
+            "refusing to resume -- use a new output or overwrite=True (--overwrite)"
+        )
+    m["cscore_decode"] = MANIFEST_VERSION
+    m["decoder"] = dec_fp
+    m["decoder_sha256"] = fingerprint_sha256(dec_fp)
+    return m
+
+
+def _new_manifest(
+    dec: Decoder, dec_fp: dict[str, Any], inp: _Input, in_path: Path, chunk: int
+) -> dict[str, Any]:
+    B, _, L = inp.shape
+    return {
+        "cscore_decode": MANIFEST_VERSION,
+        "input": str(in_path.resolve()),
+        "input_sha256": _fingerprint(inp, chunk),
+        "shape": [B, dec.N, L],
+        "dtype": dec.output_dtype(inp.dtype).str,
+        "chunk": chunk,
+        "decoder": dec_fp,
+        "decoder_sha256": fingerprint_sha256(dec_fp),
+        "done": [],
+        "chunk_sha256": {},
+        "complete": False,
+    }
+
+
+def _array_problem(arr: Any, m: dict[str, Any]) -> str | None:
+    """How the zarr array's metadata disagrees with the run's record, or None."""
+    want = (tuple(m["shape"]), np.dtype(m["dtype"]), (int(m["chunk"]), *m["shape"][1:]))
+    got = (tuple(arr.shape), np.dtype(arr.dtype), tuple(arr.chunks))
+    if got == want:
+        return None
+    return (
+        f"the output array has shape {got[0]}, dtype {got[1]} and chunks {got[2]}, but the "
+        f"run recorded shape {want[0]}, dtype {want[1]} and chunks {want[2]}: its metadata "
+        "(zarr.json) was changed"
+    )
+
+
+def _open_array(run: _Run, dec_cfg: Any) -> Any:
+    """The output array: opened and checked against the record, or created from it."""
+    import zarr
+
+    m, out = run.manifest, run.out_path
+    if (out / "zarr.json").is_file():
+        try:
+            arr = zarr.open_array(str(out), mode="r+")
+        except Exception as exc:  # whatever zarr raises on damaged metadata
+            raise ValueError(
+                f"the output array's metadata {out / 'zarr.json'} is unreadable ({exc}); "
+                "use a new output or overwrite=True (--overwrite)"
+            ) from exc
+        problem = _array_problem(arr, m)
+        if problem is not None:
+            raise ValueError(f"refusing to resume {out}: {problem}; use a new output or "
+                             "overwrite=True (--overwrite)")  # fmt: skip
+        return arr
+    # a new run, or a run whose zarr.json is gone: every recorded chunk is verified next
+    return zarr.create_array(
+        store=str(out),
+        shape=tuple(m["shape"]),
+        chunks=(run.chunk, *m["shape"][1:]),
+        dtype=np.dtype(m["dtype"]),
+        fill_value=0,
+        attributes={"cscore": {"decoder": dec_cfg, "input_sha256": m["input_sha256"]}},
+    )
+
+
+def _open_run(
+    dec: Decoder, inp: _Input, in_path: Path, out: Path, chunk: Any, overwrite: bool
+) -> _Run:
+    dec_fp = decoder_fingerprint(dec)
+    if out.exists() and not overwrite:
+        manifest = _resume_manifest(dec, dec_fp, inp, in_path, out, chunk)
+    else:
+        if out.is_dir():
+            shutil.rmtree(out)
+        elif out.exists():
+            out.unlink()
+        B = inp.shape[0]
+        c = min(int(chunk), max(B, 1)) if chunk is not None else _default_chunk(inp)
+        manifest = _new_manifest(dec, dec_fp, inp, in_path, c)
+        out.mkdir(parents=True)
+        write_json_atomic(out / MANIFEST_NAME, manifest)
+    try:
+        dec_cfg: Any = dec.config
+    except ValueError:
+        dec_cfg = None
+    run = _Run(out, manifest)
+    run.arr = _open_array(run, dec_cfg)
+    for p in out.rglob("*.partial"):  # leftovers of a write killed mid-way
+        p.unlink(missing_ok=True)
+    return run
+
+
+# -- step 3: verify what the run recorded -----------------------------------------------
+
+
+def _verify_recorded(run: _Run) -> list[int]:
+    """Check every recorded chunk against its checksum; unrecord those that fail."""
+    bad = [i for i in sorted(run.done) if not run.chunk_ok(i)]
+    if not bad:
+        return bad
+    unchecked = sum(1 for i in bad if i not in run.sums)
+    for i in bad:
+        run.done.discard(i)
+        run.sums.pop(i, None)
+    run.manifest["complete"] = False
+    run.save()
+    shown = ", ".join(map(str, bad[:20])) + (", ..." if len(bad) > 20 else "")
+    why = (
+        f" ({unchecked} recorded by an older cscore without checksums)" if unchecked else ""
+    )
+    warnings.warn(
+        ChunkDamageWarning(
+            f"{len(bad)} recorded chunk(s) of {run.out_path} failed verification{why} and "
+            f"are decoded again: chunk(s) {shown}",
+            str(run.out_path),
+            bad,
+        ),
+        stacklevel=3,
+    )
+    return bad
+
+
+# -- step 4: decode what is missing -----------------------------------------------------
+
+
+def _decode_missing(
+    run: _Run,
+    dec: Decoder,
+    inp: _Input,
+    scheduler: Any,
+    progress: bool,
+    on_chunk: Callable[[int, int], None] | None,
+) -> None:
+    n_chunks = run.n_chunks
+    todo = [i for i in range(n_chunks) if i not in run.done]
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n_chunks, initial=len(run.done), unit="chunk", desc="decode")
+
+    def record(i: int, S: np.ndarray) -> None:
+        run.record(i, S)
+        if bar is not None:
+            bar.update(1)
+        if on_chunk is not None:
+            on_chunk(len(run.done), n_chunks)
+
+    try:
+        if scheduler is None:
+            for i in todo:
+                record(i, _decode_in_slices(dec, inp.read(*run.rows(i))))
+        else:
+            _run_distributed(dec, inp, todo, run.chunk, scheduler, record)
+    finally:
+        if bar is not None:
+            bar.close()
+    if len(run.done) == n_chunks and not run.manifest["complete"]:
+        run.manifest["complete"] = True
+        run.save()
 
 
 def decode_file(
@@ -177,10 +426,11 @@ def decode_file(
         time) or a zarr array directory.
     output : path
         The zarr array to write (a directory store).  If it holds an unfinished
-        run, only the missing chunks are decoded.
+        run, only the missing chunks are decoded.  It must not be, contain or
+        lie inside ``input``.
     chunk : int, optional
         Problems per chunk (default: about 4 MiB of float64 input, a multiple
-        of 64).  A resumed run keeps the chunk size of the first run.
+        of 64; at most B).  A resumed run keeps the chunk size of the first run.
     progress : bool, default True
         Show a tqdm progress bar (on stderr).
     scheduler : str or distributed.Client, optional
@@ -200,139 +450,44 @@ def decode_file(
     Raises
     ------
     ValueError
-        Bad input shape, an output that belongs to another input (the input
-        changed since the first run: its fingerprint differs), another decoder
-        or chunk size, or a non-cscore directory at ``output``.
+        Bad input shape; an output that is, contains or lies inside the input;
+        an output in use by another run (its lock); an output that belongs to
+        another input (the input changed since the first run: its fingerprint
+        differs), another decoder (name, settings, sensing matrix or model
+        weights), another chunk size, or whose array metadata (shape, dtype,
+        chunks) differs from the run's record; a damaged manifest; a
+        non-cscore directory at ``output``.
+
+    Warns
+    -----
+    ChunkDamageWarning
+        On a resume, recorded chunks that failed verification against their
+        checksums (deleted, truncated or altered chunk files); they are decoded
+        again.
 
     Notes
     -----
-    Each chunk is written with zarr's atomic writes (temporary file, then
-    rename) and then recorded in ``output/cscore-manifest.json`` (itself
-    replaced atomically and fsync'ed).  A run killed at any moment leaves
-    recorded chunks complete; unrecorded ones are decoded again.  A chunk is
-    decoded in calls of :data:`SLICE` problems per decoder thread (Python reacts
-    to signals between calls; the results are unchanged).  On Ctrl-C
-    (KeyboardInterrupt) every finished chunk is recorded before it propagates.
+    The run holds an exclusive lock on the output (``<output>.cscore-lock``,
+    see :mod:`cscore.pipelines.lock`).  Each chunk is written with zarr's
+    atomic writes (temporary file, then rename) and then recorded with its
+    sha256 in ``output/cscore-manifest.json`` (itself replaced atomically and
+    fsync'ed).  A run killed at any moment leaves recorded chunks complete;
+    unrecorded ones are decoded again.  A chunk is decoded in calls of
+    :data:`SLICE` problems per decoder thread (Python reacts to signals
+    between calls; the results are unchanged).  On Ctrl-C (KeyboardInterrupt)
+    every finished chunk is recorded before it propagates.
     """
-    import zarr
+    import zarr  # noqa: F401  (fail before touching anything when it is missing)
 
     dec = _as_decoder(dec)
-    in_path = Path(input)
-    out_path = Path(output)
+    in_path, out_path = Path(input), Path(output)
     inp = _open_input(in_path)
-    B, M, L = inp.shape
-    if M != dec.M:
-        raise ValueError(f"input has M = {M} measurements per channel; the decoder has {dec.M}")
-    if dec.L is not None and L != dec.L:
-        raise ValueError(f"input has L = {L} channels; the decoder's model expects {dec.L}")
-    if chunk is not None:
-        if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-            raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
-    try:
-        dec_cfg: Any = dec.config
-    except ValueError:
-        dec_cfg = None
-    out_dtype = dec.output_dtype(inp.dtype)
-    manifest_path = out_path / MANIFEST_NAME
-
-    manifest: dict[str, Any] | None = None
-    if out_path.exists() and not overwrite:
-        if not manifest_path.is_file():
-            raise ValueError(
-                f"output {out_path} exists and is not a cscore decode run "
-                "(no manifest); pass overwrite=True (--overwrite) to replace it"
-            )
-        manifest = json.loads(manifest_path.read_text())
-        chunk_ = int(manifest["chunk"])
-        fp = _fingerprint(inp, chunk_)
-        if manifest.get("input_sha256") != fp:
-            raise ValueError(
-                f"input {in_path} has changed since the run that wrote {out_path} "
-                "(its fingerprint differs); refusing to mix results -- use a new output "
-                "or overwrite=True (--overwrite)"
-            )
-        if dec_cfg is not None and manifest.get("decoder") not in (None, dec_cfg):
-            raise ValueError(
-                f"output {out_path} was written by another decoder configuration; "
-                "use a new output or overwrite=True (--overwrite)"
-            )
-        if chunk is not None and int(chunk) != chunk_:
-            raise ValueError(
-                f"output {out_path} was started with chunk = {chunk_}; resume with the same chunk"
-            )
-        chunk = chunk_
-    else:
-        if out_path.exists():
-            import shutil
-
-            if out_path.is_dir():
-                shutil.rmtree(out_path)
-            else:
-                out_path.unlink()
-        chunk = int(chunk) if chunk is not None else _default_chunk(inp)
-        fp = _fingerprint(inp, chunk)
-        out_path.mkdir(parents=True)
-        manifest = {
-            "cscore_decode": MANIFEST_VERSION,
-            "input": str(in_path.resolve()),
-            "input_sha256": fp,
-            "shape": [B, dec.N, L],
-            "dtype": out_dtype.str,
-            "chunk": chunk,
-            "decoder": dec_cfg,
-            "done": [],
-            "complete": False,
-        }
-        _write_json_atomic(manifest_path, manifest)
-
-    n_chunks = (B + chunk - 1) // chunk
-    if (out_path / "zarr.json").is_file():
-        arr = zarr.open_array(str(out_path), mode="r+")
-    else:
-        arr = zarr.create_array(
-            store=str(out_path),
-            shape=(B, dec.N, L),
-            chunks=(max(1, chunk), dec.N, L),
-            dtype=out_dtype,
-            fill_value=0,
-            attributes={"cscore": {"decoder": dec_cfg, "input_sha256": fp}},
-        )
-    for p in out_path.rglob("*.partial"):  # leftovers of a write killed mid-way
-        p.unlink(missing_ok=True)
-    done = set(int(i) for i in manifest["done"])
-    todo = [i for i in range(n_chunks) if i not in done]
-
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=n_chunks, initial=len(done), unit="chunk", desc="decode")
-
-    def record(i: int, S: np.ndarray) -> None:
-        i0 = i * chunk
-        arr[i0 : i0 + S.shape[0]] = S
-        done.add(i)
-        manifest["done"] = sorted(done)
-        _write_json_atomic(manifest_path, manifest)
-        if bar is not None:
-            bar.update(1)
-        if on_chunk is not None:
-            on_chunk(len(done), n_chunks)
-
-    try:
-        if scheduler is None:
-            for i in todo:
-                i0, i1 = i * chunk, min(B, (i + 1) * chunk)
-                record(i, _decode_in_slices(dec, inp.read(i0, i1)))
-        else:
-            _run_distributed(dec, inp, todo, chunk, scheduler, record)
-    finally:
-        if bar is not None:
-            bar.close()
-    if len(done) == n_chunks and not manifest.get("complete"):
-        manifest["complete"] = True
-        _write_json_atomic(manifest_path, manifest)
-    return arr
+    _check_request(dec, inp, in_path, out_path, chunk, overwrite)
+    with OutputLock(out_path):
+        run = _open_run(dec, inp, in_path, out_path, chunk, overwrite)
+        _verify_recorded(run)
+        _decode_missing(run, dec, inp, scheduler, progress, on_chunk)
+    return run.arr
 
 
 #: Problems per decoder call inside a chunk, per decoder thread: Python checks for
@@ -363,6 +518,11 @@ def _run_distributed(
     scheduler: Any,
     record: Callable[[int, np.ndarray], None],
 ) -> None:
+    """Decode chunks ``todo`` on a cluster; record each as soon as it comes back.
+
+    At most two chunks per worker are in flight; nothing waits in memory for an
+    earlier chunk, so a failure or a kill loses only the chunks in flight.
+    """
     from distributed import Client, as_completed
 
     from .distributed import _decode_block
@@ -372,36 +532,26 @@ def _run_distributed(
     try:
         n_workers = max(1, len(client.scheduler_info().get("workers", {})))
         dec_f = client.scatter(dec, broadcast=True, hash=False)
-        window = 2 * n_workers
         B = inp.shape[0]
         it = iter(todo)
         futs: dict[Any, int] = {}
         ac = as_completed()
 
-        def submit_next() -> bool:
+        def submit_next() -> None:
             i = next(it, None)
-            if i is None:
-                return False
-            Y = inp.read(i * chunk, min(B, (i + 1) * chunk))
-            f = client.submit(_decode_block, Y, dec_f, pure=False)
-            futs[f] = i
-            ac.add(f)
-            return True
+            if i is not None:
+                Y = inp.read(i * chunk, min(B, (i + 1) * chunk))
+                f = client.submit(_decode_block, Y, dec_f, pure=False)
+                futs[f] = i
+                ac.add(f)
 
-        for _ in range(window):
-            if not submit_next():
-                break
-        results: dict[int, np.ndarray] = {}
-        order = list(todo)
-        pos = 0
+        for _ in range(2 * n_workers):
+            submit_next()
         for f in ac:
             i = futs.pop(f)
-            results[i] = f.result()
+            S = f.result()
             f.release()
-            # record in input order so that the manifest grows as a prefix would
-            while pos < len(order) and order[pos] in results:
-                record(order[pos], results.pop(order[pos]))
-                pos += 1
+            record(i, S)
             submit_next()
     finally:
         if own:

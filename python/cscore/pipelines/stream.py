@@ -41,15 +41,18 @@ def _check_stream_args(batch: Any, max_latency: Any, read_ahead: Any) -> tuple[i
     return int(batch), lat, int(ra)
 
 
-def _stack(dec: Decoder, frames: list[np.ndarray], first_index: int) -> np.ndarray:
+def _first_bad_shape(dec: Decoder, frames: list[Any], first_index: int) -> ValueError | None:
+    """The error for the first frame that is not one problem shaped like the first frame."""
     shape = np.shape(frames[0])
     for j, f in enumerate(frames):
         if np.ndim(f) != 2 or np.shape(f)[0] != dec.M or np.shape(f) != shape:
-            raise ValueError(
+            err = ValueError(
                 f"frame {first_index + j} has shape {np.shape(f)}; every frame must be one "
                 f"problem (M, L) with M = {dec.M} and the shape of the first frame"
             )
-    return np.stack(frames)
+            err.frame = first_index + j  # type: ignore[attr-defined]
+            return err
+    return None
 
 
 def stream(
@@ -92,6 +95,13 @@ def stream(
 
     Notes
     -----
+    No frame is dropped: when the source raises, every frame it delivered
+    before is decoded and yielded, in order, and then its exception is raised
+    (for any number of ``workers``).  A frame that cannot be decoded (NaN, a
+    wrong shape) does not take its batch down: the frames before it are decoded
+    and yielded, then a ``ValueError`` naming the frame's index (``frame 77
+    ...``) is raised; the stream ends there, as at any error.
+
     A synchronous source is read in one helper thread.  Closing the iterator,
     an exception or Ctrl-C (KeyboardInterrupt) stops and joins that thread;
     every result decoded before has been yielded.  (A source blocked inside its
@@ -129,9 +139,74 @@ def _reader(it: Iterator[Any], q: queue.Queue[Any], stop: threading.Event) -> No
         _put(q, (_ERR, exc), stop)
 
 
-def _decode_batch(dec: Any, frames: list[Any], first: int) -> np.ndarray:
-    Y = _stack(dec, frames, first) if isinstance(dec, Decoder) else np.stack(frames)
-    return np.asarray(dec(Y))
+#: A decoded batch: the results of its frames up to the first bad one, and the
+#: error for that frame (None when every frame was decoded).
+_Decoded = tuple[list[np.ndarray], "BaseException | None"]
+
+
+def _frame_error(index: int, exc: Exception) -> BaseException:
+    if isinstance(exc, ValueError) and getattr(exc, "frame", None) == index:
+        return exc
+    if isinstance(exc, ValueError):
+        err = ValueError(f"frame {index} could not be decoded: {exc}")
+        err.frame = index  # type: ignore[attr-defined]
+        err.__cause__ = exc
+        return err
+    if hasattr(exc, "add_note"):
+        exc.add_note(f"(raised decoding frame {index} of the stream)")
+    return exc
+
+
+def _decode_frames(dec: Any, frames: list[Any], first: int) -> _Decoded:
+    """Decode ``frames`` as one batch; if that fails, one by one up to the first failure."""
+    if not frames:
+        return [], None
+    try:
+        return list(np.asarray(dec(np.stack(frames)))), None
+    except Exception:  # find the frame at fault; its neighbours are decoded alone
+        pass
+    out: list[np.ndarray] = []
+    for j, f in enumerate(frames):
+        try:
+            out.append(np.asarray(dec(np.stack([f])))[0])
+        except Exception as exc:
+            return out, _frame_error(first + j, exc)
+    return out, None
+
+
+def _decode_batch(dec: Any, frames: list[Any], first: int) -> _Decoded:
+    """Decode a batch: every frame before the first bad one, and that frame's error."""
+    bad = _first_bad_shape(dec, frames, first) if isinstance(dec, Decoder) else None
+    n_ok = len(frames) if bad is None else int(bad.frame) - first  # type: ignore[attr-defined]
+    out, err = _decode_frames(dec, frames[:n_ok], first)
+    return out, (err if err is not None else bad)
+
+
+def _emit(decoded: _Decoded) -> Iterator[np.ndarray]:
+    out, err = decoded
+    yield from out
+    if err is not None:
+        raise err
+
+
+def _fill_batch(
+    q: queue.Queue[Any], x: Any, t0: float, batch: int, max_latency: float
+) -> tuple[list[Any], bool, BaseException | None]:
+    """``(frames, ended, source_error)``: ``x`` and what joins it within the latency."""
+    frames = [x]
+    deadline = t0 + max_latency
+    while len(frames) < batch:
+        rem = deadline - time.perf_counter()
+        try:
+            x, t = q.get(timeout=rem) if rem > 0 else q.get_nowait()
+        except queue.Empty:
+            break
+        if x is _END:
+            return frames, True, None
+        if x is _ERR:
+            return frames, True, t
+        frames.append(x)
+    return frames, False, None
 
 
 def _sstream(
@@ -146,15 +221,15 @@ def _sstream(
         if workers > 1
         else None
     )
-    inflight: deque[Future[np.ndarray]] = deque()
+    inflight: deque[Future[_Decoded]] = deque()
     n_read = 0
-    ended = False
+    source_error: BaseException | None = None
     try:
-        while not ended:
+        while True:
             while inflight and inflight[0].done():
-                yield from inflight.popleft().result()
+                yield from _emit(inflight.popleft().result())
             if len(inflight) >= workers:
-                yield from inflight.popleft().result()
+                yield from _emit(inflight.popleft().result())
                 continue
             # the first frame of the next batch (keep yielding results meanwhile)
             while True:
@@ -163,33 +238,25 @@ def _sstream(
                     break
                 except queue.Empty:
                     while inflight and inflight[0].done():
-                        yield from inflight.popleft().result()
+                        yield from _emit(inflight.popleft().result())
             if x is _END:
                 break
             if x is _ERR:
-                raise t0
-            frames = [x]
-            deadline = t0 + max_latency
-            while len(frames) < batch:
-                rem = deadline - time.perf_counter()
-                try:
-                    x, t = q.get(timeout=rem) if rem > 0 else q.get_nowait()
-                except queue.Empty:
-                    break
-                if x is _END:
-                    ended = True
-                    break
-                if x is _ERR:
-                    raise t
-                frames.append(x)
+                source_error = t0
+                break
+            frames, ended, source_error = _fill_batch(q, x, t0, batch, max_latency)
             first = n_read
             n_read += len(frames)
             if pool is None:
-                yield from _decode_batch(dec, frames, first)
+                yield from _emit(_decode_batch(dec, frames, first))
             else:
                 inflight.append(pool.submit(_decode_batch, dec, frames, first))
-        while inflight:
-            yield from inflight.popleft().result()
+            if ended:
+                break
+        while inflight:  # every frame read before the end (or the source's error)
+            yield from _emit(inflight.popleft().result())
+        if source_error is not None:
+            raise source_error
     finally:
         stop.set()
         while True:  # unblock the reader
@@ -225,6 +292,7 @@ async def _astream(
     pending: asyncio.Future[Any] | None = None
     n_done = 0
     ended = False
+    source_error: BaseException | None = None
     try:
         while not ended:
             if pending is None:
@@ -234,7 +302,8 @@ async def _astream(
             if x is _END:
                 break
             if x is _ERR:
-                raise t0
+                source_error = t0
+                break
             frames_: list[Any] = [x]
             deadline = t0 + max_latency
             while len(frames_) < batch:
@@ -250,17 +319,20 @@ async def _astream(
                         break  # keep `pending` for the next batch: no frame is lost
                     x, t = pending.result()
                     pending = None
-                if x is _END:
+                if x is _END or x is _ERR:
                     ended = True
+                    source_error = t if x is _ERR else None
                     break
-                if x is _ERR:
-                    raise t
                 frames_.append(x)
             first = n_done
-            out = await loop.run_in_executor(pool, _decode_batch, dec, frames_, first)
+            out, err = await loop.run_in_executor(pool, _decode_batch, dec, frames_, first)
             n_done += len(frames_)
             for r in out:
                 yield r
+            if err is not None:
+                raise err
+        if source_error is not None:  # after every frame the source delivered before it
+            raise source_error
     finally:
         if pending is not None:
             pending.cancel()
