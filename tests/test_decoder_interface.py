@@ -196,3 +196,13 @@ def test_learned_decoders_registered(name, model):
     again = cscore.Decoder.from_config(json.loads(json.dumps(dec.config)))
     np.testing.assert_array_equal(again(Y), dec(Y))
     assert name in cscore.decoder_names()
+
+
+def test_a_pretrained_model_of_another_architecture_is_refused():
+    # "nwsomp" must not silently run an LSTM-CS model (issue 26, item 7)
+    with pytest.raises(ValueError, match="is a LSTMCS model; decoder 'nwsomp' needs a NWSOMP"):
+        cscore.decoder("nwsomp", model="mnist-m72")
+    with pytest.raises(ValueError, match="needs a BLSTMCS"):
+        cscore.decoder("blstm-cs", model="mnist-m72")
+    # a bidirectional model is an LSTMCS too (a subclass), so lstm-cs accepts it
+    assert cscore.decoder("lstm-cs", model="msrc-buildings-dct-m32-blstm").L == 4

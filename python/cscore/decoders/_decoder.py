@@ -140,7 +140,13 @@ class Decoder:
                     raise FileNotFoundError(f"model file not found: {path}")
                 return spec.load(path), {"file": str(path), "sha256": file_sha256(path)}
             assert spec.pretrained is not None
-            return spec.pretrained(s), s
+            loaded = spec.pretrained(s)
+            if spec.model_type is not None and not isinstance(loaded, spec.model_type):
+                raise ValueError(
+                    f"pretrained model {s!r} is a {type(loaded).__name__} model; decoder "
+                    f"{spec.name!r} needs a {spec.model_type.__name__} (see `cscore models`)"
+                )
+            return loaded, s
         if spec.model_type is not None and not isinstance(model, spec.model_type):
             raise TypeError(
                 f"model must be a {spec.model_type.__name__}, a pretrained name or a file, "
