@@ -261,6 +261,46 @@ def test_bad_model_file(tmp_path):
         load_model(p)
 
 
+def test_damaged_model_files_are_model_file_errors(rng, tmp_path):
+    import io
+    import os
+    import zipfile
+
+    from cscore.models.format import ModelFileError
+
+    assert issubclass(SeqModelFileError, ModelFileError) and issubclass(SeqModelFileError,
+                                                                        ValueError)
+    X, y = _toy(rng)
+    good = tmp_path / "good.npz"
+    ESN(n_hidden=8, random_state=0).fit(X, y).save(good)
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["good.npz"]  # no temporary left
+    blob = good.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(blob[: len(blob) // 2])
+    empty = tmp_path / "empty.npz"
+    empty.write_bytes(b"")
+    for bad, what in ((cut, "not a model file"), (empty, "empty"), (tmp_path, "directory")):
+        with pytest.raises(SeqModelFileError, match=what):
+            load_model(bad)
+    # an object (pickled) entry is refused before anything is unpickled
+    pickled = tmp_path / "pickled.npz"
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(pickled, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, zin.read(name))
+        buf = io.BytesIO()
+        np.save(buf, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+        zout.writestr("extra.npy", buf.getvalue())
+    with pytest.raises(SeqModelFileError, match="extra"):
+        load_model(pickled)
+    with pytest.raises(FileNotFoundError, match="path"):
+        load_model(tmp_path / "missing.npz")
+    if hasattr(os, "mkfifo"):  # a FIFO is refused without blocking on it
+        fifo = tmp_path / "fifo.npz"
+        os.mkfifo(fifo)
+        with pytest.raises(SeqModelFileError, match="not a regular file"):
+            load_model(fifo)
+
+
 def test_metrics():
     assert frame_error([np.array([0, 1, 1])], [np.array([0, 1, 0])]) == pytest.approx(1 / 3)
     s = [np.array([[1.0, 0.0], [0.0, 0.5]]), np.array([[0.0, 1.0]])]

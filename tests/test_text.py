@@ -188,6 +188,62 @@ def test_model_file_errors(tmp_path):
         RetrievalModel.load(other)
 
 
+def test_model_files_are_read_bounded_and_written_atomically(tmp_path):
+    import os
+
+    from cscore.models.format import ModelFileError
+
+    assert issubclass(TextModelFileError, ModelFileError)
+    path = tiny_model("lstm").save(tmp_path / "m.npz")
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["m.npz"]  # no temporary left
+    blob = path.read_bytes()
+    cut = tmp_path / "cut.npz"
+    cut.write_bytes(blob[: len(blob) - 40])
+    with pytest.raises(TextModelFileError):
+        text.load_model(cut)
+    with pytest.raises(TextModelFileError, match="directory"):
+        text.load_model(tmp_path)
+    with pytest.raises(FileNotFoundError):
+        text.load_model(tmp_path / "missing.npz")
+    obj = tmp_path / "obj.npz"
+    np.savez(obj, meta=np.array([{"format": "cscore.text"}], dtype=object))
+    with pytest.raises(TextModelFileError, match="dtype object"):
+        text.load_model(obj)
+    if hasattr(os, "mkfifo"):  # a FIFO is refused without blocking on it
+        fifo = tmp_path / "fifo.npz"
+        os.mkfifo(fifo)
+        with pytest.raises(TextModelFileError, match="not a regular file"):
+            text.load_model(fifo)
+
+
+def test_search_and_analysis_of_cranfield(tmp_path):
+    from cscore.text.analysis import write_cranfield_analysis
+    from cscore.text.cranfield import search
+
+    c = text.load_cranfield()
+    m = tiny_model("lstm")
+    hits = search(m, "heat transfer", top_k=3, collection=c)
+    want = m.rank("heat transfer", c.documents, top_k=3)
+    assert [(h.rank, h.doc_id, h.title, h.score) for h in hits] == \
+        [(r, c.doc_ids[i], c.titles[i], s) for r, (i, s) in enumerate(want, 1)]
+    ens = text.RetrievalEnsemble([m, tiny_model("lstm", seed=2)])
+    with pytest.raises(ValueError, match=r"member must be in \[0, 2\)"):
+        write_cranfield_analysis(ens, "heat", tmp_path, member=2)
+    assert not any(tmp_path.iterdir())
+
+
+def test_resolve_model_takes_a_name_or_a_file(tmp_path):
+    from cscore.text.pretrained import resolve_model
+
+    path = tiny_model("rnn").save(tmp_path / "m.npz")
+    m = resolve_model(path)
+    assert isinstance(m, RetrievalModel) and m.kind == "rnn"
+    assert resolve_model(str(path)).kind == "rnn"
+    assert isinstance(resolve_model("cranfield-dssm"), text.RetrievalEnsemble)
+    with pytest.raises(ValueError, match="neither a pretrained text model"):
+        resolve_model(tmp_path / "missing.npz")
+
+
 # ----------------------------------------------------------------------------- ensembles
 def test_ensemble_score_is_the_mean_of_member_cosines():
     a, b = tiny_model("lstm", seed=0), tiny_model("dssm", seed=3)
@@ -407,7 +463,7 @@ def test_cranfield_from_a_user_directory():
 def test_torch_forward_matches_numpy(kind):
     import torch
 
-    from cscore.text import train as T
+    from cscore.text import _train_torch as T
 
     if kind == "lstm-reverse":
         m = tiny_model("lstm", seed=5, reverse=True)
@@ -495,7 +551,7 @@ def test_training_pairs_hard_negatives():
 def test_loss_ignores_masked_hard_negatives():
     import torch
 
-    from cscore.text import train as T
+    from cscore.text import _train_torch as T
 
     g = torch.Generator().manual_seed(0)
     Q, D = torch.randn(4, 6, generator=g), torch.randn(7, 6, generator=g)
@@ -568,7 +624,7 @@ def test_reverse_trains_and_saves_a_reversed_lstm(tmp_path):
 
 @pytest.mark.parametrize("kind", ["lstm", "rnn", "dssm"])
 def test_input_gain_scales_the_lsa_start_input_weights(kind):
-    from cscore.text import train as T
+    from cscore.text import _train_init as T
 
     def start(gain):
         cfg = text.TextTrainConfig(kind=kind, n_cells=6, embed_dim=4, dssm_hidden=8,

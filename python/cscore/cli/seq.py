@@ -31,17 +31,14 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "seq_command", None) != "bench":
         print("usage: cscore seq bench [--quick] [--sizes ...] [--seeds ...] [--out DIR]")
         return 2
-    from ..seq.bench import run_grid, write_outputs
+    from ..seq.bench import run_bench
 
-    if args.quick:
-        rows = run_grid((20,), (0,), data_path=args.data, n_train=60, n_test=40, n_epochs=2,
-                        n_modules=min(args.modules, 2))
-    else:
+    if not args.quick:
         for n in args.sizes:
             if n < 1:
                 raise ValueError(f"--sizes must be positive, got {n}")
-        rows = run_grid(args.sizes, args.seeds, data_path=args.data, n_modules=args.modules)
-    md = write_outputs(rows, args.out, plot=not args.no_plot)
+    md = run_bench(args.out, args.sizes, args.seeds, data_path=args.data,
+                   n_modules=args.modules, quick=args.quick, plot=not args.no_plot)
     print(md.read_text())
     fig = "" if args.no_plot else f", {args.out}/seq.png"
     print(f"wrote {args.out}/seq_runs.csv, {md}{fig}")

@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 from pathlib import Path
 
 HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
@@ -85,128 +83,86 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="for an ensemble: which member to analyze (default: the first)")
 
 
-def _load_model(spec: str):  # type: ignore[no-untyped-def]
-    from ..text.model import load_model
-    from ..text.pretrained import list_pretrained, pretrained
-
-    if spec in list_pretrained():
-        return pretrained(spec)
-    path = Path(spec)
-    if path.is_file():
-        return load_model(path)
-    known = ", ".join(list_pretrained())
-    raise ValueError(f"--model {spec!r} is neither a pretrained model ({known}) nor a file")
-
-
 def _train(args: argparse.Namespace) -> int:
-    from ..text.cranfield import train_ensemble, train_on_split
-    from ..text.data import load_cranfield, split_queries
-    from ..text.recipes import MEMBER_EPOCHS, PAIRS, recipe
+    from ..text.recipes import train_cranfield
 
-    c = load_cranfield(args.data)
-    split = split_queries(c)
-    kw: dict[str, object] = {"seed": args.seed, "progress": not args.quiet}
-    for k in ("optimizer", "lr", "embed_lr", "gate_lr", "avg_eta", "n_cells", "max_seconds",
-              "init", "input_gain", "dropout", "pool", "max_trigrams"):
-        if getattr(args, k) is not None:
-            kw[k] = getattr(args, k)
-    if args.epochs is not None:
-        kw["max_epochs"] = args.epochs
     if args.members < 1:
         raise ValueError(f"--members must be >= 1, got {args.members}")
     if args.jobs is not None and args.jobs < 1:
         raise ValueError(f"--jobs must be >= 1, got {args.jobs}")
-    if args.members > 1:
-        kw = {"max_epochs": MEMBER_EPOCHS, "patience": None, **kw}
-    cfg = recipe(args.kind, **kw)
-    pk = dict(PAIRS)
-    for k in ("sentences_per_doc", "hard_negatives"):
-        if getattr(args, k) is not None:
-            pk[k] = getattr(args, k)
-    info: dict[str, object] = {"dataset": "cranfield"}
+    overrides = {k: getattr(args, k) for k in (
+        "optimizer", "lr", "embed_lr", "gate_lr", "avg_eta", "n_cells", "max_seconds", "init",
+        "input_gain", "dropout", "pool", "max_trigrams") if getattr(args, k) is not None}
+    if args.epochs is not None:
+        overrides["max_epochs"] = args.epochs
+    pair_overrides = {k: getattr(args, k) for k in ("sentences_per_doc", "hard_negatives")
+                      if getattr(args, k) is not None}
+    done = train_cranfield(args.kind, args.out, data=args.data, n_members=args.members,
+                           n_jobs=args.jobs, seed=args.seed, progress=not args.quiet,
+                           overrides=overrides, pair_overrides=pair_overrides)
     if args.members == 1:
-        info["split"] = {"train": list(split.train), "val": list(split.val),
-                         "test": list(split.test)}
-        res = train_on_split(c, split, cfg, pairs=pk, seed=args.seed, info=info)
-        res.model.save(args.out)
+        res = done.results[0]
         print(f"wrote {args.out}: best epoch {res.best_epoch}, validation NDCG@10 "
               f"{res.model.info['training']['best_val_score']:.3f}, {res.seconds:.0f} s")
         return 0
-    jobs = args.jobs if args.jobs is not None else max(1, min(args.members, os.cpu_count() or 1))
-    ens, results = train_ensemble(c, split, cfg, args.members, pairs=pk, seed=args.seed,
-                                  info=info, n_jobs=jobs)
-    ens.save(args.out)
-    for i, r in enumerate(results):
+    for i, r in enumerate(done.results):
         print(f"member {i}: epoch {r.best_epoch}, NDCG@10 on its held-out fold "
               f"{r.model.info['training']['best_val_score']:.3f}, {r.seconds:.0f} s")
-    print(f"wrote {args.out}: {args.members} members, {ens.info['training']['seconds']:.0f} s "
-          f"of training in all ({jobs} at a time)")
+    print(f"wrote {args.out}: {args.members} members, "
+          f"{done.model.info['training']['seconds']:.0f} s "
+          f"of training in all ({done.n_jobs} at a time)")
     return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
-    from ..text.cranfield import as_dict, evaluate_methods, format_table
-    from ..text.data import load_cranfield, split_queries
-    from ..text.recipes import plot_table
+    from ..text.recipes import evaluate_cranfield
 
-    specs = args.model or ["LSTM=cranfield-lstm", "RNN=cranfield-rnn", "DSSM=cranfield-dssm"]
-    models = {}
-    for s in specs:
-        name, _, m = s.partition("=")
-        if not m:
-            name, m = Path(s).stem, s
-        models[name] = _load_model(m)
-    c = load_cranfield(args.data)
-    split = split_queries(c)
-    rows = evaluate_methods(c, split, models,
-                            interpolate_with="LSTM" if "LSTM" in models else next(iter(models)))
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    table = format_table(rows)
-    (out / "table.md").write_text(
-        f"Cranfield, {len(split.test)} test queries; rerank = BM25's top 100 reordered\n\n"
-        + table + "\n", encoding="utf-8")
-    (out / "table.json").write_text(json.dumps(as_dict(rows), indent=1), encoding="utf-8")
-    print(table)
-    try:
-        fig = plot_table(rows, out / "ndcg.png")
-        print(f"wrote {out / 'table.md'} and {fig}")
-    except ImportError as exc:
-        print(f"wrote {out / 'table.md'} (no figure: {exc})")
+    models = None
+    if args.model:
+        models = {}
+        for s in args.model:
+            name, _, m = s.partition("=")
+            if not m:
+                name, m = Path(s).stem, s
+            models[name] = m
+    done = evaluate_cranfield(models, args.out_dir, data=args.data)
+    print(done.table)
+    if done.figure is not None:
+        print(f"wrote {done.table_path} and {done.figure}")
+    else:
+        print(f"wrote {done.table_path} (no figure: {done.figure_error})")
     return 0
 
 
 def _search(args: argparse.Namespace) -> int:
+    from ..text.cranfield import search
     from ..text.data import load_cranfield
+    from ..text.pretrained import resolve_model
 
     if args.top < 1:
         raise ValueError(f"--top must be >= 1, got {args.top}")
-    model = _load_model(args.model)
-    c = load_cranfield(args.data)
-    hits = model.rank(args.query, c.documents, top_k=args.top)
+    model = resolve_model(args.model)
+    hits = search(model, args.query, top_k=args.top, collection=load_cranfield(args.data))
     if not model.words(args.query):
         print("note: no word of the query is known to the model; all scores are 0")
-    for rank, (i, s) in enumerate(hits, 1):
-        print(f"{rank:3d}  {s:+.3f}  doc {c.doc_ids[i]:4d}  {c.titles[i][:90]}")
+    for h in hits:
+        print(f"{h.rank:3d}  {h.score:+.3f}  doc {h.doc_id:4d}  {h.title[:90]}")
     return 0
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    from ..text.analysis import write_analysis
-    from ..text.data import load_cranfield
+    from ..text.analysis import write_cranfield_analysis
+    from ..text.pretrained import resolve_model
 
-    model = _load_model(args.model)
+    model = resolve_model(args.model)
     members = getattr(model, "members", None)
     if members is not None:
         if not 0 <= args.member < len(members):
             raise ValueError(f"--member must be in [0, {len(members)}), got {args.member}")
-        model = members[args.member]
         print(f"analyzing member {args.member} of the {len(members)}-member ensemble")
-    topic: list[str] = []
-    if args.topic_queries > 0:
-        topic = load_cranfield().queries[: args.topic_queries]
-    paths = write_analysis(model, args.text, args.out_dir,
-                           side="document" if args.document else "query", topic_texts=topic)
+    paths = write_cranfield_analysis(
+        model, args.text, args.out_dir, side="document" if args.document else "query",
+        member=args.member, n_topic_queries=args.topic_queries)
     for name, p in paths.items():
         print(f"{name}: {p}")
     return 0

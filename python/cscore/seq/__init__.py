@@ -11,7 +11,10 @@ docs/seq.md).
 from __future__ import annotations
 
 from ._data import SequenceData, load_japanese_vowels, read_ts
-from ._esn import ESN, RDSN, SeqModelFileError, frame_error, load_model, utterance_error
+from ._esn import ESN
+from ._files import SeqModelFileError, load_model
+from ._metrics import frame_error, utterance_error
+from ._rdsn import RDSN
 
 __all__ = [
     "ESN",

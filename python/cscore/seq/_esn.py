@@ -1,20 +1,20 @@
-"""Echo state networks with learned input/recurrent weights, and the R-DSN.
+"""Echo state networks with learned input/recurrent weights: the ESN core.
 
 Thesis chapter 2 (Palangi): an ESN with sigmoid units and a linear ridge
 readout whose input weights ``W`` and sparse recurrent weights ``W_rec`` are
 tuned by gradient descent on the ridge cost, with the gradients taken in closed
 form through the readout (see :mod:`cscore.seq._gradients`), FISTA momentum
 (eqs. 2.36-2.37), gradient renormalization and ``W_rec`` renormalized to its
-spectral radius after every epoch; the R-DSN (section 2.5) stacks such modules.
+spectral radius after every epoch.  :class:`_SeqBase` holds what the ESN and the
+R-DSN (:mod:`cscore.seq._rdsn`, section 2.5, a stack of such modules) share;
+their model files are :mod:`cscore.seq._files`.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
 import numbers
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,162 +23,12 @@ import numpy as np
 
 from .._config import get_num_threads
 from .._validation import check_positive_float, check_positive_int
+from ._checks import _check_learn, _check_X, _check_y
 from ._gradients import closed_form_gradients
+from ._metrics import frame_error
 from ._ops import SparseRec, forward, ridge_readout, spectral_radius
 
-__all__ = ["ESN", "RDSN", "SeqModelFileError", "frame_error", "load_model", "utterance_error"]
-
-_FORMAT = "cscore.seq/1"
-_LEARNABLE = ("W", "W_rec")
-
-
-class SeqModelFileError(ValueError):
-    """A sequence-model file is missing keys, has bad shapes or an unknown format."""
-
-
-# --------------------------------------------------------------------- metrics
-def frame_error(y_true: Sequence[Any], y_pred: Sequence[Any]) -> float:
-    """Fraction of misclassified frames over all sequences.
-
-    Parameters
-    ----------
-    y_true, y_pred : list of array_like
-        Per-sequence (T_i,) labels.
-
-    Returns
-    -------
-    float
-        Frame error rate in [0, 1].
-    """
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_pred has {len(y_pred)} sequences, y_true has {len(y_true)}")
-    t = np.concatenate([np.asarray(a).ravel() for a in y_true])
-    p = np.concatenate([np.asarray(a).ravel() for a in y_pred])
-    if t.shape != p.shape:
-        raise ValueError("y_true and y_pred differ in sequence lengths")
-    return float(np.mean(t != p))
-
-
-def utterance_error(
-    y_true: Sequence[Any], scores: Sequence[np.ndarray], classes: np.ndarray | None = None
-) -> float:
-    """Sequence error rate after pooling (averaging) frame scores over each sequence.
-
-    Parameters
-    ----------
-    y_true : list of array_like or array_like
-        Per-sequence labels: one label per sequence, or (T_i,) frame labels whose
-        first entry is used.
-    scores : list of ndarray
-        Per-sequence (T_i, C) scores from ``decision_function``.
-    classes : ndarray, optional
-        The labels of the score columns (``model.classes_``); default 0..C-1.
-
-    Returns
-    -------
-    float
-        Utterance error rate in [0, 1].
-    """
-    if len(y_true) != len(scores):
-        raise ValueError(f"scores has {len(scores)} sequences, y_true has {len(y_true)}")
-    if len(scores) == 0:
-        raise ValueError("scores must not be empty")
-    C = np.asarray(scores[0]).shape[1]
-    cls = np.arange(C) if classes is None else np.asarray(classes)
-    pred = np.array([cls[int(np.argmax(np.asarray(s).mean(axis=0)))] for s in scores])
-    true = np.array([np.asarray(y).ravel()[0] for y in y_true])
-    return float(np.mean(pred != true))
-
-
-# --------------------------------------------------------------------- input checks
-def _check_X(name: str, X: Any, n_features: int | None = None) -> list[np.ndarray]:
-    if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype != object:
-        raise TypeError(
-            f"{name} must be a list of (T_i, D) arrays (one per sequence); got a single 2-D "
-            f"array of shape {X.shape}; wrap it as [{name}] for one sequence"
-        )
-    if isinstance(X, (str, bytes)) or not hasattr(X, "__len__"):
-        raise TypeError(f"{name} must be a list of (T_i, D) arrays, got {type(X).__name__}")
-    if len(X) == 0:
-        raise ValueError(f"{name} must hold at least one sequence; got none")
-    out = []
-    for i, x in enumerate(X):
-        a = np.asarray(x)
-        if a.dtype.kind not in "fiu":
-            raise TypeError(f"{name}[{i}] must be a real numeric array; got dtype {a.dtype}")
-        if a.ndim != 2:
-            raise ValueError(f"{name}[{i}] must be 2-D (T_i, D); got shape {a.shape}")
-        if a.shape[0] == 0:
-            raise ValueError(f"{name}[{i}] is an empty sequence (0 frames)")
-        if a.shape[1] == 0:
-            raise ValueError(f"{name}[{i}] has 0 features")
-        if not np.isfinite(a).all():
-            bad = np.argwhere(~np.isfinite(a))[0]
-            raise ValueError(
-                f"{name}[{i}] contains NaN or infinity (first at frame {int(bad[0])}, "
-                f"feature {int(bad[1])})"
-            )
-        out.append(np.ascontiguousarray(a, dtype=np.float64))
-    dims = {a.shape[1] for a in out}
-    if len(dims) != 1:
-        first = out[0].shape[1]
-        j = next(i for i, a in enumerate(out) if a.shape[1] != first)
-        raise ValueError(
-            f"{name}: sequences have different numbers of features (ragged dims): "
-            f"{name}[0] has {first}, {name}[{j}] has {out[j].shape[1]}"
-        )
-    if n_features is not None and out[0].shape[1] != n_features:
-        raise ValueError(
-            f"{name} has {out[0].shape[1]} features per frame; the model was fit with "
-            f"{n_features}"
-        )
-    return out
-
-
-def _check_y(name: str, y: Any, X: list[np.ndarray]) -> list[np.ndarray]:
-    if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
-        raise TypeError(f"{name} must be a list of (T_i,) label arrays")
-    if len(y) != len(X):
-        raise ValueError(f"{name} has {len(y)} sequences but X has {len(X)}")
-    out = []
-    for i, (lab, x) in enumerate(zip(y, X)):
-        a = np.asarray(lab)
-        if a.ndim == 0:
-            a = np.full(x.shape[0], a)
-        if a.ndim != 1 or a.shape[0] != x.shape[0]:
-            raise ValueError(
-                f"{name}[{i}] must be (T_i,) = ({x.shape[0]},) frame labels (or one label); "
-                f"got shape {a.shape}"
-            )
-        if a.dtype.kind == "f":
-            if not np.isfinite(a).all() or np.any(a != np.round(a)):
-                raise ValueError(f"{name}[{i}] must hold integer class labels")
-            a = a.astype(np.int64)
-        elif a.dtype.kind not in "iu":
-            raise TypeError(f"{name}[{i}] must hold integer class labels; got dtype {a.dtype}")
-        if np.any(a < 0):
-            raise ValueError(
-                f"{name}[{i}] has a label out of range ({int(a.min())}); labels must be >= 0"
-            )
-        out.append(a.astype(np.int64))
-    return out
-
-
-def _check_learn(learn: Any) -> tuple[str, ...]:
-    if isinstance(learn, str):
-        learn = (learn,)
-    try:
-        items = tuple(learn)
-    except TypeError:
-        raise TypeError(
-            f"learn must be a tuple of names from {_LEARNABLE}, got {learn!r}"
-        ) from None
-    for it in items:
-        if it not in _LEARNABLE:
-            raise ValueError(f"learn: unknown weight {it!r}; choose from {_LEARNABLE}")
-    if "W_rec" in items and "W" not in items:
-        raise ValueError("learn: ('W_rec',) alone is not supported; use ('W', 'W_rec')")
-    return tuple(w for w in _LEARNABLE if w in items)
+__all__ = ["ESN"]
 
 
 # --------------------------------------------------------------------- module
@@ -543,40 +393,20 @@ class _SeqBase:
             )
         return 1.0 - frame_error(ys, self.predict(Xs))
 
-    # -- persistence (npz arrays + JSON metadata, no pickle)
+    # -- persistence (npz arrays + JSON metadata, no pickle): cscore.seq._files
     def save(self, path: str | Path) -> None:
         """Write the fitted model to a compressed ``.npz`` (loads without pickle).
+
+        The file is written atomically (:func:`cscore.models.format.save_npz_atomic`).
 
         Parameters
         ----------
         path : str or Path
             Destination file.
         """
-        self._check_fitted()
-        params = self.get_params()
-        params["learn"] = list(_check_learn(params["learn"]))
-        meta = {
-            "format": _FORMAT,
-            "kind": self._kind,
-            "params": params,
-            "n_modules": len(self.modules_),
-            "n_features_in": int(self.n_features_in_),
-            "history": [m.history for m in self.modules_],
-        }
-        arrays: dict[str, np.ndarray] = {
-            "meta": np.array(json.dumps(meta)),
-            "classes": self.classes_,
-            "mean": self.mean_,
-            "scale": self.scale_,
-        }
-        for i, mod in enumerate(self.modules_):
-            arrays[f"m{i}_W"] = mod.W
-            arrays[f"m{i}_U"] = mod.U
-            arrays[f"m{i}_indptr"] = mod.rec.indptr
-            arrays[f"m{i}_indices"] = mod.rec.indices
-            arrays[f"m{i}_data"] = mod.rec.data
-        with open(path, "wb") as fh:
-            np.savez_compressed(fh, **arrays)  # type: ignore[arg-type]
+        from ._files import save_model
+
+        save_model(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> Any:
@@ -592,66 +422,9 @@ class _SeqBase:
         ESN or RDSN
             The fitted model (the class recorded in the file).
         """
+        from ._files import load_model
+
         return load_model(path)
-
-
-def load_model(path: str | Path) -> Any:
-    """Load an :class:`ESN` or :class:`RDSN` saved with ``save`` (no pickle).
-
-    Parameters
-    ----------
-    path : str or Path
-        The ``.npz`` file.
-
-    Returns
-    -------
-    ESN or RDSN
-        The fitted model.
-
-    Raises
-    ------
-    SeqModelFileError
-        When the file is not a cscore sequence model or is damaged.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"path: no such file: {path}")
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            data = {k: npz[k] for k in npz.files}
-    except Exception as exc:
-        raise SeqModelFileError(f"path: {path} is not a readable .npz file ({exc})") from None
-    try:
-        meta = json.loads(str(data["meta"]))
-        if meta.get("format") != _FORMAT:
-            raise SeqModelFileError(f"path: {path}: unknown format {meta.get('format')!r}")
-        kind = meta["kind"]
-        klass: type[_SeqBase] = {"esn": ESN, "rdsn": RDSN}[kind]
-        params = dict(meta["params"])
-        params["learn"] = tuple(params["learn"])
-        model = klass(**params)
-        model.classes_ = data["classes"]
-        model.mean_ = data["mean"].astype(np.float64)
-        model.scale_ = data["scale"].astype(np.float64)
-        model.n_features_in_ = int(meta["n_features_in"])
-        mods = []
-        for i in range(int(meta["n_modules"])):
-            rec = SparseRec(
-                data[f"m{i}_indptr"].astype(np.int64),
-                data[f"m{i}_indices"].astype(np.int64),
-                data[f"m{i}_data"].astype(np.float64),
-            )
-            W = data[f"m{i}_W"].astype(np.float64)
-            U = data[f"m{i}_U"].astype(np.float64)
-            if W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
-                raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
-            mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
-        model.modules_ = mods
-    except SeqModelFileError:
-        raise
-    except (KeyError, TypeError, ValueError, json.JSONDecodeError) as exc:
-        raise SeqModelFileError(f"path: {path} is not a cscore sequence model ({exc})") from None
-    return model
 
 
 # --------------------------------------------------------------------- public classes
@@ -771,75 +544,3 @@ class ESN(_SeqBase):
         """
         self._fit(X, y, 1)
         return self
-
-
-class RDSN(_SeqBase):
-    """Recurrent deep stacking network (thesis section 2.5).
-
-    ``n_modules`` ESN modules, each trained like :class:`ESN` with learned ``W``
-    and ``W_rec``; module ``l > 1`` sees the (context-windowed) input and the
-    scores of module ``l-1``; its input-weight rows for the data start from the
-    tuned ``W`` of the module below, the rows for the scores are random, and its
-    ``W_rec`` has a fresh random sparsity pattern.
-
-    Parameters
-    ----------
-    n_modules : int, default 3
-        Stacked modules.
-    n_hidden, learn, m, spectral_radius, input_scaling, n_connections, ridge, context, \
-n_epochs, step_size, grad_clip, momentum, random_state, n_threads
-        As for :class:`ESN` (each module uses them); ``learn`` defaults to
-        ``("W", "W_rec")``.
-
-    Attributes
-    ----------
-    classes_ : ndarray
-        The labels seen in ``fit``.
-    modules_ : list
-        The trained modules, lowest first.
-    fit_seconds_ : list of float
-        Wall time of ``fit`` up to the end of each module (cumulative).
-    """
-
-    _kind = "rdsn"
-    n_modules: int
-
-    def __init__(
-        self,
-        n_modules: int = 3,
-        n_hidden: int = 500,
-        learn: tuple[str, ...] = ("W", "W_rec"),
-        m: int = 1,
-        spectral_radius: float = _DEFAULTS["spectral_radius"],
-        input_scaling: float = _DEFAULTS["input_scaling"],
-        n_connections: int = _DEFAULTS["n_connections"],
-        ridge: float = _DEFAULTS["ridge"],
-        context: int = _DEFAULTS["context"],
-        n_epochs: int = _DEFAULTS["n_epochs"],
-        step_size: float = _DEFAULTS["step_size"],
-        grad_clip: float = _DEFAULTS["grad_clip"],
-        momentum: bool = True,
-        random_state: int | None = None,
-        n_threads: int | None = None,
-    ) -> None:
-        self._store_params(locals())
-
-    def fit(self, X: Any, y: Any) -> RDSN:
-        """Train the stack on sequences ``X`` with frame labels ``y``.
-
-        Parameters
-        ----------
-        X : list of ndarray
-            Sequences, each (T_i, D) float; lengths may differ.
-        y : list of array_like
-            (T_i,) integer frame labels per sequence (or one label per sequence).
-
-        Returns
-        -------
-        self
-        """
-        n = check_positive_int("n_modules", self.n_modules, upper=100)
-        self._fit(X, y, n)
-        return self
-
-

@@ -20,9 +20,11 @@ from typing import Any
 import numpy as np
 
 from ._data import load_japanese_vowels
-from ._esn import ESN, RDSN, frame_error, utterance_error
+from ._esn import ESN
+from ._metrics import frame_error, utterance_error
+from ._rdsn import RDSN
 
-__all__ = ["COLUMNS", "run_grid", "summarize", "write_outputs"]
+__all__ = ["COLUMNS", "QUICK", "run_bench", "run_grid", "summarize", "write_outputs"]
 
 #: column name -> (learn, m); R-DSN columns are handled separately.
 COLUMNS: dict[str, tuple[tuple[str, ...], int]] = {
@@ -31,6 +33,11 @@ COLUMNS: dict[str, tuple[tuple[str, ...], int]] = {
     "W+W_rec m=1": (("W", "W_rec"), 1),
 }
 RDSN_COLUMNS = ("W+W_rec m=3 (R-DSN 1)", "R-DSN 2", "R-DSN 3")
+
+#: The smoke-test grid of ``cscore seq bench --quick`` (:func:`run_bench`): arguments
+#: of :func:`run_grid`; the stack is at most ``QUICK["n_modules"]`` deep.
+QUICK: dict[str, Any] = {"sizes": (20,), "seeds": (0,), "n_train": 60, "n_test": 40,
+                         "n_epochs": 2, "n_modules": 2}
 
 
 def run_grid(
@@ -219,3 +226,49 @@ def write_outputs(rows: list[dict[str, Any]], out_dir: str | Path, *, plot: bool
         fig.savefig(out / "seq.png", dpi=90)
         plt.close(fig)
     return md
+
+
+def run_bench(
+    out_dir: str | Path,
+    sizes: Sequence[int] = (100, 500, 2000),
+    seeds: Sequence[int] = (0, 1, 2),
+    *,
+    data_path: str | Path | None = None,
+    n_modules: int = 3,
+    quick: bool = False,
+    plot: bool = True,
+    log: Callable[[str], None] = print,
+) -> Path:
+    """Run the grid (:func:`run_grid`) and write its outputs (:func:`write_outputs`).
+
+    What ``cscore seq bench`` does.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        Destination folder (created).
+    sizes, seeds : sequence of int
+        Hidden sizes and seeds (ignored when ``quick``).
+    data_path : str or Path, optional
+        Folder with the Japanese Vowels ``.ts`` files (default: shipped copy).
+    n_modules : int, default 3
+        Deepest R-DSN (``quick``: at most ``QUICK["n_modules"]``).
+    quick : bool
+        Run the tiny smoke-test grid :data:`QUICK` instead.
+    plot : bool, default True
+        Also draw the figure (needs matplotlib).
+    log : callable
+        Progress printer.
+
+    Returns
+    -------
+    Path
+        The markdown table's path.
+    """
+    if quick:
+        q = dict(QUICK)
+        q["n_modules"] = min(n_modules, q["n_modules"])
+        rows = run_grid(data_path=data_path, log=log, **q)
+    else:
+        rows = run_grid(sizes, seeds, data_path=data_path, n_modules=n_modules, log=log)
+    return write_outputs(rows, out_dir, plot=plot)

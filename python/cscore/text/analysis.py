@@ -10,6 +10,9 @@
 * :func:`topic_cells`: for many texts, the words the 5 most active cells
   detect, gathered per cell (Table 3.3: cells that collect the keywords of one
   topic).
+* :func:`write_analysis` writes all of it for one text;
+  :func:`write_cranfield_analysis` (``cscore text analyze``) with Cranfield
+  queries as the topic texts and a chosen member of an ensemble.
 
 Pictures need matplotlib (imported when drawing).
 """
@@ -33,6 +36,7 @@ __all__ = [
     "plot_keywords",
     "topic_cells",
     "write_analysis",
+    "write_cranfield_analysis",
 ]
 
 
@@ -271,3 +275,40 @@ def write_analysis(model: TextModel, text: str, out_dir: Union[str, Path], *,
     md.write_text("\n".join(lines) + "\n", encoding="utf-8")
     paths["table"] = md
     return paths
+
+
+def write_cranfield_analysis(model: TextModel, text: str, out_dir: Union[str, Path], *,
+                             side: str = "query", member: int = 0,
+                             n_topic_queries: int = 20) -> dict[str, Path]:
+    """:func:`write_analysis` of one member, with Cranfield queries as topic texts.
+
+    What ``cscore text analyze`` writes.
+
+    Parameters
+    ----------
+    model : RetrievalModel or RetrievalEnsemble
+    text : str
+    out_dir : str or Path
+    side : {"query", "document"}
+    member : int
+        For an ensemble: which member to analyze (ignored for one model).
+    n_topic_queries : int
+        The first ``n_topic_queries`` queries of the shipped Cranfield are
+        added to the topic-cell table (0: none).
+
+    Returns
+    -------
+    dict
+        Name -> path (see :func:`write_analysis`).
+    """
+    from .data import load_cranfield
+
+    members = getattr(model, "members", None)
+    if members is not None:
+        if not isinstance(member, int) or not 0 <= member < len(members):
+            raise ValueError(f"member must be in [0, {len(members)}), got {member!r}")
+        model = members[member]
+    topic: list[str] = []
+    if n_topic_queries > 0:
+        topic = load_cranfield().queries[:n_topic_queries]
+    return write_analysis(model, text, out_dir, side=side, topic_texts=topic)

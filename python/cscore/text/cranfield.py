@@ -25,11 +25,13 @@ from .train import TrainPair
 
 __all__ = [
     "MethodScores",
+    "SearchHit",
     "bm25_scores",
     "choose_interpolation",
     "evaluate_methods",
     "interpolate",
     "model_scores",
+    "search",
     "selection_scores",
     "sentences",
     "tfidf_scores",
@@ -515,3 +517,50 @@ def format_table(rows: Sequence[MethodScores], ks: Sequence[int] = (1, 3, 10)) -
 def as_dict(rows: Sequence[MethodScores]) -> list[dict[str, Any]]:
     """JSON-friendly rows."""
     return [{"name": r.name, "full": r.full, "rerank": r.rerank, "note": r.note} for r in rows]
+
+
+@dataclass
+class SearchHit:
+    """One document :func:`search` returns.
+
+    Attributes
+    ----------
+    rank : int
+        1 for the best.
+    score : float
+        The model's score (:meth:`~cscore.text.model.RetrievalModel.score`).
+    doc_id : int
+        Cranfield's document number.
+    title : str
+    """
+
+    rank: int
+    score: float
+    doc_id: int
+    title: str
+
+
+def search(model: TextModel, query: str, *, top_k: int = 10,
+           collection: Collection | None = None) -> list[SearchHit]:
+    """Rank the Cranfield documents for ``query`` (``cscore text search``).
+
+    Parameters
+    ----------
+    model : RetrievalModel or RetrievalEnsemble
+    query : str
+    top_k : int
+        How many documents to return.
+    collection : Collection, optional
+        Default: the shipped Cranfield (:func:`~cscore.text.data.load_cranfield`).
+
+    Returns
+    -------
+    list of SearchHit
+        Best first (all scores are 0 when the model knows no word of the
+        query: ``model.words(query)`` is empty).
+    """
+    from .data import load_cranfield
+
+    c = load_cranfield() if collection is None else collection
+    hits = model.rank(query, c.documents, top_k=top_k)
+    return [SearchHit(rank, s, c.doc_ids[i], c.titles[i]) for rank, (i, s) in enumerate(hits, 1)]

@@ -10,20 +10,24 @@ trigram vocabulary, both towers' configs, ``max_words`` and free-form ``info``.
 
 An ensemble (:class:`RetrievalEnsemble`, format version 2) stores member ``i``'s
 arrays under the prefix ``m<i>.`` and their metadata in ``meta["members"]``.
-:func:`load_model` reads either kind of file.
+:func:`load_model` reads either kind of file, with the bounds of every cscore
+model file (:func:`cscore.models.format.read_npz_entries`: a regular file, a
+bounded archive directory, hand-parsed ``.npy`` headers, capped sizes);
+:meth:`~RetrievalModel.save` writes atomically
+(:func:`cscore.models.format.save_npz_atomic`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
 import numpy as np
 
+from .._blas import single_threaded_blas
+from ..models.format import ModelFileError, read_npz_entries, save_npz_atomic
 from .encoders import Encoder, encoder_from_arrays
 from .hashing import TrigramHasher, check_texts
 
@@ -41,18 +45,17 @@ FORMAT_NAME = "cscore.text"
 #: Newest format this version reads and writes (1: one model, 2: an ensemble).
 FORMAT_VERSION = 2
 SIDES = ("query", "document")
+#: Most entries a text model file may list (an ensemble of BiLSTMs has 17 per member).
+_MAX_ENTRIES = 1024
+#: Largest total size of a file's arrays once decompressed (bytes).
+_MAX_BYTES = 1 << 30
 
 
-def _one_blas_thread() -> Any:
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+class TextModelFileError(ModelFileError):
+    """A text model file is malformed or of another format.
 
-
-class TextModelFileError(ValueError):
-    """A text model file is malformed or of another format."""
+    A :class:`cscore.models.format.ModelFileError` (so a ``ValueError``).
+    """
 
 
 def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -301,8 +304,9 @@ class RetrievalModel(_Scorer):
         enc = self._encoder(side)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # the per-word products are small: one BLAS thread is faster, and much
-        # faster on a busy machine, than a team of threads
-        with _one_blas_thread():
+        # faster on a busy machine, than a team of threads (the decoders' limit:
+        # nests, and holds on worker threads too; off with _blas.LIMIT_BLAS_THREADS)
+        with single_threaded_blas():
             for s in range(0, len(texts), batch_size):
                 seqs, table = self._sequences(texts[s : s + batch_size])
                 out[s : s + len(seqs)] = enc.encode(seqs, table)
@@ -493,8 +497,7 @@ def _write(path: Union[str, Path], meta: dict[str, Any], arrays: dict[str, np.nd
     path = Path(path)
     arrays = dict(arrays)
     arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    with open(path, "wb") as f:
-        np.savez_compressed(f, **arrays)  # type: ignore[arg-type]
+    save_npz_atomic(path, arrays)
     return path
 
 
@@ -513,15 +516,16 @@ def load_model(path: Union[str, Path]) -> TextModel:
 
     Raises
     ------
+    FileNotFoundError
+        No file at ``path``.
     TextModelFileError
         Not a cscore text model, of a newer format, or inconsistent.
     """
     path = Path(path)
     try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (zipfile.BadZipFile, ValueError, EOFError) as exc:
-        raise TextModelFileError(f"{path} is not a readable .npz model: {exc}") from None
+        arrays = read_npz_entries(path, "fiu", max_entries=_MAX_ENTRIES, max_bytes=_MAX_BYTES)
+    except ModelFileError as exc:
+        raise TextModelFileError(str(exc)) from None
     if "meta" not in arrays:
         raise TextModelFileError(f"{path} lacks 'meta'")
     try:

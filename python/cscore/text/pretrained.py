@@ -11,13 +11,18 @@ from pathlib import Path
 
 from .model import TextModel, load_model
 
-__all__ = ["list_pretrained", "model_dirs", "pretrained"]
+__all__ = ["list_pretrained", "model_dirs", "pretrained", "resolve_model"]
 
 _PACKAGE_MODELS = Path(__file__).resolve().parent / "models"
 
 
 def model_dirs() -> list[Path]:
-    """Directories searched for pretrained text models, in search order."""
+    """Directories searched for pretrained text models, in search order.
+
+    Returns
+    -------
+    list of Path
+    """
     dirs = [Path(p) for p in os.environ.get("CSCORE_TEXT_MODEL_PATH", "").split(os.pathsep)
             if p]
     dirs.append(_PACKAGE_MODELS)
@@ -72,3 +77,32 @@ def pretrained(name: str) -> TextModel:
         known = ", ".join(files) if files else "none installed"
         raise ValueError(f"unknown pretrained text model {name!r}; known: {known}")
     return load_model(files[name])
+
+
+def resolve_model(name_or_path: str | os.PathLike[str]) -> TextModel:
+    """A text model from a pretrained name or a model file.
+
+    Parameters
+    ----------
+    name_or_path : str or path
+        A name from :func:`list_pretrained` (names win over files), or a
+        model file.
+
+    Returns
+    -------
+    RetrievalModel or RetrievalEnsemble
+
+    Raises
+    ------
+    ValueError
+        Neither a pretrained name nor a file (the message lists the names), or
+        a malformed file (:class:`~cscore.text.model.TextModelFileError`).
+    """
+    spec = os.fspath(name_or_path)
+    if spec in list_pretrained():
+        return pretrained(spec)
+    path = Path(spec)
+    if path.is_file():
+        return load_model(path)
+    known = ", ".join(list_pretrained())
+    raise ValueError(f"{spec!r} is neither a pretrained text model ({known}) nor a file")

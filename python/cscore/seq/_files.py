@@ -1,0 +1,146 @@
+"""Sequence-model files: an ESN or R-DSN as a compressed ``.npz`` (no pickle).
+
+File format
+-----------
+``meta``: a 0-d unicode array holding JSON with ``format`` (``"cscore.seq/1"``),
+``kind`` ("esn" or "rdsn"), the constructor ``params``, ``n_modules``,
+``n_features_in`` and every module's cost ``history``; ``classes``, ``mean``
+and ``scale``; and per module ``i`` its input weights ``m<i>_W``, readout
+``m<i>_U`` and sparse recurrent matrix ``m<i>_indptr``, ``m<i>_indices``,
+``m<i>_data``.
+
+Files are read with the bounds of every cscore model file
+(:func:`cscore.models.format.read_npz_entries`: a regular file, a bounded
+archive directory, hand-parsed ``.npy`` headers, capped sizes) and written
+atomically (:func:`cscore.models.format.save_npz_atomic`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..models.format import ModelFileError, read_npz_entries, save_npz_atomic
+from ._checks import _check_learn
+from ._esn import ESN, _Module, _SeqBase
+from ._ops import SparseRec
+from ._rdsn import MAX_MODULES, RDSN
+
+__all__ = ["SeqModelFileError", "load_model", "save_model"]
+
+_FORMAT = "cscore.seq/1"
+#: Entries of the largest file: meta, classes, mean, scale and five per module.
+_MAX_ENTRIES = 4 + 5 * MAX_MODULES
+#: Largest total size of a file's arrays once decompressed (bytes).
+_MAX_BYTES = 1 << 30
+_KINDS: dict[str, type[_SeqBase]] = {"esn": ESN, "rdsn": RDSN}
+
+
+class SeqModelFileError(ModelFileError):
+    """A sequence-model file is missing keys, has bad shapes or an unknown format.
+
+    A :class:`cscore.models.format.ModelFileError` (so a ``ValueError``).
+    """
+
+
+def save_model(model: _SeqBase, path: str | Path) -> None:
+    """Write a fitted ESN or RDSN to ``path`` (atomically; loads without pickle).
+
+    Parameters
+    ----------
+    model : ESN or RDSN
+        A fitted model.
+    path : str or Path
+        Destination file (replaced if it exists).
+    """
+    model._check_fitted()
+    params = model.get_params()
+    params["learn"] = list(_check_learn(params["learn"]))
+    meta = {
+        "format": _FORMAT,
+        "kind": model._kind,
+        "params": params,
+        "n_modules": len(model.modules_),
+        "n_features_in": int(model.n_features_in_),
+        "history": [m.history for m in model.modules_],
+    }
+    arrays: dict[str, np.ndarray] = {
+        "meta": np.array(json.dumps(meta)),
+        "classes": model.classes_,
+        "mean": model.mean_,
+        "scale": model.scale_,
+    }
+    for i, mod in enumerate(model.modules_):
+        arrays[f"m{i}_W"] = mod.W
+        arrays[f"m{i}_U"] = mod.U
+        arrays[f"m{i}_indptr"] = mod.rec.indptr
+        arrays[f"m{i}_indices"] = mod.rec.indices
+        arrays[f"m{i}_data"] = mod.rec.data
+    save_npz_atomic(path, arrays)
+
+
+def load_model(path: str | Path) -> Any:
+    """Load an :class:`ESN` or :class:`RDSN` saved with ``save`` (no pickle).
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.npz`` file.
+
+    Returns
+    -------
+    ESN or RDSN
+        The fitted model.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    SeqModelFileError
+        When the file is not a cscore sequence model or is damaged.
+    """
+    path = Path(path)
+    try:
+        data = read_npz_entries(path, "fiuU", max_entries=_MAX_ENTRIES, max_bytes=_MAX_BYTES)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"path: no such file: {path}") from None
+    except ModelFileError as exc:
+        raise SeqModelFileError(f"path: {exc}") from None
+    try:
+        return _model_from(path, data)
+    except SeqModelFileError:
+        raise
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SeqModelFileError(f"path: {path} is not a cscore sequence model ({exc})") from None
+
+
+def _model_from(path: Path, data: dict[str, np.ndarray]) -> _SeqBase:
+    """Build the model from the file's arrays (any defect raises KeyError, ValueError, ...)."""
+    meta = json.loads(str(data["meta"]))
+    if meta.get("format") != _FORMAT:
+        raise SeqModelFileError(f"path: {path}: unknown format {meta.get('format')!r}")
+    klass = _KINDS[meta["kind"]]
+    params = dict(meta["params"])
+    params["learn"] = tuple(params["learn"])
+    model = klass(**params)
+    model.classes_ = data["classes"]
+    model.mean_ = data["mean"].astype(np.float64)
+    model.scale_ = data["scale"].astype(np.float64)
+    model.n_features_in_ = int(meta["n_features_in"])
+    mods = []
+    for i in range(int(meta["n_modules"])):
+        rec = SparseRec(
+            data[f"m{i}_indptr"].astype(np.int64),
+            data[f"m{i}_indices"].astype(np.int64),
+            data[f"m{i}_data"].astype(np.float64),
+        )
+        W = data[f"m{i}_W"].astype(np.float64)
+        U = data[f"m{i}_U"].astype(np.float64)
+        if W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
+            raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
+        mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
+    model.modules_ = mods
+    return model
