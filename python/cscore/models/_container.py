@@ -80,7 +80,7 @@ def _open_regular(path: Path) -> IO[bytes]:
         raise
 
 
-def _check_directory(path: Path, fh: IO[bytes]) -> None:
+def _check_directory(path: Path, fh: IO[bytes], max_entries: int = MAX_ENTRIES) -> None:
     """Bound the archive's directory from its end record before zipfile parses it."""
     size = fh.seek(0, os.SEEK_END)
     if size < 22:
@@ -97,7 +97,7 @@ def _check_directory(path: Path, fh: IO[bytes]) -> None:
     _, _, _, n_here, n_total, dir_size, _, _ = struct.unpack("<4sHHHHIIH", tail[pos : pos + 22])
     if n_total == 0xFFFF or dir_size == 0xFFFFFFFF:
         return  # zip64 end record: zipfile reads the real counts; checked after
-    if max(n_here, n_total) > MAX_ENTRIES or dir_size > _MAX_DIRECTORY_BYTES:
+    if max(n_here, n_total) > max_entries or dir_size > _MAX_DIRECTORY_BYTES:
         raise _fail(path, f"archive lists {n_total} entries / {dir_size} directory bytes")
 
 
@@ -213,3 +213,73 @@ def _open_archive(path: Path) -> tuple[IO[bytes], zipfile.ZipFile]:
         ):
             raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None
         raise
+
+
+def read_npz_entries(
+    path: str | Path,
+    kinds: str,
+    *,
+    max_entries: int = MAX_ENTRIES,
+    max_bytes: int = 256 << 20,
+) -> dict[str, np.ndarray]:
+    """Read every array of a plain ``.npz`` archive with the model file's bounds.
+
+    For the formats that are not :data:`cscore.models.format.FORMAT_NAME` files
+    (the sequence-model and text-model files): the file is opened as a regular file without
+    blocking, the archive's directory is bounded from its end record before it
+    is parsed, every entry's ``.npy`` header is parsed by hand (no pickle) and
+    the declared sizes are summed and capped before any data is decompressed.
+
+    Parameters
+    ----------
+    path : path
+        The ``.npz`` file.
+    kinds : str
+        The numpy dtype kinds an entry may have (e.g. ``"fu"``); object arrays
+        are always refused.
+    max_entries : int
+        Most entries the archive may list.
+    max_bytes : int
+        Largest total size of the arrays once decompressed (bytes).
+
+    Returns
+    -------
+    dict of str to ndarray
+        Entry name (without ``.npy``) -> array, in archive order.
+
+    Raises
+    ------
+    FileNotFoundError
+        No file at ``path``.
+    ModelFileError
+        Anything wrong with the file, naming the entry concerned.
+    """
+    path = Path(path)
+    with _open_regular(path) as fh:
+        try:
+            _check_directory(path, fh, max_entries)
+            fh.seek(0)
+            with zipfile.ZipFile(fh) as zf:
+                infos = zf.infolist()
+                names = [i.filename for i in infos]
+                if len(names) > max_entries or len(set(names)) != len(names):
+                    raise _fail(path, f"archive lists {len(names)} entries, or one twice")
+                headers = []
+                for name in names:
+                    if not name.endswith(".npy"):
+                        raise _fail(path, f"entry {name!r} is not an .npy array")
+                    with zf.open(name) as f:
+                        shape, dtype, _, _ = _read_npy_header(path, name[:-4], f)
+                    if dtype.hasobject or dtype.kind not in kinds:
+                        raise _fail(path, f"entry {name[:-4]!r} has dtype {dtype}")
+                    headers.append((name[:-4], shape, dtype))
+                total = sum(int(np.prod(s, dtype=object)) * d.itemsize for _, s, d in headers)
+                if total > max_bytes:
+                    raise _fail(path, f"declared sizes total {total} bytes (cap {max_bytes})")
+                # (reshaped: _read_entry returns a 0-d array as 1-d)
+                return {n: _read_entry(path, zf, n, s, (d.str,), max_bytes).reshape(s)
+                        for n, s, d in headers}
+        except ModelFileError:
+            raise
+        except _READ_ERRORS as exc:
+            raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None

@@ -61,6 +61,7 @@ from ._container import (
     _read_entry,
     _read_npy_header,  # noqa: F401
     _strict_int,
+    read_npz_entries,
 )
 
 __all__ = [
@@ -75,6 +76,7 @@ __all__ = [
     "load_model_arrays",
     "read_model_arrays",
     "read_model_meta",
+    "read_npz_entries",
     "register_arch",
     "save_model",
     "save_npz_atomic",
@@ -464,87 +466,3 @@ def load_model_arrays(
     if not np.any(A != 0, axis=0).all():
         raise _fail(path, "entry 'A' has an all-zero column")
     return meta, arrays, A, spec
-
-
-# The public entry to the bounded readers above for the .npz formats that are not
-# FORMAT_NAME files (cscore.seq, cscore.text).  (This module was already over 600
-# lines before it; moving the bounded .npz reading into a module of its own is left
-# to the module's owner.)
-def read_npz_entries(
-    path: str | Path,
-    kinds: str,
-    *,
-    max_entries: int = MAX_ENTRIES,
-    max_bytes: int = MAX_ARRAYS_BYTES,
-) -> dict[str, np.ndarray]:
-    """Read every array of a plain ``.npz`` archive with the model file's bounds.
-
-    For the formats that are not :data:`FORMAT_NAME` files (the sequence-model
-    and text-model files): the file is opened as a regular file without
-    blocking, the archive's directory is bounded from its end record before it
-    is parsed, every entry's ``.npy`` header is parsed by hand (no pickle) and
-    the declared sizes are summed and capped before any data is decompressed.
-
-    Parameters
-    ----------
-    path : path
-        The ``.npz`` file.
-    kinds : str
-        The numpy dtype kinds an entry may have (e.g. ``"fu"``); object arrays
-        are always refused.
-    max_entries : int
-        Most entries the archive may list.
-    max_bytes : int
-        Largest total size of the arrays once decompressed (bytes).
-
-    Returns
-    -------
-    dict of str to ndarray
-        Entry name (without ``.npy``) -> array, in archive order.
-
-    Raises
-    ------
-    FileNotFoundError
-        No file at ``path``.
-    ModelFileError
-        Anything wrong with the file, naming the entry concerned.
-    """
-    path = Path(path)
-    with _open_regular(path) as fh:
-        try:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - 22 - 65535))
-            tail = fh.read()
-            pos = tail.rfind(b"PK\x05\x06")
-            if size < 22 or pos < 0 or len(tail) - pos < 22:
-                raise ModelFileError(f"{path} is not a model file: not an .npz (zip) archive"
-                                     + (" (the file is empty)" if size == 0 else ""))
-            _, _, _, n_here, n_total, dir_size, _, _ = struct.unpack(
-                "<4sHHHHIIH", tail[pos : pos + 22])
-            if max(n_here, n_total) > max_entries or dir_size > _MAX_DIRECTORY_BYTES:
-                raise _fail(path, f"archive lists {n_total} entries / {dir_size} directory bytes")
-            fh.seek(0)
-            with zipfile.ZipFile(fh) as zf:
-                infos = zf.infolist()
-                names = [i.filename for i in infos]
-                if len(names) > max_entries or len(set(names)) != len(names):
-                    raise _fail(path, f"archive lists {len(names)} entries, or one twice")
-                headers = []
-                for name in names:
-                    if not name.endswith(".npy"):
-                        raise _fail(path, f"entry {name!r} is not an .npy array")
-                    with zf.open(name) as f:
-                        shape, dtype, _, _ = _read_npy_header(path, name[:-4], f)
-                    if dtype.hasobject or dtype.kind not in kinds:
-                        raise _fail(path, f"entry {name[:-4]!r} has dtype {dtype}")
-                    headers.append((name[:-4], shape, dtype))
-                total = sum(int(np.prod(s, dtype=object)) * d.itemsize for _, s, d in headers)
-                if total > max_bytes:
-                    raise _fail(path, f"declared sizes total {total} bytes (cap {max_bytes})")
-                # (reshaped: _read_entry returns a 0-d array as 1-d)
-                return {n: _read_entry(path, zf, n, s, (d.str,), max_bytes).reshape(s)
-                        for n, s, d in headers}
-        except ModelFileError:
-            raise
-        except _READ_ERRORS as exc:
-            raise ModelFileError(f"{path} is not a readable .npz model file: {exc}") from None

@@ -6,6 +6,9 @@ from typing import Any
 
 import numpy as np
 
+#: Most modules an R-DSN may stack (and a model file may hold).
+MAX_MODULES = 100
+
 #: The weights ESN and RDSN can learn, in the order they are stored.
 _LEARNABLE = ("W", "W_rec")
 

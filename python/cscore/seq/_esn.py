@@ -15,7 +15,6 @@ from __future__ import annotations
 import inspect
 import numbers
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +23,12 @@ import numpy as np
 from .._config import get_num_threads
 from .._validation import check_positive_float, check_positive_int
 from ._checks import _check_learn, _check_X, _check_y
+from ._files import load_model, register_kind, save_model
 from ._gradients import closed_form_gradients
 from ._metrics import frame_error
-from ._ops import SparseRec, forward, ridge_readout, spectral_radius
+from ._ops import SparseRec, _Module, forward, ridge_readout, spectral_radius
 
 __all__ = ["ESN"]
-
-
-# --------------------------------------------------------------------- module
-@dataclass
-class _Module:
-    W: np.ndarray  # (D_in, N)
-    rec: SparseRec
-    U: np.ndarray  # (N + D_in, C)
-    history: list[float]
 
 
 def _context(x: np.ndarray, c: int) -> np.ndarray:
@@ -404,8 +395,6 @@ class _SeqBase:
         path : str or Path
             Destination file.
         """
-        from ._files import save_model
-
         save_model(self, path)
 
     @classmethod
@@ -422,8 +411,6 @@ class _SeqBase:
         ESN or RDSN
             The fitted model (the class recorded in the file).
         """
-        from ._files import load_model
-
         return load_model(path)
 
 
@@ -544,3 +531,6 @@ class ESN(_SeqBase):
         """
         self._fit(X, y, 1)
         return self
+
+
+register_kind("esn", ESN)

@@ -24,19 +24,23 @@ from typing import Any
 import numpy as np
 
 from ..models.format import ModelFileError, read_npz_entries, save_npz_atomic
-from ._checks import _check_learn
-from ._esn import ESN, _Module, _SeqBase
-from ._ops import SparseRec
-from ._rdsn import MAX_MODULES, RDSN
+from ._checks import MAX_MODULES, _check_learn
+from ._ops import SparseRec, _Module
 
-__all__ = ["SeqModelFileError", "load_model", "save_model"]
+__all__ = ["SeqModelFileError", "load_model", "register_kind", "save_model"]
 
 _FORMAT = "cscore.seq/1"
 #: Entries of the largest file: meta, classes, mean, scale and five per module.
 _MAX_ENTRIES = 4 + 5 * MAX_MODULES
 #: Largest total size of a file's arrays once decompressed (bytes).
 _MAX_BYTES = 1 << 30
-_KINDS: dict[str, type[_SeqBase]] = {"esn": ESN, "rdsn": RDSN}
+#: ``kind`` in a file -> the model class (each class registers itself)
+_KINDS: dict[str, type[Any]] = {}
+
+
+def register_kind(kind: str, cls: type[Any]) -> None:
+    """Let :func:`load_model` build ``cls`` for files of ``kind``."""
+    _KINDS[kind] = cls
 
 
 class SeqModelFileError(ModelFileError):
@@ -46,7 +50,7 @@ class SeqModelFileError(ModelFileError):
     """
 
 
-def save_model(model: _SeqBase, path: str | Path) -> None:
+def save_model(model: Any, path: str | Path) -> None:
     """Write a fitted ESN or RDSN to ``path`` (atomically; loads without pickle).
 
     Parameters
@@ -117,7 +121,7 @@ def load_model(path: str | Path) -> Any:
         raise SeqModelFileError(f"path: {path} is not a cscore sequence model ({exc})") from None
 
 
-def _model_from(path: Path, data: dict[str, np.ndarray]) -> _SeqBase:
+def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
     """Build the model from the file's arrays (any defect raises KeyError, ValueError, ...)."""
     meta = json.loads(str(data["meta"]))
     if meta.get("format") != _FORMAT:

@@ -213,3 +213,13 @@ def ridge_readout(Hc: np.ndarray, T: np.ndarray, mu: float) -> np.ndarray:
         full = Hc.T @ Hc
         full.flat[:: full.shape[0] + 1] += mu
         return np.asarray(np.linalg.lstsq(full, rhs, rcond=None)[0])
+
+
+@dataclass
+class _Module:
+    """One fitted module: input weights, sparse recurrent matrix, readout, cost history."""
+
+    W: np.ndarray  # (D_in, N)
+    rec: SparseRec
+    U: np.ndarray  # (N + D_in, C)
+    history: list[float]

@@ -5,12 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import check_positive_int
+from ._checks import MAX_MODULES
 from ._esn import _DEFAULTS, _SeqBase
+from ._files import register_kind
 
 __all__ = ["MAX_MODULES", "RDSN"]
 
 #: Most modules of one stack.
-MAX_MODULES = 100
 
 
 class RDSN(_SeqBase):
@@ -81,3 +82,6 @@ n_epochs, step_size, grad_clip, momentum, random_state, n_threads
         n = check_positive_int("n_modules", self.n_modules, upper=MAX_MODULES)
         self._fit(X, y, n)
         return self
+
+
+register_kind("rdsn", RDSN)

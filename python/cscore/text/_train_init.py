@@ -20,7 +20,7 @@ from .encoders import BiLSTMEncoder, DSSMEncoder, Encoder, LSTMEncoder, RNNEncod
 from .hashing import TrigramHasher, check_texts
 
 if TYPE_CHECKING:
-    from .train import TextTrainConfig
+    from ._train_config import TextTrainConfig
 
 __all__ = ["initial_embedding", "lsa_embedding"]
 

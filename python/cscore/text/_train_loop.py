@@ -23,7 +23,7 @@ from .hashing import TrigramHasher
 from .model import RetrievalModel
 
 if TYPE_CHECKING:
-    from .train import TextTrainConfig, TrainPair
+    from ._train_config import TextTrainConfig, TrainPair
 
 #: ``pairs`` of :func:`~cscore.text.train.train_retrieval_model`: a list, or one per epoch.
 Pairs = Union[Sequence["TrainPair"], Callable[[int], Sequence["TrainPair"]]]

@@ -17,7 +17,7 @@ from .hashing import TrigramHasher
 from .model import RetrievalModel
 
 if TYPE_CHECKING:
-    from .train import TextTrainConfig
+    from ._train_config import TextTrainConfig
 
 
 class _Batch:
