@@ -361,7 +361,7 @@ def model_dir(tmp_path, monkeypatch):
     empty.mkdir()
     user = tmp_path / "user_models"
     user.mkdir()
-    monkeypatch.setattr(pretrained_mod, "_PACKAGE_MODELS", empty)
+    monkeypatch.setattr(pretrained_mod.STORE, "package_dir", empty)
     monkeypatch.setenv("CSCORE_MODEL_PATH", str(user))
     return user
 

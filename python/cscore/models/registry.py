@@ -19,7 +19,9 @@ from typing import Any
 from .format import ARCHITECTURES, ModelFileError, read_model_meta
 
 __all__ = [
+    "STORE",
     "ModelEntry",
+    "ModelStore",
     "file_sha256",
     "is_model_path",
     "list_pretrained",
@@ -33,6 +35,82 @@ __all__ = [
 _PACKAGE_MODELS = Path(__file__).resolve().parent
 
 
+class ModelStore:
+    """Folders of ``<name>.npz`` model files: a package folder and an environment path.
+
+    The folders named in the environment variable (separated by ``os.pathsep``)
+    are searched first, then the package's own; the first file of a name wins.
+    The decoders' pretrained models and the text encoders each have one.
+
+    Parameters
+    ----------
+    env_var : str
+        The environment variable with extra folders.
+    package_dir : path
+        The folder shipped inside the package.
+    what : str
+        What the store holds, for messages ("pretrained model").
+    """
+
+    def __init__(self, env_var: str, package_dir: Path, what: str = "pretrained model") -> None:
+        self.env_var = env_var
+        self.package_dir = Path(package_dir)
+        self.what = what
+
+    def dirs(self) -> list[Path]:
+        """Folders searched, in search order.
+
+        Returns
+        -------
+        list of pathlib.Path
+        """
+        extra = os.environ.get(self.env_var, "").split(os.pathsep)
+        return [*(Path(p) for p in extra if p), self.package_dir]
+
+    def files(self) -> dict[str, Path]:
+        """Name -> file of every model found, sorted by name.
+
+        Returns
+        -------
+        dict of str to pathlib.Path
+        """
+        found: dict[str, Path] = {}
+        for d in self.dirs():
+            if d.is_dir():
+                for f in sorted(d.glob("*.npz")):
+                    found.setdefault(f.stem, f)
+        return dict(sorted(found.items()))
+
+    def path(self, name: str) -> Path:
+        """The file of model ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A model name (file name without ``.npz``).
+
+        Returns
+        -------
+        pathlib.Path
+
+        Raises
+        ------
+        ValueError
+            No model of that name; the message lists the known names.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        files = self.files()
+        if name not in files:
+            known = ", ".join(files) if files else "none installed"
+            raise ValueError(f"unknown {self.what} {name!r}; known models: {known}")
+        return files[name]
+
+
+#: The pretrained models of the learned decoders (this folder, ``CSCORE_MODEL_PATH``).
+STORE = ModelStore("CSCORE_MODEL_PATH", _PACKAGE_MODELS)
+
+
 def model_dirs() -> list[Path]:
     """Directories searched for pretrained models, in search order.
 
@@ -40,19 +118,7 @@ def model_dirs() -> list[Path]:
     -------
     list of pathlib.Path
     """
-    dirs = [Path(p) for p in os.environ.get("CSCORE_MODEL_PATH", "").split(os.pathsep) if p]
-    dirs.append(_PACKAGE_MODELS)
-    return dirs
-
-
-def _files() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for d in model_dirs():
-        if not d.is_dir():
-            continue
-        for f in sorted(d.glob("*.npz")):
-            found.setdefault(f.stem, f)
-    return dict(sorted(found.items()))
+    return STORE.dirs()
 
 
 @dataclass(frozen=True)
@@ -122,7 +188,7 @@ def pretrained_entries() -> list[ModelEntry]:
     list of ModelEntry
         Unreadable files are listed too, with ``error`` set.
     """
-    return [_entry(name, path) for name, path in _files().items()]
+    return [_entry(name, path) for name, path in STORE.files().items()]
 
 
 def list_pretrained() -> list[tuple[str, str]]:
@@ -161,13 +227,7 @@ def pretrained(name: str) -> Any:
     ModelFileError
         The file exists but is malformed.
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    files = _files()
-    if name not in files:
-        known = ", ".join(files) if files else "none installed"
-        raise ValueError(f"unknown pretrained model {name!r}; known models: {known}")
-    return load_model(files[name])
+    return load_model(STORE.path(name))
 
 
 def load_model(path: str | os.PathLike[str]) -> Any:

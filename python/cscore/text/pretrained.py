@@ -9,11 +9,16 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from ..models.registry import ModelStore
 from .model import TextModel, load_model
 
 __all__ = ["list_pretrained", "model_dirs", "pretrained", "resolve_model"]
 
 _PACKAGE_MODELS = Path(__file__).resolve().parent / "models"
+
+
+#: The pretrained text models (this package's ``models/``, ``CSCORE_TEXT_MODEL_PATH``).
+STORE = ModelStore("CSCORE_TEXT_MODEL_PATH", _PACKAGE_MODELS, what="pretrained text model")
 
 
 def model_dirs() -> list[Path]:
@@ -23,19 +28,7 @@ def model_dirs() -> list[Path]:
     -------
     list of Path
     """
-    dirs = [Path(p) for p in os.environ.get("CSCORE_TEXT_MODEL_PATH", "").split(os.pathsep)
-            if p]
-    dirs.append(_PACKAGE_MODELS)
-    return dirs
-
-
-def _files() -> dict[str, Path]:
-    found: dict[str, Path] = {}
-    for d in model_dirs():
-        if d.is_dir():
-            for f in sorted(d.glob("*.npz")):
-                found.setdefault(f.stem, f)
-    return dict(sorted(found.items()))
+    return STORE.dirs()
 
 
 def list_pretrained() -> list[str]:
@@ -45,7 +38,7 @@ def list_pretrained() -> list[str]:
     -------
     list of str
     """
-    return list(_files())
+    return list(STORE.files())
 
 
 def pretrained(name: str) -> TextModel:
@@ -70,13 +63,7 @@ def pretrained(name: str) -> TextModel:
     ValueError
         Unknown name (the message lists the known ones).
     """
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a str, got {type(name).__name__}")
-    files = _files()
-    if name not in files:
-        known = ", ".join(files) if files else "none installed"
-        raise ValueError(f"unknown pretrained text model {name!r}; known: {known}")
-    return load_model(files[name])
+    return load_model(STORE.path(name))
 
 
 def resolve_model(name_or_path: str | os.PathLike[str]) -> TextModel:
