@@ -520,3 +520,33 @@ def test_cli_concurrent_writer_refused_first_run_intact(tmp_path) -> None:
     assert f"pid {a.pid}".encode() in b.stderr
     np.testing.assert_array_equal(zarr.open_array(str(out), mode="r")[:], dec(Y))
     assert verify_output(out).ok and not lock_path(out).exists()
+
+
+def test_missing_optional_packages_say_how_to_install_before_touching_anything(
+        tmp_path, monkeypatch, capsys):
+    import sys
+
+    from cscore.cli import main as cli_main
+
+    A = np.random.default_rng(0).standard_normal((12, 24))
+    np.save(tmp_path / "A.npy", A)
+    np.save(tmp_path / "Y.npy", np.zeros((3, 12, 2)))
+    dec = cscore.decoder("somp", A, n_nonzero=2)
+    monkeypatch.setitem(sys.modules, "zarr", None)
+    with pytest.raises(ImportError, match=r'pip install "cscore\[pipeline\]"'):
+        cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S.zarr")
+    assert cli_main(["decode", "--decoder", "somp", "--matrix", str(tmp_path / "A.npy"),
+                     "--n-nonzero", "2", "--input", str(tmp_path / "Y.npy"),
+                     "--output", str(tmp_path / "S2.zarr")]) == 2
+    err = capsys.readouterr().err
+    assert 'cscore decode: error:' in err and 'pip install "cscore[pipeline]"' in err
+    assert not (tmp_path / "S.zarr").exists() and not (tmp_path / "S2.zarr").exists()
+    monkeypatch.delitem(sys.modules, "zarr")
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(ImportError, match=r'pip install "cscore\[dask\]"'):
+        cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S3.zarr",
+                           scheduler="tcp://127.0.0.1:1")
+    assert not (tmp_path / "S3.zarr").exists()
+    monkeypatch.setitem(sys.modules, "dask.array", None)
+    with pytest.raises(ImportError, match=r'pip install "cscore\[dask\]"'):
+        cscore.dask.decode(dec, np.zeros((3, 12, 2)))

@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     except USER_ERRORS as exc:
         if os.environ.get("CSCORE_TRACEBACK"):
             raise
-        if isinstance(exc, ImportError) and exc.name:
+        if isinstance(exc, ImportError) and exc.name and "pip install" not in str(exc):
             msg = f"{exc} (is the optional dependency {exc.name!r} installed?)"
         else:
             msg = str(exc) or type(exc).__name__

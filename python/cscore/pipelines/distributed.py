@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import require
 from ..decoders import Decoder
 
 __all__ = ["decode"]
@@ -58,11 +59,10 @@ def decode(dec: Decoder, Y: Any, *, client: Any = None) -> Any:
     Notes
     -----
     Blocks are decoded independently with ``dec(block)``; the result equals
-    ``dec(Y.compute())`` when ``dec`` does not depend on how problems are
-    batched (true of every built-in decoder for blocks of at least 64 problems;
-    the LSTM-CS decoder batches 64 problems per GEMM).
+    ``dec(Y.compute())`` bit for bit when ``dec`` does not depend on how
+    problems are batched, which holds for every built-in decoder.
     """
-    import dask.array as da
+    da = require("dask.array", "cscore.dask.decode")
 
     if not isinstance(dec, Decoder):
         raise TypeError(f"dec must be a cscore.Decoder, got {type(dec).__name__}")

@@ -32,6 +32,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._optional import require
 from ..decoders import Decoder
 from .inputs import Input as _Input
 from .inputs import default_chunk as _default_chunk
@@ -477,8 +478,10 @@ def decode_file(
     between calls; the results are unchanged).  On Ctrl-C (KeyboardInterrupt)
     every finished chunk is recorded before it propagates.
     """
-    import zarr  # noqa: F401  (fail before touching anything when it is missing)
-
+    # fail before touching anything when an optional package is missing
+    require("zarr", "cscore.decode_file")
+    if scheduler is not None:
+        require("distributed", "decoding on a Dask cluster (scheduler=)")
     dec = _as_decoder(dec)
     in_path, out_path = Path(input), Path(output)
     inp = _open_input(in_path)
