@@ -185,3 +185,24 @@ def test_decode_help_lists_every_registered_decoder(toys, capsys):
     help_text = " ".join(capsys.readouterr().out.split())
     for name in cscore.decoder_names():
         assert name in help_text
+
+
+def test_cscore_decode_takes_tol_auto(tmp_path):
+    pytest.importorskip("zarr")
+    import zarr
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((24, 48)) / np.sqrt(24)
+    S = np.zeros((4, 48, 2))
+    for b in range(4):
+        S[b, rng.choice(48, 3, replace=False)] = 1.0 + rng.random((3, 2))
+    Y = A @ S + 0.001 * rng.standard_normal((4, 24, 2))
+    np.save(tmp_path / "A.npy", A)
+    np.save(tmp_path / "Y.npy", Y)
+    assert main(["decode", "--decoder", "somp", "--matrix", str(tmp_path / "A.npy"), "--tol",
+                 "auto", "--input", str(tmp_path / "Y.npy"), "--output",
+                 str(tmp_path / "S.zarr"), "--no-progress"]) == 0
+    out = np.asarray(zarr.open_array(str(tmp_path / "S.zarr")))
+    np.testing.assert_array_equal(out, cscore.somp(A, Y, tol="auto"))
+    with pytest.raises(SystemExit):
+        main(["decode", "--decoder", "somp", "--tol", "often", "--input", "x", "--output", "y"])

@@ -28,7 +28,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--matrix", type=Path, help="sensing matrix A (M, N) as .npy")
     g.add_argument("--model", help="model decoders: pretrained name or model file")
     g.add_argument("--n-nonzero", type=int, help="setting n_nonzero")
-    g.add_argument("--tol", type=float, help="setting tol")
+    g.add_argument("--tol", type=_tol,
+                   help="setting tol: a residual threshold, or 'auto' (noise estimated from "
+                        "the measurements) for decoders that support it")
     g.add_argument(
         "--set",
         action="append",
@@ -49,6 +51,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="check the finished run OUT (every chunk against its checksum; with --input, "
         "also that input) and exit: 0 intact, 1 damaged or unfinished",
     )
+
+
+def _tol(text: str) -> float | str:
+    """``--tol``: a number or "auto"."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'auto', got {text!r}") from None
 
 
 def _parse_value(text: str) -> Any:
