@@ -107,7 +107,7 @@ import sys
 import numpy as np
 import cscore
 from cscore._config import instruction_set
-from cscore.lstm_cs import lstm_logits_native
+from cscore.decoders.learned import lstm_logits_native
 
 out_file = sys.argv[1]
 rng = np.random.default_rng(20161122)

@@ -1,4 +1,4 @@
-"""tol="auto": noise estimated from the measurements (cscore.noise)."""
+"""tol="auto": noise estimated from the measurements (cscore.decoders.stopping)."""
 
 from __future__ import annotations
 
