@@ -64,4 +64,5 @@ PYBIND11_MODULE(_core, m) {
     cscore::bindings::register_lstm(m);
     cscore::bindings::register_esn(m);
     cscore::bindings::register_blstm(m);
+    cscore::bindings::register_amp(m);
 }

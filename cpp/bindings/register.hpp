@@ -12,5 +12,6 @@ void register_sbl(pybind11::module_& m);
 void register_lstm(pybind11::module_& m);
 void register_esn(pybind11::module_& m);
 void register_blstm(pybind11::module_& m);
+void register_amp(pybind11::module_& m);
 
 }  // namespace cscore::bindings
