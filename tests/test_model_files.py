@@ -411,3 +411,21 @@ def test_failed_save_keeps_the_old_file(tmp_path):
     assert path.read_bytes() == before
     assert cscore.LSTMCS.load(path).n_cells == H  # the small model, intact
     assert [p.name for p in tmp_path.iterdir()] == ["model.npz"]  # no temporary left
+
+
+def test_saved_model_files_follow_the_umask(tmp_path):
+    """Model files come out as open() would make them (0644 under umask 0022), not 0600."""
+    import os
+    import stat
+
+    from cscore.models.format import save_npz_atomic
+
+    old = os.umask(0o022)
+    try:
+        save_npz_atomic(tmp_path / "a.npz", {"x": np.zeros(3)})
+        os.umask(0o077)
+        save_npz_atomic(tmp_path / "b.npz", {"x": np.zeros(3)})
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.npz").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "b.npz").stat().st_mode) == 0o600

@@ -2,7 +2,33 @@
 
 Measurements follow ``Y = A S + noise`` with ``A`` of shape (M, N), M < N, and a
 sparse ``S`` of shape (N, L).  A single problem's ``Y`` is (M, L); a batch is
-(B, M, L).  float64 is the default; float32 input is accepted.
+(B, M, L).  float64 is the default; float32 input stays float32.
+
+Entry points
+------------
+Decoders (functions on ``A`` and ``Y``)
+    :func:`omp`, :func:`somp` (greedy), :func:`bcs`, :func:`mtbcs` (Bayesian
+    CS), :func:`tsbl`, :func:`tmsbl` (sparse Bayesian learning), :func:`amp`,
+    :func:`vamp` (message passing).
+Learned decoders (models)
+    :func:`pretrained` / :func:`list_pretrained` (shipped models),
+    :class:`LSTMCS`, :class:`BLSTMCS`, :class:`NWSOMP`, :class:`CDSNCS`;
+    training: :func:`train_lstm_cs` and :mod:`cscore.training` (needs PyTorch).
+One interface to every decoder
+    :func:`decoder` (``cscore.decoder(name, A or model=..., **settings)``),
+    :class:`Decoder` (configs as JSON), :func:`decoder_names`,
+    :func:`register_decoder` (add your own).
+Pipelines
+    :func:`stream` (frames in, decoded frames out), :func:`decode_file`
+    (resumable out-of-core runs), ``cscore.dask.decode`` (Dask).
+Runtime
+    :func:`set_num_threads`, :func:`get_num_threads`, :func:`num_threads`,
+    :func:`instruction_set`; :class:`DecodeResult` (``return_result=True``).
+Also
+    :mod:`cscore.bench` (the paper's experiments), :mod:`cscore.datasets`,
+    :mod:`cscore.metrics`, :mod:`cscore.seq` (echo state networks, R-DSN),
+    :mod:`cscore.text` (LSTM sentence embeddings), and the ``cscore`` command
+    (``cscore --help``).  The layers: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -18,6 +44,7 @@ from .decoders import (
     LSTMCS,
     NWSOMP,
     Decoder,
+    amp,
     bcs,
     decoder,
     decoder_names,
@@ -27,6 +54,7 @@ from .decoders import (
     somp,
     tmsbl,
     tsbl,
+    vamp,
 )
 from .models import list_pretrained, pretrained
 from .pipelines import decode_file, stream
@@ -61,6 +89,7 @@ __all__ = [
     "DecodeResult",
     "Decoder",
     "__version__",
+    "amp",
     "bcs",
     "decode_file",
     "decoder",
@@ -81,4 +110,5 @@ __all__ = [
     "tmsbl",
     "train_lstm_cs",
     "tsbl",
+    "vamp",
 ]

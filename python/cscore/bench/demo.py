@@ -168,7 +168,8 @@ def run_demo(
     if learned is not None:
         plan += [(learned, {"tol": setup.tol}), (learned, {"k": setup.k})]
     plan += [("somp", {"tol": setup.tol}), ("omp", {"k": setup.k})]
-    recon: dict[str, np.ndarray] = {"original": data.to_images(S)}
+    truth = f"original, {setup.k}-sparse"  # the ground truth S is the k-sparse image
+    recon: dict[str, np.ndarray] = {truth: data.to_images(S)}
     scores: dict[str, str] = {}
     result = DemoResult()
     for name, kw in plan:
@@ -181,9 +182,12 @@ def run_demo(
         if on_run is not None:
             on_run(run)
         recon[run.label] = data.to_images(S_hat)
-        scores[run.label] = f"NMSE {run.nmse:.4f}"
+        scores[run.label] = f"NMSE {run.nmse:.4f}, {1000 * dt:.2f} ms"
     if setup.plot:
         from .plots import plot_images
 
-        result.figure = plot_images(recon, setup.plot, subtitles=scores)
+        M, N = model.A.shape
+        title = (f"{setup.model_name}: M = {M} of N = {N} per block, L = {model.L}, "
+                 f"k = {setup.k}, sigma = {setup.sigma:g}; ms per problem")
+        result.figure = plot_images(recon, setup.plot, subtitles=scores, title=title)
     return result

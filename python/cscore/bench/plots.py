@@ -125,6 +125,7 @@ def plot_images(
     *,
     subtitles: dict[str, str] | None = None,
     crop: int | None = 64,
+    title: str | None = None,
 ) -> Path:
     """Images side by side: one column per label (original, each decoder).
 
@@ -138,6 +139,8 @@ def plot_images(
         Label -> second title line (for example the NMSE).
     crop : int or None
         Add a second row with the central ``crop`` x ``crop`` pixels enlarged.
+    title : str, optional
+        A line above the figure (the problem's sizes, say).
 
     Returns
     -------
@@ -163,10 +166,12 @@ def plot_images(
             ax.imshow(view, cmap="gray", vmin=0, vmax=1, interpolation="nearest")
             ax.set_xticks([])
             ax.set_yticks([])
-        title = label if not subtitles or label not in subtitles else f"{label}\n{subtitles[label]}"
-        axes[0][j].set_title(title, fontsize=9)
+        head = label if not subtitles or label not in subtitles else f"{label}\n{subtitles[label]}"
+        axes[0][j].set_title(head, fontsize=9)
     if crop:
         axes[1][0].set_ylabel(f"center {crop}x{crop}", fontsize=8)
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=110)

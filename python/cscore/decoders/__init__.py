@@ -2,7 +2,8 @@
 
 Families, one module each: :mod:`~cscore.decoders.greedy` (OMP, SOMP),
 :mod:`~cscore.decoders.bcs` (BCS, MT-BCS), :mod:`~cscore.decoders.sbl` (T-SBL,
-T-MSBL), :mod:`~cscore.decoders.learned` (LSTM-CS, BLSTM-CS, NWSOMP, CDSN-CS);
+T-MSBL), :mod:`~cscore.decoders.amp` (AMP, VAMP),
+:mod:`~cscore.decoders.learned` (LSTM-CS, BLSTM-CS, NWSOMP, CDSN-CS);
 :mod:`~cscore.decoders.stopping` holds the noise-blind stopping rule
 (``tol="auto"``).  The registrations below are the list of built-in decoders;
 adding a decoder is one module and one :func:`register_decoder` call.
@@ -11,6 +12,7 @@ adding a decoder is one module and one :func:`register_decoder` call.
 from __future__ import annotations
 
 from ._decoder import Decoder, decoder
+from .amp import VAMPSolver, amp, vamp
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
 from .learned import BLSTMCS, CDSNCS, LSTMCS, NWSOMP
@@ -34,6 +36,8 @@ __all__ = [
     "STOPPING_RULES",
     "Decoder",
     "DecoderSpec",
+    "VAMPSolver",
+    "amp",
     "bcs",
     "decoder",
     "decoder_names",
@@ -47,6 +51,7 @@ __all__ = [
     "tmsbl",
     "tsbl",
     "unregister_decoder",
+    "vamp",
 ]
 
 _GREEDY = ("n_nonzero", "tol", "auto")
@@ -59,6 +64,11 @@ register_decoder("bcs", bcs, layout="columns", stopping=(),
 register_decoder("mtbcs", mtbcs, stopping=(), description="multitask BCS (Ji et al. 2009)")
 register_decoder("tsbl", tsbl, stopping=(), description="T-SBL (Zhang & Rao 2011)")
 register_decoder("tmsbl", tmsbl, stopping=(), description="T-MSBL (Zhang & Rao 2011)")
+register_decoder("amp", amp, stopping=(),
+                 description="AMP (Donoho et al. 2009), EM-learned Bernoulli-Gaussian or l1 "
+                             "denoiser, joint rows for MMV")
+register_decoder("vamp", vamp, stopping=(),
+                 description="VAMP (Rangan et al. 2019), same denoisers, one SVD of A per matrix")
 register_decoder("lstm-cs", model_type=LSTMCS, stopping=_GREEDY,
                  description="LSTM-CS (Palangi et al. 2016), per-channel supports")
 register_decoder("blstm-cs", model_type=BLSTMCS, stopping=_GREEDY,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -332,6 +333,24 @@ def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.nd
         raise _fail(path, f"unreadable: {exc}") from None
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read without changing it where possible)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    with _UMASK_LOCK:  # elsewhere: set and restore it at once
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return mask
+
+
+_UMASK_LOCK = threading.Lock()
+
+
 def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
     """Write ``arrays`` as a compressed ``.npz`` at ``path``, atomically.
 
@@ -355,6 +374,7 @@ def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
             np.savez_compressed(fh, allow_pickle=False, **arrays)  # type: ignore[arg-type]
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # as open() would create it (mkstemp makes 0600)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -32,6 +32,13 @@ class NWSOMPTrainResult:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def _progress(epochs: int, show: bool) -> Any:
+    """A tqdm bar over the epochs (train/validation loss and accuracy as its postfix)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=epochs, desc="NWSOMP", unit="epoch", disable=not show, leave=True)
+
+
 def fit_nwsomp(
     S_train: np.ndarray,
     S_val: np.ndarray,
@@ -80,6 +87,7 @@ def fit_nwsomp(
     max_seconds : float, optional
         Wall-clock budget.
     verbose : bool, default False
+        Show a progress bar over the epochs (train and validation loss, accuracy).
 
     Returns
     -------
@@ -125,6 +133,7 @@ def fit_nwsomp(
     best = (val()[0], 0, snapshot())
     history: list[dict[str, float]] = []
     bad = 0
+    bar = _progress(epochs, verbose)
     for ep in range(1, epochs + 1):
         X, tg = flat_steps(*sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
                                             seed * 1000 + ep))
@@ -141,8 +150,8 @@ def fit_nwsomp(
         vl, va = val()
         history.append({"epoch": ep, "train_loss": total / Xt.shape[0], "val_loss": vl,
                         "val_acc": va, "seconds": time.perf_counter() - t0})
-        if verbose:
-            print(history[-1], flush=True)
+        bar.update(1)
+        bar.set_postfix(train=f"{total / Xt.shape[0]:.3f}", val=f"{vl:.3f}", acc=f"{va:.3f}")
         if vl < best[0]:
             best = (vl, ep, snapshot())
             bad = 0
@@ -154,6 +163,7 @@ def fit_nwsomp(
                 break
         if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
             break
+    bar.close()
     settings = {"n_hidden": n_hidden, "n_steps": T, "k_range": list(k_range) if k_range else None,
                 "sigma": sigma, "problems_per_epoch": problems_per_epoch, "epochs": epochs,
                 "lr": lr, "batch_size": batch_size, "patience": patience, "seed": seed,
