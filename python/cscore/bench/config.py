@@ -46,7 +46,10 @@ __all__ = [
 ]
 
 #: The experiments of ``cscore bench``.
-EXPERIMENTS = ("sparsity", "noise", "phase")
+EXPERIMENTS = ("sparsity", "noise", "phase", "bg")
+
+#: ``bg``'s decoders by default (single-vector problems: SOMP is OMP there).
+BG_DECODERS = ("omp", "bcs", "tmsbl", "amp", "vamp")
 #: Problem sources (``--data``).
 DATA_SOURCES = ("mnist", "demo", "images", "synthetic")
 #: The pretrained model of the demo images (``--data demo``, ``cscore demo``).
@@ -138,8 +141,9 @@ class BenchConfig:
 
     Attributes
     ----------
-    experiment : {"sparsity", "noise", "phase"}
-        Error against k, error against sigma, or the phase transition.
+    experiment : {"sparsity", "noise", "phase", "bg"}
+        Error against k, error against sigma, the phase transition, or the
+        Bernoulli-Gaussian benchmark of the AMP/LAMP papers (:mod:`cscore.bench.bg`).
     data : {"mnist", "demo", "images", "synthetic"}
         Problem source (``phase`` uses MNIST or synthetic problems).
     data_dir : str, optional
@@ -174,7 +178,9 @@ class BenchConfig:
     M : int, optional
         Measurements without a model: synthetic (default 72), images (default 25).
     N, L : int
-        Synthetic: atoms and channels.
+        Synthetic: atoms (default 144; 500 for ``bg``) and channels.
+    kappa : float
+        ``bg``: condition number of the sensing matrix (1: i.i.d. Gaussian).
     independent : bool
         Synthetic: one support per channel instead of a joint one.
     seed : int
@@ -206,8 +212,9 @@ class BenchConfig:
     stop: tuple[str, ...] = ("tol", "auto", "k")
     problems: int = 50
     M: int | None = None
-    N: int = 144
+    N: int | None = None
     L: int = 4
+    kappa: float = 1.0
     independent: bool = False
     seed: int = 0
     out: str | None = None
@@ -222,10 +229,19 @@ class BenchConfig:
         return self.k if self.k is not None else parse_ints("--k", DEFAULT_K)
 
     @property
+    def n_atoms(self) -> int:
+        """``N``, or its default: 500 for ``bg`` (the papers' setting), else 144."""
+        if self.N is not None:
+            return self.N
+        return 500 if self.experiment == "bg" else 144
+
+    @property
     def result_data(self) -> str:
         """The data the results are of: ``data``, but ``phase`` is MNIST or synthetic."""
         if self.experiment == "phase":
             return "mnist" if self.data == "mnist" else "synthetic"
+        if self.experiment == "bg":
+            return "synthetic" if self.kappa == 1.0 else f"kappa{self.kappa:g}"
         return self.data
 
     def output_dir(self) -> Path:
@@ -305,7 +321,10 @@ def choose_decoders(config: BenchConfig, model: Any, trained: str | None = None)
     BenchConfigError
         An unknown decoder, or a model decoder without a model of its class.
     """
-    if config.decoders is None:
+    if config.decoders is None and config.experiment == "bg":
+        learned = model_decoder(model) if model is not None else None
+        decoders = [*([learned] if learned else []), *BG_DECODERS]
+    elif config.decoders is None:
         decoders = default_decoders(model)
     else:
         decoders = list(config.decoders)
@@ -420,8 +439,16 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
         The first inconsistency found; the message names the option.
     """
     _check_numbers(config)
+    if config.experiment == "bg":
+        M = config.M if config.M is not None else config.n_atoms // 2
+        if not 1 <= M <= config.n_atoms:
+            raise BenchConfigError("--M", f"--M must be between 1 and N = {config.n_atoms}, "
+                                   f"got {M}")
+        if not config.kappa >= 1:
+            raise BenchConfigError("--kappa", f"--kappa must be >= 1, got {config.kappa}")
+        return
     if config.experiment == "phase":
-        for name, v in (("--N", config.N), ("--L", config.L)):
+        for name, v in (("--N", config.n_atoms), ("--L", config.L)):
             if v < 1:
                 raise BenchConfigError(name, f"{name} must be >= 1, got {v}")
         return
@@ -557,5 +584,5 @@ def sizes_for(config: BenchConfig, model: Any) -> tuple[int, int]:
         M, N = model.A.shape
         return int(M), int(N)
     default_M = 25 if config.data == "images" else 72
-    return (config.M if config.M is not None else default_M), config.N
+    return (config.M if config.M is not None else default_M), config.n_atoms
 

@@ -213,3 +213,47 @@ def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_bg(res: Any, path: str | Path) -> Path:
+    """The Bernoulli-Gaussian benchmark: NMSE per decoder and AMP/VAMP per iteration.
+
+    Parameters
+    ----------
+    res : cscore.bench.bg.BGResult
+    path : path
+        Output PNG.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    plt = _pyplot()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+    names = list(res.nmse_db)
+    vals = [res.nmse_db[n] for n in names]
+    ax1.barh(range(len(names)), vals, color=["0.3" if n == "support oracle" else "C0"
+                                             for n in names])
+    ax1.set_yticks(range(len(names)))
+    ax1.set_yticklabels(names, fontsize=8)
+    ax1.invert_yaxis()
+    ax1.set_xlabel("NMSE (dB), lower is better")
+    for i, v in enumerate(vals):
+        ax1.text(v, i, f" {v:.1f}", va="center", fontsize=7)
+    oracle = res.nmse_db.get("support oracle")
+    for name, curve in res.curves.items():
+        ax2.plot(range(1, len(curve) + 1), curve, marker=".", label=name)
+    if oracle is not None:
+        ax2.axhline(oracle, color="0.3", linestyle="--", label="support oracle")
+    ax2.set_xlabel("iteration")
+    ax2.set_ylabel("NMSE (dB)")
+    ax2.legend(fontsize=8)
+    info = res.info
+    fig.suptitle(f"N = {info['N']}, M = {info['M']}, Bernoulli-Gaussian rate {info['rate']}, "
+                 f"SNR {info['snr_db']:g} dB, condition number {info['kappa']:g}", fontsize=9)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

@@ -30,6 +30,7 @@ from .config import (
     check_config,
     check_paths,
     choose_decoders,
+    model_decoder,
     sizes_for,
 )
 from .decoders import needs_model
@@ -249,6 +250,8 @@ def prepare(config: BenchConfig) -> BenchPlan:
     check_paths(config)
     plan = BenchPlan(config=config, model=model, decoders=decoders, out=config.output_dir(),
                      t0=t0)
+    if config.experiment == "bg":
+        return plan
     if config.experiment == "phase":
         if config.data == "mnist":
             from .phase_mnist import check_mnist_phase_data
@@ -300,6 +303,8 @@ def execute(plan: BenchPlan, *, log: Log | None = None) -> BenchOutcome:
     BenchOutcome
     """
     log = log or _no_log
+    if plan.config.experiment == "bg":
+        return _run_bg(plan)
     if plan.config.experiment == "phase":
         if plan.config.data == "mnist":
             return _run_mnist_phase(plan, log)
@@ -434,7 +439,7 @@ def _run_phase(plan: BenchPlan) -> BenchOutcome:
     from .experiments import phase_transition
 
     c = plan.config
-    N, n_trials = c.N, c.problems
+    N, n_trials = c.n_atoms, c.problems
     deltas = np.round(np.linspace(0.1, 0.9, 9), 4).tolist()
     rhos = np.round(np.linspace(0.05, 1.0, 20), 4).tolist()
     if c.quick:
@@ -507,3 +512,42 @@ def _run_mnist_phase(plan: BenchPlan, log: Log) -> BenchOutcome:
         ("decoder", "m", "k"), figs, [(heading, curve)],
         [("largest k/m with >= 90% of problems at NMSE <= 0.6:", curve)], tally,
     )  # fmt: skip
+
+
+def _run_bg(plan: BenchPlan) -> BenchOutcome:
+    """The Bernoulli-Gaussian benchmark of the AMP/LAMP papers (:mod:`cscore.bench.bg`)."""
+    from .bg import PUBLISHED_DB, run_bg
+
+    c = plan.config
+    N = c.n_atoms
+    M = c.M if c.M is not None else N // 2
+    models = {}
+    if plan.model is not None:
+        learned = model_decoder(plan.model)
+        if learned is not None:
+            models[learned] = plan.model
+    n_problems = min(c.problems, 10) if c.quick else c.problems
+    tally = WarningTally()
+    with tally.catch("bg"):
+        res = run_bg(plan.decoders, n_problems=n_problems, kappa=c.kappa, seed=c.seed,
+                     models=models, iterations=10 if c.quick else 20, N=N, M=M)
+    name = "bg" if c.kappa == 1.0 else f"bg-kappa{c.kappa:g}"
+    _phase_json(plan.out, name, {"info": res.info, "nmse_db": res.nmse_db,
+                                 "seconds": res.seconds, "curves": res.curves})
+    table = "\n".join(["| decoder | NMSE (dB) | ms per problem |", "|---|---|---|",
+                        *(f"| {d} | {v:.2f} | {1000 * res.seconds[d]:.2f} |"
+                          for d, v in res.nmse_db.items())])
+    published = "\n".join(["| reference | kappa = 1 | kappa = 15 |", "|---|---|---|",
+                            *(f"| {k} | {a} | {b if b is not None else '-'} |"
+                              for k, (a, b) in PUBLISHED_DB.items())])
+    figs = []
+    if c.plot:
+        from .plots import plot_bg
+
+        figs.append(plot_bg(res, plan.out / f"{name}.png"))
+    title = (f"Bernoulli-Gaussian benchmark: N = {N}, M = {M}, rate 0.1, SNR 40 dB, "
+             f"condition number {c.kappa:g}, {n_problems} problems")
+    return finish_run(plan, name, title, res.info, res.rows, ("decoder",), figs,
+                      [("NMSE in dB (mean over problems)", table),
+                       ("Published levels (Borgerding, Schniter, Rangan 2017), dB", published)],
+                      [("NMSE in dB:", table)], tally)

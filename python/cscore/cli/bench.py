@@ -56,7 +56,8 @@ def error(command: str, exc: BaseException | str) -> int:
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("experiment", choices=list(EXPERIMENTS),
-                   help="sparsity: error vs k; noise: error vs sigma; phase: phase transition")
+                   help="sparsity: error vs k; noise: error vs sigma; phase: phase transition; "
+                        "bg: the Bernoulli-Gaussian benchmark of the AMP/LAMP papers")
     p.add_argument("--data", choices=list(DATA_SOURCES), default="synthetic",
                    help="problem source: MNIST digits, the bundled demo images (no path "
                    "needed), a folder of pictures, or random problems (default: synthetic)")
@@ -74,7 +75,11 @@ def _add_data_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--M", type=int, default=None,
                    help="measurements without a model: synthetic (default 72), images "
                    "(default 25, as in the paper's natural-image experiments)")
-    p.add_argument("--N", type=int, default=144, help="synthetic: atoms (default 144)")
+    p.add_argument("--N", type=int, default=None,
+                   help="synthetic: atoms (default 144; bg: 500, the AMP/LAMP papers')")
+    p.add_argument("--kappa", type=float, default=1.0,
+                   help="bg: condition number of A (default 1.0: i.i.d. Gaussian; the papers' "
+                        "second case is 15)")
     p.add_argument("--L", type=int, default=4, help="synthetic: channels (default 4)")
     p.add_argument("--independent", action="store_true",
                    help="synthetic: one support per channel instead of a joint one "
@@ -169,6 +174,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         sigma=parse_floats("--sigma", args.sigma),
         stop=tuple(s.strip() for s in args.stop.split(",") if s.strip()),
         problems=args.problems, M=args.M, N=args.N, L=args.L, independent=args.independent,
+        kappa=args.kappa,
         seed=args.seed, out=args.out, overwrite=args.overwrite,
         progress=not args.no_progress, plot=not args.no_plot,
         argv=tuple(argv) if argv is not None else None,

@@ -1,0 +1,294 @@
+"""The Bernoulli-Gaussian benchmark of the AMP/LAMP literature (``cscore bench bg``).
+
+Borgerding, Schniter and Rangan (IEEE TSP 2017) judge LISTA, LAMP and VAMP on
+one setting: ``x`` in R^N with i.i.d. entries that are 0 with probability
+``1 - rate`` and N(0, 1) otherwise, ``y = A x + w`` with ``A`` i.i.d. N(0, 1/M),
+N = 500, M = 250, rate 0.1 and the noise at SNR = 40 dB
+(``E||A x||^2 / E||w||^2``); a second matrix has condition number 15 (its
+singular values spread geometrically, the same singular vectors' law).  The
+score is the NMSE ``||x_hat - x||^2 / ||x||^2`` averaged over problems, in dB.
+
+Every registered matrix decoder runs on the same problems: greedy ones with the
+noise-aware residual rule (``tol`` = the expected noise norm), the others with
+their own convergence rule; a model decoder joins when a model trained for the
+same ``A`` is given.  The *support oracle* -- the MMSE estimate that knows the
+support, ``(A_S^T A_S + s2 I)^{-1} A_S^T y`` with ``s2`` the noise variance --
+is the bound the papers quote.  AMP and VAMP also report the NMSE after every
+iteration (the curves of the papers' figures).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..decoders import get_decoder_spec
+from .decoders import run_decoder
+
+__all__ = ["BGProblems", "bg_matrix", "bg_problems", "iteration_curve", "run_bg",
+           "support_oracle"]
+
+#: The published levels (dB) at N=500, M=250, rate 0.1, SNR 40 dB, for the report.
+PUBLISHED_DB = {
+    "support oracle": (-45.97, -44.7),
+    "LASSO / AMP-l1": (-36.7, None),
+    "matched VAMP (10-15 layers)": (-45.5, None),
+}
+
+
+@dataclass
+class BGProblems:
+    """Bernoulli-Gaussian problems and how they were made.
+
+    Attributes
+    ----------
+    A : ndarray (M, N)
+    X : ndarray (B, N, 1)
+        Ground truths (one channel).
+    Y : ndarray (B, M, 1)
+        Measurements.
+    noise_var : float
+        Variance of each noise entry.
+    rate, snr_db, kappa : float
+        Sparsity rate, SNR and condition number of ``A``.
+    """
+
+    A: np.ndarray
+    X: np.ndarray
+    Y: np.ndarray
+    noise_var: float
+    rate: float
+    snr_db: float
+    kappa: float
+
+
+def bg_matrix(M: int, N: int, *, kappa: float = 1.0, seed: int = 0) -> np.ndarray:
+    """An i.i.d. N(0, 1/M) matrix, or one with condition number ``kappa``.
+
+    Parameters
+    ----------
+    M, N : int
+        Shape.
+    kappa : float, default 1.0
+        1 keeps the Gaussian matrix; else its singular values are replaced by a
+        geometric sequence from 1 to ``1/kappa``, scaled so that
+        ``||A||_F^2 = N`` as for the Gaussian matrix (Borgerding et al.'s recipe).
+    seed : int
+        Seed.
+
+    Returns
+    -------
+    ndarray (M, N)
+    """
+    rng = np.random.default_rng(seed)
+    A = rng.standard_normal((M, N)) / math.sqrt(M)
+    if kappa == 1.0:
+        return A
+    if kappa < 1:
+        raise ValueError(f"kappa must be >= 1, got {kappa}")
+    U, _, Vt = np.linalg.svd(A, full_matrices=False)
+    s = kappa ** (-np.arange(M) / max(M - 1, 1))
+    s *= math.sqrt(N / float(np.sum(s**2)))
+    return np.asarray((U * s) @ Vt)
+
+
+def bg_problems(
+    n_problems: int,
+    *,
+    N: int = 500,
+    M: int = 250,
+    rate: float = 0.1,
+    snr_db: float = 40.0,
+    kappa: float = 1.0,
+    seed: int = 0,
+    A: np.ndarray | None = None,
+) -> BGProblems:
+    """Draw the benchmark's problems.
+
+    Parameters
+    ----------
+    n_problems : int
+        Problems (B).
+    N, M : int
+        Sizes (500 and 250 in the papers).
+    rate : float
+        Probability that an entry is nonzero.
+    snr_db : float
+        ``10 log10(E||A x||^2 / E||w||^2)``.
+    kappa : float
+        Condition number of ``A`` (see :func:`bg_matrix`).
+    seed : int
+        Seed of ``A`` (seed) and of the signals and noise (seed + 1).
+    A : ndarray, optional
+        Use this matrix instead of drawing one.
+
+    Returns
+    -------
+    BGProblems
+    """
+    if not 0 < rate <= 1:
+        raise ValueError(f"rate must be in (0, 1], got {rate}")
+    if A is None:
+        A = bg_matrix(M, N, kappa=kappa, seed=seed)
+    M, N = A.shape
+    rng = np.random.default_rng(seed + 1)
+    X = rng.standard_normal((n_problems, N, 1)) * (rng.random((n_problems, N, 1)) < rate)
+    signal_power = rate * float(np.sum(A**2)) / M  # E||A x||^2 / M
+    noise_var = signal_power / 10 ** (snr_db / 10)
+    Y = A @ X + math.sqrt(noise_var) * rng.standard_normal((n_problems, M, 1))
+    return BGProblems(A, X, Y, noise_var, rate, snr_db, kappa)
+
+
+def support_oracle(p: BGProblems) -> np.ndarray:
+    """The MMSE estimate that knows each problem's support (the papers' bound).
+
+    Parameters
+    ----------
+    p : BGProblems
+
+    Returns
+    -------
+    ndarray (B, N, 1)
+    """
+    out = np.zeros_like(p.X)
+    for b in range(p.X.shape[0]):
+        S = np.flatnonzero(p.X[b, :, 0])
+        if S.size:
+            As = p.A[:, S]
+            G = As.T @ As + p.noise_var * np.eye(S.size)
+            out[b, S, 0] = np.linalg.solve(G, As.T @ p.Y[b, :, 0])
+    return out
+
+
+def nmse_db(X_hat: np.ndarray, X: np.ndarray) -> float:
+    """Mean over problems of ``||x_hat - x||^2 / ||x||^2``, in dB.
+
+    Parameters
+    ----------
+    X_hat, X : ndarray (B, N, L)
+
+    Returns
+    -------
+    float
+    """
+    err = np.sum((X_hat - X) ** 2, axis=(1, 2)) / np.maximum(np.sum(X**2, axis=(1, 2)), 1e-300)
+    return float(10 * np.log10(np.mean(err)))
+
+
+def iteration_curve(name: str, p: BGProblems, iterations: int) -> list[float]:
+    """NMSE (dB) of ``amp`` or ``vamp`` after each of ``iterations`` iterations.
+
+    Parameters
+    ----------
+    name : {"amp", "vamp"}
+    p : BGProblems
+    iterations : int
+
+    Returns
+    -------
+    list of float
+        Entry t-1: the NMSE after t iterations (the t-th iterate, replayed with
+        ``max_iter=t, tol=0``).
+    """
+    func = get_decoder_spec(name).func
+    return [nmse_db(np.asarray(func(p.A, p.Y, max_iter=t, tol=0.0)), p.X)
+            for t in range(1, iterations + 1)]
+
+
+@dataclass
+class BGResult:
+    """What :func:`run_bg` measured."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    nmse_db: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    curves: dict[str, list[float]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def _settings_for(name: str, p: BGProblems) -> dict[str, Any]:
+    spec = get_decoder_spec(name)
+    if "tol" in spec.stopping:  # the noise-aware rule: the expected noise norm
+        return {"tol": math.sqrt(p.noise_var * p.A.shape[0])}
+    return {}
+
+
+def run_bg(
+    decoders: list[str],
+    *,
+    n_problems: int = 50,
+    kappa: float = 1.0,
+    seed: int = 0,
+    models: dict[str, Any] | None = None,
+    iterations: int = 20,
+    N: int = 500,
+    M: int = 250,
+    rate: float = 0.1,
+    snr_db: float = 40.0,
+) -> BGResult:
+    """Run the benchmark: every decoder on the same problems, plus the oracle.
+
+    Parameters
+    ----------
+    decoders : list of str
+        Registered names; model decoders need an entry in ``models``.
+    n_problems : int
+        Test problems.
+    kappa : float
+        Condition number of ``A`` (1: i.i.d. Gaussian; 15: the papers' second case).
+    seed : int
+        Seed.
+    models : dict, optional
+        Decoder name -> model trained for this ``A`` (its ``A`` is used).
+    iterations : int
+        Length of the AMP/VAMP per-iteration curves (0: none).
+    N, M, rate, snr_db : int, int, float, float
+        The setting (the papers': 500, 250, 0.1, 40).
+
+    Returns
+    -------
+    BGResult
+    """
+    models = models or {}
+    A = None
+    if models:
+        A = np.asarray(next(iter(models.values())).A)
+    p = bg_problems(n_problems, N=N, M=M, rate=rate, snr_db=snr_db, kappa=kappa, seed=seed,
+                    A=A)
+    res = BGResult(info={"N": p.A.shape[1], "M": p.A.shape[0], "rate": rate, "snr_db": snr_db,
+                         "kappa": kappa, "problems": n_problems, "seed": seed,
+                         "noise_var": p.noise_var})
+    for name in decoders:
+        spec = get_decoder_spec(name)
+        if spec.kind == "model" and name not in models:
+            raise ValueError(f"decoder {name} needs a model trained for this A (--model)")
+    for label in ["support oracle", *decoders]:
+        t0 = time.perf_counter()
+        if label == "support oracle":
+            X_hat = support_oracle(p)
+        else:
+            X_hat = run_decoder(label, p.A, p.Y, model=models.get(label), k=None,
+                                **_settings_for(label, p))
+        dt = (time.perf_counter() - t0) / n_problems
+        _record(res, label, np.asarray(X_hat, dtype=np.float64), p, dt)
+    for name in ("amp", "vamp"):
+        if name in decoders and iterations > 0:
+            res.curves[name] = iteration_curve(name, p, iterations)
+    return res
+
+
+def _record(res: BGResult, label: str, X_hat: np.ndarray, p: BGProblems, dt: float) -> None:
+    """Add one decoder's per-problem rows and mean NMSE to ``res``."""
+    per = np.sum((X_hat - p.X) ** 2, axis=(1, 2)) / np.maximum(np.sum(p.X**2, axis=(1, 2)),
+                                                               1e-300)
+    res.nmse_db[label] = nmse_db(X_hat, p.X)
+    res.seconds[label] = dt
+    stop = "tol" if label != "support oracle" and "tol" in _settings_for(label, p) else "own"
+    res.rows += [{"decoder": label, "stop": stop, "m": p.A.shape[0],
+                  "sigma": math.sqrt(p.noise_var), "problem": b, "nmse": float(per[b]),
+                  "seconds": dt, "nmse_db": float(10 * np.log10(max(per[b], 1e-300)))}
+                 for b in range(per.size)]
