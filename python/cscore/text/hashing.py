@@ -4,9 +4,9 @@ A text is lower-cased and split into alphanumeric tokens (numbers kept, no
 stemming); a token longer than :data:`MAX_WORD_CHARS` (100) characters is cut to
 its first 100 (no English word comes near; a 10 MB token would otherwise cost
 seconds and a gigabyte of trigrams).  A word ``w`` becomes the letter trigrams
-of ``#w#``: ``"flow"`` -> ``#fl, flo, low, ow#``.  The trigram vocabulary is built from training text;
-trigrams outside it are dropped, and a word none of whose trigrams is known is
-dropped from the sequence (it would carry no input).
+of ``#w#``: ``"flow"`` -> ``#fl, flo, low, ow#``.  The trigram vocabulary is
+built from training text; trigrams outside it are dropped, and a word none of
+whose trigrams is known is dropped from the sequence (it would carry no input).
 """
 
 from __future__ import annotations
