@@ -440,3 +440,30 @@ def test_huge_m_is_capped_at_the_longest_sequence(rng):
         assert model.modules_[0].history == ref.modules_[0].history
         for u, v in zip(model.decision_function(X), ref.decision_function(X)):
             np.testing.assert_array_equal(u, v)
+
+
+def test_long_backward_passes_are_split_between_sequences(rng, monkeypatch):
+    """A pass over the work budget is several compiled calls (Ctrl-C is seen between
+    them), with the same result as one call."""
+    from cscore import _core
+
+    X, W, rec, offsets, _T = _small_case(rng, lengths=(4, 1, 6, 3, 5))
+    H = _ops.forward(X @ W, rec, offsets)
+    G = rng.standard_normal(H.shape)
+    one = _ops.backward(H, G, rec, offsets, 3)
+    calls = []
+    real = _core.esn_backward
+
+    def counting(*args):
+        calls.append(args[5].copy())
+        return real(*args)
+
+    monkeypatch.setattr(_core, "esn_backward", counting)
+    monkeypatch.setattr(_ops, "BACKWARD_WORK_PER_CALL", 1)
+    split = _ops.backward(H, G, rec, offsets, 3)
+    assert len(calls) == 5 and all(c[0] == 0 for c in calls)
+    np.testing.assert_array_equal(split, one)
+    calls.clear()
+    monkeypatch.setattr(_ops, "BACKWARD_WORK_PER_CALL", 6 * 3 * rec.indices.size)
+    np.testing.assert_array_equal(_ops.backward(H, G, rec, offsets, 3), one)
+    assert 1 < len(calls) < 5
