@@ -117,3 +117,35 @@ def test_cli_reports_a_too_long_file_name(tmp_path, capsys):
     assert rc == 2
     assert err.startswith("cscore decode: error:") and "too long" in err
     assert len(err) < 1000
+
+
+def test_cli_keeps_tracebacks_for_oserrors_without_errno(monkeypatch, capsys):
+    import argparse
+    import errno
+
+    from cscore.cli import app
+
+    def parser_raising(exc):
+        def build():
+            p = argparse.ArgumentParser(prog="cscore")
+            sub = p.add_subparsers(dest="command")
+            s = sub.add_parser("x")
+
+            def run(args):
+                raise exc
+
+            s.set_defaults(_run=run)
+            return p
+
+        return build
+
+    monkeypatch.setattr(app, "build_parser",
+                        parser_raising(OSError(errno.ENOSPC, "No space left on device", "f")))
+    assert app.main(["x"]) == 2
+    assert capsys.readouterr().err.startswith("cscore x: error: No space left on device: f")
+    monkeypatch.setattr(app, "build_parser", parser_raising(FileNotFoundError("gone: f")))
+    assert app.main(["x"]) == 2
+    assert "cscore x: error: gone: f" in capsys.readouterr().err
+    monkeypatch.setattr(app, "build_parser", parser_raising(OSError("a bug")))
+    with pytest.raises(OSError, match="a bug"):
+        app.main(["x"])

@@ -128,13 +128,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args._run(args) or 0)
-    except OSError as exc:
-        # a file system's report (it carries an errno: a name too long, a full disk,
-        # ...) is about the user's paths; an OSError without one is a bug
-        if exc.errno is None or os.environ.get("CSCORE_TRACEBACK"):
-            raise
-        print(f"{error_prefix(args.command)} {_os_message(exc)}", file=sys.stderr)
-        return 2
     except USER_ERRORS as exc:
         if os.environ.get("CSCORE_TRACEBACK"):
             raise
@@ -143,6 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             msg = str(exc) or type(exc).__name__
         print(f"{error_prefix(args.command)} {msg}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # a file system's report (it carries an errno: a name too long, a full disk,
+        # ...) is about the user's paths; an OSError without one is a bug
+        if exc.errno is None or os.environ.get("CSCORE_TRACEBACK"):
+            raise
+        print(f"{error_prefix(args.command)} {_os_message(exc)}", file=sys.stderr)
         return 2
 
 
