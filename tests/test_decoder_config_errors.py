@@ -149,3 +149,8 @@ def test_cli_keeps_tracebacks_for_oserrors_without_errno(monkeypatch, capsys):
     monkeypatch.setattr(app, "build_parser", parser_raising(OSError("a bug")))
     with pytest.raises(OSError, match="a bug"):
         app.main(["x"])
+
+
+def test_too_long_config_name_is_a_value_error():
+    with pytest.raises(ValueError, match="too long"):
+        cscore.Decoder.from_config("x" * 5000)

@@ -412,7 +412,12 @@ class Decoder:
 
 def _read_config_file(p: Path) -> Any:
     """The JSON of a config file; damaged or absurd JSON is a ValueError."""
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError as exc:  # a name too long, a loop of symlinks, ...
+        shown = str(p) if len(str(p)) <= 200 else f"{str(p)[:100]}...({len(str(p))} characters)"
+        raise ValueError(f"decoder config {shown}: {exc.strerror or exc}") from None
+    if not found:
         raise FileNotFoundError(f"decoder config not found: {p}")
     try:
         return json.loads(p.read_text())
