@@ -350,3 +350,120 @@ def test_seq_bench_quick(tmp_path):
     models = {r.split(",")[1] for r in rows[1:]}
     assert {"ESN", "W m=1", "W+W_rec m=1", "R-DSN 2"} <= models
     assert "Frame error" in (tmp_path / "seq_table.md").read_text()
+
+
+def _rewrite(src, dst, meta_edit=None, arrays_edit=None):
+    """Copy the model file ``src`` to ``dst`` with its meta / arrays edited."""
+    import json
+
+    with np.load(src, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    meta = json.loads(str(arrays["meta"]))
+    if meta_edit:
+        meta_edit(meta)
+    arrays["meta"] = np.array(json.dumps(meta))
+    if arrays_edit:
+        arrays_edit(arrays)
+    np.savez(dst, **arrays)
+    return dst
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "match"),
+    [
+        ("context", 1_000_000_001, "context"),
+        ("n_hidden", "x", "n_hidden"),
+        ("m", -1, "m must be"),
+        ("spectral_radius", float("nan"), "spectral_radius"),
+        ("learn", ["U"], "learn"),
+    ],
+)
+def test_load_validates_settings(rng, tmp_path, setting, value, match):
+    X, y = _toy(rng)
+    good = tmp_path / "good.npz"
+    ESN(n_hidden=8, random_state=0).fit(X, y).save(good)
+
+    def edit(meta):
+        meta["params"][setting] = value
+
+    bad = _rewrite(good, tmp_path / "bad.npz", meta_edit=edit)
+    with pytest.raises(SeqModelFileError, match=match):
+        load_model(bad)
+
+
+@pytest.mark.parametrize("entry", ["m0_W", "m0_U", "m0_data", "mean", "scale"])
+def test_load_refuses_non_finite_weights(rng, tmp_path, entry):
+    X, y = _toy(rng)
+    good = tmp_path / "good.npz"
+    ESN(n_hidden=8, random_state=0).fit(X, y).save(good)
+
+    def edit(arrays):
+        a = arrays[entry].copy()
+        a.flat[0] = np.nan
+        arrays[entry] = a
+
+    bad = _rewrite(good, tmp_path / "bad.npz", arrays_edit=edit)
+    with pytest.raises(SeqModelFileError, match=f"{entry} holds NaN"):
+        load_model(bad)
+
+
+def test_load_refuses_inconsistent_shapes(rng, tmp_path):
+    X, y = _toy(rng)
+    good = tmp_path / "good.npz"
+    ESN(n_hidden=8, random_state=0).fit(X, y).save(good)
+    cases = {
+        "ctx": ({"context": 5}, None),
+        "nmod": ({"n_modules": 0}, None),
+        "scale": (None, lambda a: a.__setitem__("scale", -a["scale"])),
+        "mean": (None, lambda a: a.__setitem__("mean", a["mean"][:1])),
+    }
+    for name, (mset, aedit) in cases.items():
+
+        def medit(meta, mset=mset):
+            for k, v in (mset or {}).items():
+                (meta["params"] if k in meta["params"] else meta)[k] = v
+
+        bad = _rewrite(good, tmp_path / f"{name}.npz", meta_edit=medit, arrays_edit=aedit)
+        with pytest.raises(SeqModelFileError):
+            load_model(bad)
+    assert load_model(good).n_hidden == 8
+
+
+def test_huge_m_is_capped_at_the_longest_sequence(rng):
+    X, y = _toy(rng, lo=2, hi=7)
+    t_max = max(x.shape[0] for x in X)
+    kw = dict(n_hidden=12, learn=("W", "W_rec"), n_epochs=2, random_state=0)
+    ref = ESN(m=t_max - 1, **kw).fit(X, y)
+    for m in (t_max + 5, 10**9, 10**12):  # 10**9 ran for minutes, 10**12 overflowed
+        model = ESN(m=m, **kw).fit(X, y)
+        assert model.m == m  # the setting is kept as given
+        assert model.modules_[0].history == ref.modules_[0].history
+        for u, v in zip(model.decision_function(X), ref.decision_function(X)):
+            np.testing.assert_array_equal(u, v)
+
+
+def test_long_backward_passes_are_split_between_sequences(rng, monkeypatch):
+    """A pass over the work budget is several compiled calls (Ctrl-C is seen between
+    them), with the same result as one call."""
+    from cscore import _core
+
+    X, W, rec, offsets, _T = _small_case(rng, lengths=(4, 1, 6, 3, 5))
+    H = _ops.forward(X @ W, rec, offsets)
+    G = rng.standard_normal(H.shape)
+    one = _ops.backward(H, G, rec, offsets, 3)
+    calls = []
+    real = _core.esn_backward
+
+    def counting(*args):
+        calls.append(args[5].copy())
+        return real(*args)
+
+    monkeypatch.setattr(_core, "esn_backward", counting)
+    monkeypatch.setattr(_ops, "BACKWARD_WORK_PER_CALL", 1)
+    split = _ops.backward(H, G, rec, offsets, 3)
+    assert len(calls) == 5 and all(c[0] == 0 for c in calls)
+    np.testing.assert_array_equal(split, one)
+    calls.clear()
+    monkeypatch.setattr(_ops, "BACKWARD_WORK_PER_CALL", 6 * 3 * rec.indices.size)
+    np.testing.assert_array_equal(_ops.backward(H, G, rec, offsets, 3), one)
+    assert 1 < len(calls) < 5

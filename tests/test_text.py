@@ -828,3 +828,34 @@ def test_cli_train_one_model_or_members_on_their_own_folds(tmp_path, capsys):
     assert "--members must be >= 1" in capsys.readouterr().err
     assert cli.main(["text", "train", "--kind", "dssm", "--out", str(out), "--jobs", "0"]) == 2
     assert "--jobs must be >= 1" in capsys.readouterr().err
+
+
+def test_encode_refuses_non_positive_batch_sizes():
+    m = tiny_model()
+    ens = text.RetrievalEnsemble([m, tiny_model(seed=3)])
+    for model in (m, ens):
+        for bad in (0, -1):  # -1 returned all-zero embeddings
+            with pytest.raises(ValueError, match="batch_size"):
+                model.encode(CORPUS, batch_size=bad)
+        with pytest.raises(TypeError, match="batch_size"):
+            model.encode(CORPUS, batch_size=True)
+        np.testing.assert_array_equal(model.encode(CORPUS, batch_size=1), model.encode(CORPUS))
+
+
+def test_long_tokens_are_cut_before_hashing():
+    import time
+
+    from cscore.text.hashing import MAX_WORD_CHARS
+
+    assert MAX_WORD_CHARS == 100
+    word = "flow" * 40  # 160 characters
+    assert tokenize(f"a {word} b") == ["a", word[:MAX_WORD_CHARS], "b"]
+    m = tiny_model()
+    m.max_words = 200
+    huge = "flow" * 2_500_000  # one 10 MB token: seconds and ~1 GB before the cut
+    t0 = time.perf_counter()
+    E = m.encode([huge, word[:MAX_WORD_CHARS]], "query")
+    assert time.perf_counter() - t0 < 2.0
+    np.testing.assert_array_equal(E[0], E[1])
+    # only the first max_words known words are hashed
+    assert m.words("flow " * 1000 + "qqq") == ["flow"] * 200

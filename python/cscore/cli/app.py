@@ -68,8 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 #: Exceptions that mean "bad input or environment", reported without a traceback.
-#: (``ModelFileError`` is a ``ValueError``.)  Anything else is a bug and keeps
-#: its traceback; ``CSCORE_TRACEBACK=1`` shows tracebacks for these too.
+#: (``ModelFileError`` is a ``ValueError``; any ``OSError`` with an ``errno`` -- a
+#: file system's report such as "File name too long" -- is one too.)  Anything
+#: else is a bug and keeps its traceback; ``CSCORE_TRACEBACK=1`` shows tracebacks for these too.
 USER_ERRORS: tuple[type[BaseException], ...] = (
     ValueError,
     FileNotFoundError,
@@ -78,6 +79,15 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     PermissionError,
     ImportError,
 )
+
+
+def _os_message(exc: OSError) -> str:
+    """A file-system error in one line, a very long file name shortened."""
+    name = os.fsdecode(exc.filename) if exc.filename is not None else None
+    if name is not None and len(name) > 200:
+        name = f"{name[:100]}...({len(name)} characters)"
+    what = exc.strerror or type(exc).__name__
+    return f"{what}: {name}" if name is not None else what
 
 
 def error_prefix(command: str | None) -> str:
@@ -126,6 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             msg = str(exc) or type(exc).__name__
         print(f"{error_prefix(args.command)} {msg}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        # a file system's report (it carries an errno: a name too long, a full disk,
+        # ...) is about the user's paths; an OSError without one is a bug
+        if exc.errno is None or os.environ.get("CSCORE_TRACEBACK"):
+            raise
+        print(f"{error_prefix(args.command)} {_os_message(exc)}", file=sys.stderr)
         return 2
 
 

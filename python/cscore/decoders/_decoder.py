@@ -29,15 +29,21 @@ Configs
   "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly), or,
   when written with :meth:`Decoder.save` ``(path, inline=False)``, a file reference
   ``"A": {"file": "dec.A.npy", "sha256": "..."}`` (relative to the config file);
-  the fingerprint is checked on loading;
+  the ``sha256`` is required and checked on loading;
 * a model-based decoder names its model: ``"model": "mnist-m72"`` (a pretrained
   name) or ``"model": {"file": "/path/model.npz", "sha256": "..."}``.  A decoder
   built from a model object that was not loaded from a file gets a model file
   only through :meth:`Decoder.save`.
+
+A config read from a file (or with ``base_dir``) resolves file references
+relative to that folder and refuses a reference outside it (an absolute path
+elsewhere, ``../``, a symlink out) unless ``allow_outside=True``.  Every defect of
+a config is a ``ValueError`` naming the field (or ``FileNotFoundError``).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -52,6 +58,8 @@ from .registry import RESERVED_SETTINGS, get_decoder_spec
 __all__ = ["Decoder", "decoder"]
 
 CONFIG_VERSION = 1
+#: Deepest nesting of lists accepted in a config setting.
+_MAX_SETTING_DEPTH = 8
 
 
 def _jsonable(value: Any, key: str) -> Any:
@@ -335,7 +343,11 @@ class Decoder:
 
     @classmethod
     def from_config(
-        cls, cfg: dict[str, Any] | str | os.PathLike[str], *, base_dir: Any = None
+        cls,
+        cfg: dict[str, Any] | str | os.PathLike[str],
+        *,
+        base_dir: Any = None,
+        allow_outside: bool = False,
     ) -> Decoder:
         """Rebuild a decoder from :attr:`config` (a dict) or a config file.
 
@@ -346,6 +358,10 @@ class Decoder:
         base_dir : path, optional
             Directory relative file references are resolved against (default:
             the config file's directory, or the current directory for a dict).
+        allow_outside : bool, default False
+            Accept file references outside that directory.  A config from a file
+            (or given ``base_dir``) may only name files inside its folder; a dict
+            without ``base_dir`` (for instance ``dec.config``) is not confined.
 
         Returns
         -------
@@ -354,74 +370,161 @@ class Decoder:
         Raises
         ------
         ValueError
-            Malformed config, or a referenced file whose sha256 does not match.
+            Malformed config (the message names the field), a file reference
+            without ``sha256``, outside the config's folder, whose sha256 does not
+            match, or that does not hold what the field needs.
+        FileNotFoundError
+            The config or a referenced file does not exist.
         """
+        confine = base_dir is not None and not allow_outside
         if isinstance(cfg, (str, os.PathLike)):
             p = Path(cfg)
-            if not p.is_file():
-                raise FileNotFoundError(f"decoder config not found: {p}")
-            try:
-                data = json.loads(p.read_text())
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{p} is not valid JSON: {exc}") from exc
+            cfg = _read_config_file(p)
             if base_dir is None:
                 base_dir = p.resolve().parent
-            cfg = data
+            confine = not allow_outside
         if not isinstance(cfg, dict):
             raise ValueError("a decoder config must be a JSON object (dict)")
-        if cfg.get("cscore_decoder") != CONFIG_VERSION:
+        version = cfg.get("cscore_decoder")
+        if type(version) is not int or version != CONFIG_VERSION:
             raise ValueError(
                 f"not a cscore decoder config of version {CONFIG_VERSION} "
-                f"(cscore_decoder = {cfg.get('cscore_decoder')!r})"
+                f"(cscore_decoder = {version!r})"
             )
-        base = Path(base_dir) if base_dir is not None else Path.cwd()
+        base = (Path(base_dir) if base_dir is not None else Path.cwd()).resolve()
         name = cfg.get("name")
         if not isinstance(name, str):
             raise ValueError("decoder config has no 'name'")
-        settings = cfg.get("settings") or {}
-        if not isinstance(settings, dict):
-            raise ValueError("decoder config 'settings' must be an object")
         spec = get_decoder_spec(name)
+        settings = _checked_settings(cfg.get("settings") or {}, spec)
+        where = base if confine else None
         if spec.kind == "matrix":
-            A = _matrix_from_config(cfg.get("A"), base)
+            A = _matrix_from_config(cfg.get("A"), base, where)
             return cls(name, A, **settings)
         ref = cfg.get("model")
         if isinstance(ref, dict):
-            path = _checked_file(ref, base, "model")
-            dec = cls(name, model=path, **settings)
-            return dec
+            path = _checked_file(ref, base, "model", where)
+            return cls(name, model=path, **settings)
         if not isinstance(ref, str):
             raise ValueError("decoder config needs 'model' (a pretrained name or a file)")
         return cls(name, model=ref, **settings)
 
 
-def _checked_file(ref: dict[str, Any], base: Path, what: str) -> Path:
+def _read_config_file(p: Path) -> Any:
+    """The JSON of a config file; damaged or absurd JSON is a ValueError."""
+    try:
+        found = p.is_file()
+    except OSError as exc:  # a name too long, a loop of symlinks, ...
+        shown = str(p) if len(str(p)) <= 200 else f"{str(p)[:100]}...({len(str(p))} characters)"
+        raise ValueError(f"decoder config {shown}: {exc.strerror or exc}") from None
+    if not found:
+        raise FileNotFoundError(f"decoder config not found: {p}")
+    try:
+        return json.loads(p.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{p} is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ValueError(f"{p}: the config is nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer with too many digits
+        raise ValueError(f"{p} is not a usable config: {exc}") from None
+
+
+def _int_settings(spec: Any) -> set[str]:
+    """Settings of ``spec`` that take an integer (annotation or default says so)."""
+    func = spec.func
+    if spec.kind == "model" and spec.model_type is not None:
+        func = getattr(spec.model_type, "decode", func)
+    try:
+        params = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):
+        return set()
+    out = set()
+    for prm in params:
+        words = str(prm.annotation).replace("|", " ").replace(",", " ").split()
+        default_int = type(prm.default) is int
+        if default_int or ("int" in words and "bool" not in words):
+            out.add(prm.name)
+    return out
+
+
+def _check_setting_value(key: str, value: Any, depth: int = 0) -> None:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return
+    if isinstance(value, list) and depth < _MAX_SETTING_DEPTH:
+        for v in value:
+            _check_setting_value(key, v, depth + 1)
+        return
+    what = "nested too deeply" if isinstance(value, list) else f"a {type(value).__name__}"
+    raise ValueError(
+        f"decoder config setting {key!r} is {what}; a setting is a number, string, "
+        "boolean, null or a list of them"
+    )
+
+
+def _checked_settings(settings: Any, spec: Any) -> dict[str, Any]:
+    """The config's settings, each of a type a config can carry (else ValueError)."""
+    if not isinstance(settings, dict):
+        raise ValueError("decoder config 'settings' must be an object")
+    ints = _int_settings(spec)
+    for key, value in settings.items():
+        _check_setting_value(key, value)
+        if isinstance(value, bool) and key in ints:
+            raise ValueError(
+                f"decoder config setting {key!r} must be an integer, not a boolean ({value!r})"
+            )
+    return dict(settings)
+
+
+def _checked_file(ref: dict[str, Any], base: Path, what: str, inside: Path | None) -> Path:
     f = ref.get("file")
-    if not isinstance(f, str):
+    if not isinstance(f, str) or not f:
         raise ValueError(f"decoder config {what!r} reference has no 'file'")
+    want = ref.get("sha256")
+    if not isinstance(want, str) or len(want) != 64:
+        raise ValueError(
+            f"decoder config {what!r} reference needs 'sha256' (the file's SHA-256 hex digest, "
+            "required so that a changed file is refused)"
+        )
     path = Path(f)
     if not path.is_absolute():
         path = base / path
+    if inside is not None:
+        real = path.resolve()
+        if not real.is_relative_to(inside):
+            raise ValueError(
+                f"decoder config {what!r} file {f!r} lies outside the config's folder "
+                f"{inside}; pass allow_outside=True to accept it"
+            )
     if not path.is_file():
         raise FileNotFoundError(f"decoder config {what!r} file not found: {path}")
-    want = ref.get("sha256")
-    if want is not None and file_sha256(path) != want:
+    if file_sha256(path) != want.lower():
         raise ValueError(
             f"decoder config {what!r} file {path} has changed (sha256 differs from the config)"
         )
     return path
 
 
-def _matrix_from_config(ref: Any, base: Path) -> np.ndarray:
+def _load_npy(path: Path) -> np.ndarray:
+    """The array of a ``.npy`` file; anything else is a ValueError naming ``A``."""
+    try:
+        arr = np.load(path, allow_pickle=False, mmap_mode=None)
+    except (EOFError, ValueError, OSError, MemoryError) as exc:
+        raise ValueError(f"decoder config 'A' file {path} is not a .npy array ({exc})") from None
+    if not isinstance(arr, np.ndarray):  # an .npz archive
+        getattr(arr, "close", lambda: None)()
+        raise ValueError(f"decoder config 'A' file {path} is not a .npy array (an archive?)")
+    return arr
+
+
+def _matrix_from_config(ref: Any, base: Path, inside: Path | None) -> np.ndarray:
     if not isinstance(ref, dict):
         raise ValueError("decoder config needs 'A' (inline or a file reference)")
     if "file" in ref:
-        path = _checked_file(ref, base, "A")
-        return np.load(path, allow_pickle=False)
+        return _load_npy(_checked_file(ref, base, "A", inside))
     try:
         A = np.asarray(ref["data"], dtype=np.dtype(ref.get("dtype", "float64")))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"decoder config 'A' is malformed: {exc}") from exc
+    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
+        raise ValueError(f"decoder config 'A' is malformed: {exc!r}") from None
     if list(A.shape) != list(ref.get("shape", A.shape)):
         raise ValueError(f"decoder config 'A' has shape {A.shape}, not {ref.get('shape')}")
     return A

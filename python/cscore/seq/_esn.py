@@ -246,6 +246,9 @@ class _SeqBase:
         v = self._validated()
         Xs = _check_X("X", X)
         ys = _check_y("y", y, Xs)
+        # m past the longest sequence adds only zeros (the full gradient is reached at
+        # m = T_max - 1): cap it there, so a huge m cannot keep one kernel call busy
+        v["m"] = min(v["m"], max(x.shape[0] for x in Xs) - 1)
         labels = np.concatenate(ys)
         classes = np.unique(labels)
         if classes.size < 2:
@@ -448,7 +451,10 @@ class ESN(_SeqBase):
     learn : tuple of str, default ()
         Weights to learn: ``()``, ``("W",)`` or ``("W", "W_rec")``.
     m : int, default 1
-        Steps of dependency in the gradients (0 = none).
+        Steps of dependency in the gradients (0 = none).  A value past the
+        longest training sequence is capped at its length minus one (the full
+        gradient; larger values would only add zeros).  Training runs the
+        epochs in Python between compiled calls, so Ctrl-C stops it.
     spectral_radius : float, default 2.0
         Largest eigenvalue magnitude lambda of ``W_rec`` (eq. 2.3); must be < 4.
     input_scaling : float, default 0.5

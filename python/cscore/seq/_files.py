@@ -130,12 +130,21 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
     params = dict(meta["params"])
     params["learn"] = tuple(params["learn"])
     model = klass(**params)
+    try:  # the constructor's bounds (checked by fit): a file cannot hold what fit refuses
+        model._validated()
+    except (TypeError, ValueError) as exc:
+        raise SeqModelFileError(f"path: {path}: bad setting in the file: {exc}") from None
     model.classes_ = data["classes"]
     model.mean_ = data["mean"].astype(np.float64)
     model.scale_ = data["scale"].astype(np.float64)
     model.n_features_in_ = int(meta["n_features_in"])
+    n_modules = meta["n_modules"]
+    if not isinstance(n_modules, int) or isinstance(n_modules, bool) or not (
+        1 <= n_modules <= MAX_MODULES
+    ):
+        raise SeqModelFileError(f"path: {path}: n_modules must be 1..{MAX_MODULES}")
     mods = []
-    for i in range(int(meta["n_modules"])):
+    for i in range(n_modules):
         rec = SparseRec(
             data[f"m{i}_indptr"].astype(np.int64),
             data[f"m{i}_indices"].astype(np.int64),
@@ -147,4 +156,30 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
             raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
         mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
     model.modules_ = mods
+    _check_arrays(path, model)
     return model
+
+
+def _check_arrays(path: Path, model: Any) -> None:
+    """Refuse non-finite weights and arrays that disagree with the recorded shapes."""
+    n_in, n_cls = model.n_features_in_, model.classes_.shape
+    if n_in < 1 or model.mean_.shape != (n_in,) or model.scale_.shape != (n_in,):
+        raise SeqModelFileError(
+            f"path: {path}: mean/scale do not match n_features_in={n_in}"
+        )
+    if len(n_cls) != 1 or n_cls[0] < 2 or model.classes_.dtype.kind not in "iu":
+        raise SeqModelFileError(f"path: {path}: classes must be 2 or more integer labels")
+    named = [("mean", model.mean_), ("scale", model.scale_)]
+    d_data = n_in * int(model.context) + 1
+    for i, mod in enumerate(model.modules_):
+        d_in = d_data if i == 0 else d_data + n_cls[0]
+        if mod.W.shape != (d_in, int(model.n_hidden)) or mod.U.shape[1] != n_cls[0]:
+            raise SeqModelFileError(
+                f"path: {path}: module {i} weights do not match the file's settings"
+            )
+        named += [(f"m{i}_W", mod.W), (f"m{i}_U", mod.U), (f"m{i}_data", mod.rec.data)]
+    for name, arr in named:
+        if not np.isfinite(arr).all():
+            raise SeqModelFileError(f"path: {path}: {name} holds NaN or infinity")
+    if not (model.scale_ > 0).all():
+        raise SeqModelFileError(f"path: {path}: scale must be positive")

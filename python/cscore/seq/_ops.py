@@ -158,6 +158,11 @@ def forward(
     )
 
 
+#: Most work (frames x steps x nonzeros of ``W_rec``) of one compiled backward call;
+#: larger passes are split between sequences so that Ctrl-C is seen between calls.
+BACKWARD_WORK_PER_CALL = 2_000_000_000
+
+
 def backward(
     H: np.ndarray,
     G: np.ndarray,
@@ -169,15 +174,39 @@ def backward(
     """``sum_{k=0..m} Delta^(k)``: pre-activation gradients with m steps of dependency.
 
     ``Delta^(0)_f = sigma'_f * G_f`` and ``Delta^(k)_f = sigma'_f * (Delta^(k-1)_{f+1}
-    W_rec)``, zero past the end of a sequence; ``G = dE/dH``.
+    W_rec)``, zero past the end of a sequence; ``G = dE/dH``.  Sequences are
+    independent: a pass of more than :data:`BACKWARD_WORK_PER_CALL` is made of
+    several compiled calls over groups of whole sequences (same result), so that
+    Python sees signals (Ctrl-C) between them.
     """
     from .. import _core
 
-    return np.asarray(
-        _core.esn_backward(
-            H, G, rec.indptr, rec.indices, rec.data, offsets, int(m), _threads(n_threads)
+    def call(a: int, b: int, off: np.ndarray) -> np.ndarray:
+        return np.asarray(
+            _core.esn_backward(
+                H[a:b], G[a:b], rec.indptr, rec.indices, rec.data, off, int(m),
+                _threads(n_threads),
+            )
         )
-    )
+
+    offs = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offs)
+    steps = np.minimum(np.maximum(lengths - 1, 0), max(int(m), 0))
+    work = lengths * steps * max(int(rec.indices.size), 1)
+    if int(work.sum()) <= BACKWARD_WORK_PER_CALL or lengths.size < 2:
+        return call(0, H.shape[0], offsets)
+    groups, start, acc = [], 0, 0
+    for s in range(lengths.size):  # consecutive sequences, at most the budget each
+        if s > start and acc + int(work[s]) > BACKWARD_WORK_PER_CALL:
+            groups.append((start, s))
+            start, acc = s, 0
+        acc += int(work[s])
+    groups.append((start, lengths.size))
+    D = np.empty((H.shape[0], H.shape[1]))
+    for s0, s1 in groups:
+        a, b = int(offs[s0]), int(offs[s1])
+        D[a:b] = call(a, b, offs[s0 : s1 + 1] - a)
+    return D
 
 
 def rec_grad(

@@ -1,10 +1,12 @@
 """Tokenization and letter-trigram word hashing (Huang et al. 2013, thesis section 3.3).
 
 A text is lower-cased and split into alphanumeric tokens (numbers kept, no
-stemming).  A word ``w`` becomes the letter trigrams of ``#w#``: ``"flow"`` ->
-``#fl, flo, low, ow#``.  The trigram vocabulary is built from training text;
-trigrams outside it are dropped, and a word none of whose trigrams is known is
-dropped from the sequence (it would carry no input).
+stemming); a token longer than :data:`MAX_WORD_CHARS` (100) characters is cut to
+its first 100 (no English word comes near; a 10 MB token would otherwise cost
+seconds and a gigabyte of trigrams).  A word ``w`` becomes the letter trigrams
+of ``#w#``: ``"flow"`` -> ``#fl, flo, low, ow#``.  The trigram vocabulary is
+built from training text; trigrams outside it are dropped, and a word none of
+whose trigrams is known is dropped from the sequence (it would carry no input).
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["TrigramHasher", "check_texts", "tokenize", "word_trigrams"]
+__all__ = ["MAX_WORD_CHARS", "TrigramHasher", "check_texts", "tokenize", "word_trigrams"]
 
 _TOKEN = re.compile(r"[a-z0-9]+")
+#: Longest token kept whole; longer tokens are cut to their first ``MAX_WORD_CHARS``.
+MAX_WORD_CHARS = 100
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-case alphanumeric tokens of ``text``.
+    """Lower-case alphanumeric tokens of ``text``, each cut to ``MAX_WORD_CHARS`` characters.
 
     Parameters
     ----------
@@ -34,7 +38,7 @@ def tokenize(text: str) -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return _TOKEN.findall(text.lower())
+    return [w[:MAX_WORD_CHARS] for w in _TOKEN.findall(text.lower())]
 
 
 def word_trigrams(word: str) -> list[str]:
@@ -160,18 +164,26 @@ class TrigramHasher:
                 self._cache[word] = ids
         return ids
 
-    def words(self, text: str) -> list[str]:
+    def words(self, text: str, limit: int | None = None) -> list[str]:
         """The tokens of ``text`` that have at least one known trigram.
 
         Parameters
         ----------
         text : str
+        limit : int, optional
+            Stop after this many words (the rest of the text is not hashed).
 
         Returns
         -------
         list of str
         """
-        return [w for w in tokenize(text) if self.word_ids(w).size]
+        out: list[str] = []
+        for w in tokenize(text):
+            if limit is not None and len(out) >= limit:
+                break
+            if self.word_ids(w).size:
+                out.append(w)
+        return out
 
     def bag(self, text: str) -> np.ndarray:
         """Trigram counts of ``text`` (float32, length ``len(self)``).

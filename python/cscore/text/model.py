@@ -20,6 +20,7 @@ bounded archive directory, hand-parsed ``.npy`` headers, capped sizes);
 from __future__ import annotations
 
 import json
+import numbers
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union
@@ -82,6 +83,15 @@ def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
 
 
 _S = TypeVar("_S", bound="_Scorer")
+
+
+def _check_batch_size(batch_size: Any) -> int:
+    """``batch_size`` as a positive int, or an error naming it."""
+    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
+        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
+    return int(batch_size)
 
 
 class _Scorer:
@@ -268,8 +278,7 @@ class RetrievalModel(_Scorer):
 
     def words(self, text: str) -> list[str]:
         """The words of ``text`` the model reads (known trigrams, at most ``max_words``)."""
-        w = self.hasher.words(text)
-        return w if self.max_words is None else w[: self.max_words]
+        return self.hasher.words(text, self.max_words)
 
     def _sequences(self, texts: list[str]) -> tuple[list[np.ndarray], np.ndarray]:
         vocab: dict[str, int] = {}
@@ -301,6 +310,7 @@ class RetrievalModel(_Scorer):
         ndarray (len(texts), dim) float32
         """
         texts = check_texts("texts", texts)
+        batch_size = _check_batch_size(batch_size)
         enc = self._encoder(side)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # the per-word products are small: one BLAS thread is faster, and much
@@ -446,6 +456,7 @@ class RetrievalEnsemble(_Scorer):
         ndarray (len(texts), dim) float32
         """
         texts = check_texts("texts", texts)
+        batch_size = _check_batch_size(batch_size)
         parts = [m.encode(texts, side, normalize=True, batch_size=batch_size)
                  for m in self.members]
         out = np.concatenate(parts, axis=1) * np.float32(1.0 / np.sqrt(len(parts)))
