@@ -154,3 +154,23 @@ def test_cli_keeps_tracebacks_for_oserrors_without_errno(monkeypatch, capsys):
 def test_too_long_config_name_is_a_value_error():
     with pytest.raises(ValueError, match="too long"):
         cscore.Decoder.from_config("x" * 5000)
+
+
+def test_cscore_decode_config_outside_its_folder_needs_allow_outside(tmp_path, capsys):
+    pytest.importorskip("zarr")
+    from cscore.cli import main
+
+    model = cscore.pretrained("nwsomp-mnist-m72")
+    elsewhere = tmp_path / "models"
+    elsewhere.mkdir()
+    model.save(elsewhere / "m.npz")
+    cfg_dir = tmp_path / "cfg"
+    cfg_dir.mkdir()
+    cscore.decoder("nwsomp", model=elsewhere / "m.npz", n_nonzero=3).save(cfg_dir / "dec.json")
+    Y = np.zeros((2, model.M, model.L))
+    np.save(tmp_path / "Y.npy", Y)
+    argv = ["decode", "--config", str(cfg_dir / "dec.json"), "--input", str(tmp_path / "Y.npy"),
+            "--output", str(tmp_path / "S.zarr"), "--no-progress"]
+    assert main(argv) == 2
+    assert "outside" in capsys.readouterr().err
+    assert main([*argv, "--allow-outside"]) == 0

@@ -20,6 +20,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``decode`` options to ``p``."""
     g = p.add_argument_group("decoder (a config file, or by flags)")
     g.add_argument("--config", type=Path, help="decoder config JSON (from Decoder.save)")
+    g.add_argument("--allow-outside", action="store_true",
+                   help="let --config name files outside its own folder (refused by default)")
     from ..decoders import decoder_specs
 
     names = ", ".join(f"{s.name}{' (needs --model)' if s.kind == 'model' else ''}"
@@ -77,7 +79,7 @@ def build_decoder(args: argparse.Namespace) -> Any:
     if args.config is not None:
         if args.decoder or args.matrix or args.model or args.set or args.n_nonzero or args.tol:
             raise ValueError("give either --config or the decoder flags, not both")
-        return Decoder.from_config(args.config)
+        return Decoder.from_config(args.config, allow_outside=args.allow_outside)
     if not args.decoder:
         raise ValueError("name the decoder: --config FILE or --decoder NAME")
     settings: dict[str, Any] = {}
