@@ -177,3 +177,28 @@ def test_empty_batch_and_zero_measurements():
     res = cscore.omp(sp.csr_matrix(A), np.zeros(30), n_nonzero=2, return_result=True)
     dense = cscore.omp(A, np.zeros(30), n_nonzero=2, return_result=True)
     assert not res.x.any() and res.n_iter == 0 and res.stop_reason == dense.stop_reason
+
+
+class DuckOperator:
+    """An operator that is not a SciPy LinearOperator (as recent PyLops ones)."""
+
+    def __init__(self, A):
+        self.A, self.shape, self.dtype = A, A.shape, A.dtype
+
+    def matvec(self, x):
+        return self.A @ x
+
+    def rmatvec(self, y):
+        return self.A.T @ y
+
+
+def test_duck_typed_operator():
+    rng = np.random.default_rng(8)
+    A, X = _problem(rng)
+    Y = A @ X
+    norms = np.linalg.norm(A, axis=0)
+    dense = cscore.omp(A, Y, n_nonzero=5)
+    np.testing.assert_allclose(cscore.omp(DuckOperator(A), Y, n_nonzero=5, column_norms=norms),
+                               dense, atol=1e-10)
+    S = cscore.somp(DuckOperator(A), Y[:, :3], n_nonzero=4, column_norms=norms)
+    np.testing.assert_allclose(S, cscore.somp(A, Y[:, :3], n_nonzero=4), atol=1e-10)

@@ -197,8 +197,9 @@ def omp(
         Sensing matrix (dictionary).  Columns need not have unit norm: they are
         normalized internally for the selection, and the coefficients returned are
         for ``A`` as given.  Must be finite, with no all-zero column.  A
-        :class:`scipy.sparse.linalg.LinearOperator` (e.g. a PyLops operator) or a
-        scipy sparse matrix is used through its products only, never formed
+        :class:`scipy.sparse.linalg.LinearOperator`, any object with ``shape``,
+        ``matvec`` and ``rmatvec`` (e.g. a PyLops operator) or a scipy sparse
+        matrix is used through its products only, never formed
         (:mod:`cscore.decoders.greedy_operator`; an operator's columns are assumed
         to have equal norms unless ``column_norms`` is given).
     y : array_like, shape (M,) or (M, B)

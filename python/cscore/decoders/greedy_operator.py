@@ -1,9 +1,11 @@
 """OMP and SOMP on linear operators and sparse matrices (never forming ``A``).
 
 :func:`cscore.omp` and :func:`cscore.somp` send here every ``A`` that is a
-:class:`scipy.sparse.linalg.LinearOperator` (PyLops operators are ones) or a
-scipy sparse matrix/array; dense arrays keep the compiled Gram-based kernel of
-:mod:`cscore.decoders.greedy`.
+:class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse matrix/array, or
+any other operator with ``shape``, ``matvec`` and ``rmatvec`` (and optionally
+``rmatmat`` and ``dtype``), such as PyLops operators (older PyLops versions
+subclass SciPy's class, recent ones do not); dense arrays keep the compiled
+Gram-based kernel of :mod:`cscore.decoders.greedy`.
 
 What the operator path uses
 ---------------------------
@@ -93,10 +95,16 @@ def is_operator(A: Any) -> bool:
     Returns
     -------
     bool
-        True for a :class:`scipy.sparse.linalg.LinearOperator` or a scipy sparse
-        matrix/array; False for anything else (dense arrays and array_likes).
+        True for a :class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse
+        matrix/array, or any other object with ``shape``, ``matvec`` and
+        ``rmatvec`` (recent PyLops operators do not subclass SciPy's); False
+        for NumPy arrays and other array_likes.
     """
-    return isinstance(A, LinearOperator) or sp.issparse(A)
+    if isinstance(A, LinearOperator) or sp.issparse(A):
+        return True
+    if isinstance(A, np.ndarray):
+        return False
+    return all(hasattr(A, name) for name in ("shape", "matvec", "rmatvec"))
 
 
 class _Op:
@@ -110,7 +118,8 @@ class _Op:
         self.M, self.N = (int(s) for s in A.shape)
         if self.M == 0 or self.N == 0:
             raise ValueError(f"A must not be empty; got shape {A.shape}")
-        a_dtype = np.dtype(A.dtype) if A.dtype is not None else np.dtype(np.float64)
+        a_dt = getattr(A, "dtype", None)
+        a_dtype = np.dtype(a_dt) if a_dt is not None else np.dtype(np.float64)
         _check_kind("A", a_dtype)
         single = a_dtype == np.float32 and y_dtype == np.float32
         self.dtype = np.dtype(np.float32) if single else np.dtype(np.float64)
@@ -124,14 +133,18 @@ class _Op:
             )
             _check_no_zero_column(self.col_norms)
         else:
-            self.L: LinearOperator = A
+            self.L: Any = A
             self.col_norms = None
 
     def rmatmat(self, R: np.ndarray) -> np.ndarray:
         """``A^T R`` for ``R`` of shape (M, c), as float64 (N, c)."""
         R = np.ascontiguousarray(R, dtype=self.dtype)
-        out = self.S.T @ R if self.sparse else self.L.rmatmat(R)
-        out = np.asarray(out)
+        if self.sparse:
+            out = np.asarray(self.S.T @ R)
+        elif hasattr(self.L, "rmatmat"):
+            out = np.asarray(self.L.rmatmat(R))
+        else:
+            out = np.stack([np.ravel(self.L.rmatvec(c)) for c in R.T], axis=1)
         if np.iscomplexobj(out):
             raise TypeError(f"A must be real; its adjoint returned {out.dtype} values")
         return out.astype(np.float64, copy=False).reshape(self.N, R.shape[1])
