@@ -35,6 +35,7 @@ from .._validation import (
     common_float_dtype,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
+from .greedy_operator import is_operator, run_operator
 from .stopping import auto_decode_mmv, auto_decode_omp, is_auto
 
 __all__ = ["omp", "somp"]
@@ -182,6 +183,7 @@ def omp(
     tol: float | str | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
+    column_norms: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Orthogonal matching pursuit for one vector or a batch of independent vectors.
 
@@ -191,10 +193,15 @@ def omp(
 
     Parameters
     ----------
-    A : array_like, shape (M, N)
+    A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
         Sensing matrix (dictionary).  Columns need not have unit norm: they are
         normalized internally for the selection, and the coefficients returned are
-        for ``A`` as given.  Must be finite, with no all-zero column.
+        for ``A`` as given.  Must be finite, with no all-zero column.  A
+        :class:`scipy.sparse.linalg.LinearOperator`, any object with ``shape``,
+        ``matvec`` and ``rmatvec`` (e.g. a PyLops operator) or a scipy sparse
+        matrix is used through its products only, never formed
+        (:mod:`cscore.decoders.greedy_operator`; an operator's columns are assumed
+        to have equal norms unless ``column_norms`` is given).
     y : array_like, shape (M,) or (M, B)
         One measurement vector, or B independent vectors as columns.
     n_nonzero : int, optional
@@ -213,6 +220,10 @@ def omp(
         Results are bit-identical for every thread count.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the plain array.
+    column_norms : array_like, shape (N,), optional
+        Column norms of an operator ``A`` (used for the selection only); ignored
+        for dense arrays and not needed for sparse matrices, whose norms are
+        computed exactly.  ``n_threads`` is ignored for operators.
 
     Returns
     -------
@@ -270,12 +281,17 @@ def omp(
     >>> bool(np.allclose(x_hat, x))
     True
     """
-    if is_auto(tol):
+    if is_operator(A):
+        resolve_threads(n_threads)
+        out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
+                           _resolve_stopping, _DEPENDENT_MSG)
+    elif is_auto(tol):
         return auto_decode_omp(
             lambda y_, k: omp(A, y_, n_nonzero=k, n_threads=n_threads, return_result=True),
             check_matrix("A", A), y, n_nonzero=n_nonzero, return_result=return_result,
         )  # fmt: skip
-    out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
+    else:
+        out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
     X = out["X"]
     if not return_result:
         return X
@@ -292,6 +308,7 @@ def somp(
     tol: float | str | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
+    column_norms: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Simultaneous OMP: one support shared by the L channels of an MMV problem.
 
@@ -301,8 +318,9 @@ def somp(
 
     Parameters
     ----------
-    A : array_like, shape (M, N)
-        Sensing matrix; columns need not have unit norm (see :func:`omp`).
+    A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
+        Sensing matrix; columns need not have unit norm (see :func:`omp`, also for
+        operators).
     Y : array_like, shape (M, L) or (B, M, L)
         One multiple-measurement-vector problem, or a batch of B of them.
     n_nonzero : int, optional
@@ -318,6 +336,10 @@ def somp(
         Threads used across the batch; results do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the plain array.
+    column_norms : array_like, shape (N,), optional
+        Column norms of an operator ``A`` (used for the selection only); ignored
+        for dense arrays and not needed for sparse matrices, whose norms are
+        computed exactly.  ``n_threads`` is ignored for operators.
 
     Returns
     -------
@@ -356,13 +378,18 @@ def somp(
     >>> bool(np.allclose(S_hat, S))
     True
     """
-    if is_auto(tol):
+    if is_operator(A):
+        resolve_threads(n_threads)
+        out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
+                           _resolve_stopping, _DEPENDENT_MSG)
+    elif is_auto(tol):
         return auto_decode_mmv(
             lambda Y_, k: somp(A, Y_, n_nonzero=k, n_threads=n_threads, return_result=True),
             check_matrix("A", A), as_float_array("Y", Y, ndim=(2, 3)), n_nonzero=n_nonzero,
             return_result=return_result, joint=True,
         )  # fmt: skip
-    out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
+    else:
+        out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
     X = out["X"]
     if not return_result:
         return X

@@ -1,0 +1,396 @@
+"""OMP and SOMP on linear operators and sparse matrices (never forming ``A``).
+
+:func:`cscore.omp` and :func:`cscore.somp` send here every ``A`` that is a
+:class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse matrix/array, or
+any other operator with ``shape``, ``matvec`` and ``rmatvec`` (and optionally
+``rmatmat`` and ``dtype``), such as PyLops operators (older PyLops versions
+subclass SciPy's class, recent ones do not); dense arrays keep the compiled
+Gram-based kernel of :mod:`cscore.decoders.greedy`.
+
+What the operator path uses
+---------------------------
+* **Products only.**  Each iteration applies ``A^H`` once to the residuals of a
+  block of problems (``rmatmat``; one ``rmatvec`` per channel for operators
+  without a block product) to get the correlations, and fetches the new atom's
+  column ``a_j = A e_j`` with one ``matvec`` (cached per call: an atom selected
+  by several problems of a batch is fetched once).  ``A`` is never formed; the
+  cost of a k-atom decode is about ``k`` applications of ``A^H`` plus ``k`` of
+  ``A``, and the memory ``O(N)`` per problem of a block plus ``M k`` for the
+  selected columns.
+* **Least squares** on the support by an incrementally grown QR factorization
+  of the selected columns (``M x k``): each new column is orthogonalized against
+  the previous ones by modified Gram-Schmidt with one re-orthogonalization, so
+  the residual is an exact orthogonal projection and the coefficients come from
+  one triangular solve at the end.  Internal arithmetic is float64; the
+  outputs are float32 when ``A`` (its ``dtype``) and ``Y`` are float32.
+* **Selection** as the dense path: the atom maximizing ``sum_c (a_j^T r_c)^2 /
+  ||a_j||^2`` (first index on ties), with the same "dependent" rules (vanishing
+  correlation, atom already selected, new pivot ``<= 64 eps ||a_j||^2``), the
+  same ``n_nonzero``/``tol`` stopping and stop reasons.
+
+Column norms
+------------
+The selection needs ``||a_j||`` for all ``N`` columns, which for an operator
+costs ``N`` products.  So, for an operator, the norms are **assumed equal**
+(unit) unless ``column_norms=`` is passed.  Partial Fourier operators have equal
+column norms exactly and partial DCT/Hadamard ones nearly so.  The assumption
+is checked cheaply: a few columns drawn with a fixed seed, and every selected
+column, are compared with the first drawn one; a ``RuntimeWarning`` says so when
+they differ by more than 25% (then pass ``column_norms``).  Unequal norms only
+change which atoms are picked, never the least-squares values on the support.
+For scipy sparse matrices the norms are computed exactly from the stored
+entries.  Columns of extreme scale are not rescaled as on the dense path.
+
+``tol="auto"`` needs the greedy path to ``min(M - 1, N)`` atoms (one operator
+application each) and is refused for operators with a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+
+from .._validation import as_float_array, check_finite
+from ..result import STOP_REASONS
+
+__all__ = ["is_operator", "run_operator"]
+
+#: Entries of ``A^H R`` (``N`` x problems x channels) computed at once: 2**23
+#: float64 entries = 64 MiB; larger batches are split into blocks of problems.
+_BLOCK_ENTRIES = 1 << 23
+#: Columns drawn to check the equal-norm assumption of an operator.
+_NORM_SAMPLES = 4
+#: Relative spread of column norms tolerated before the equal-norm warning.
+_NORM_RTOL = 0.25
+
+_STOP = {name: i for i, name in enumerate(STOP_REASONS)}
+
+_AUTO_MSG = (
+    "{fn}: tol='auto' is not available when A is an operator or a sparse matrix: it "
+    "needs the greedy path to min(M - 1, N) atoms, one operator application each. "
+    "Pass a numeric tol or n_nonzero, or a dense array (A.toarray()) for small problems."
+)
+
+_NORMS_MSG = (
+    "{fn}: the columns of the operator A do not have (nearly) equal norms (sampled "
+    "norms from {lo:.4g} to {hi:.4g}); OMP on an operator assumes equal norms unless "
+    "column_norms= is given, so the atom selection may be biased. Pass "
+    "column_norms=<the N column norms of A>."
+)
+
+
+def is_operator(A: Any) -> bool:
+    """Whether ``A`` goes to the operator path (operator or scipy sparse matrix).
+
+    Parameters
+    ----------
+    A : object
+        The sensing matrix argument of :func:`cscore.omp` / :func:`cscore.somp`.
+
+    Returns
+    -------
+    bool
+        True for a :class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse
+        matrix/array, or any other object with ``shape``, ``matvec`` and
+        ``rmatvec`` (recent PyLops operators do not subclass SciPy's); False
+        for NumPy arrays and other array_likes.
+    """
+    if isinstance(A, LinearOperator) or sp.issparse(A):
+        return True
+    if isinstance(A, np.ndarray):
+        return False
+    return all(hasattr(A, name) for name in ("shape", "matvec", "rmatvec"))
+
+
+class _Op:
+    """Products with ``A`` and ``A^T`` and cached columns, in float64 out."""
+
+    def __init__(self, fn: str, A: Any, y_dtype: np.dtype) -> None:
+        self.fn = fn
+        self.sparse = sp.issparse(A)
+        if len(A.shape) != 2:
+            raise ValueError(f"A must be 2-D; got shape {A.shape}")
+        self.M, self.N = (int(s) for s in A.shape)
+        if self.M == 0 or self.N == 0:
+            raise ValueError(f"A must not be empty; got shape {A.shape}")
+        a_dt = getattr(A, "dtype", None)
+        a_dtype = np.dtype(a_dt) if a_dt is not None else np.dtype(np.float64)
+        _check_kind("A", a_dtype)
+        single = a_dtype == np.float32 and y_dtype == np.float32
+        self.dtype = np.dtype(np.float32) if single else np.dtype(np.float64)
+        self.cache: dict[int, np.ndarray] = {}
+        self.norms_seen: list[float] = []
+        if self.sparse:
+            self.S = sp.csc_matrix(A, dtype=self.dtype)
+            check_finite("A", np.asarray(self.S.data))
+            self.col_norms: np.ndarray | None = np.sqrt(
+                np.asarray(self.S.multiply(self.S).sum(axis=0), dtype=np.float64).ravel()
+            )
+            _check_no_zero_column(self.col_norms)
+        else:
+            self.L: Any = A
+            self.col_norms = None
+
+    def rmatmat(self, R: np.ndarray) -> np.ndarray:
+        """``A^T R`` for ``R`` of shape (M, c), as float64 (N, c)."""
+        R = np.ascontiguousarray(R, dtype=self.dtype)
+        if self.sparse:
+            out = np.asarray(self.S.T @ R)
+        elif hasattr(self.L, "rmatmat"):
+            out = np.asarray(self.L.rmatmat(R))
+        else:
+            out = np.stack([np.ravel(self.L.rmatvec(c)) for c in R.T], axis=1)
+        if np.iscomplexobj(out):
+            raise TypeError(f"A must be real; its adjoint returned {out.dtype} values")
+        return out.astype(np.float64, copy=False).reshape(self.N, R.shape[1])
+
+    def column(self, j: int) -> np.ndarray:
+        """Column ``j`` of ``A`` (float64, shape (M,)), fetched once per call."""
+        col = self.cache.get(j)
+        if col is None:
+            if self.sparse:
+                col = self.S[:, [j]].toarray().ravel()
+            else:
+                e = np.zeros(self.N, dtype=self.dtype)
+                e[j] = 1
+                col = np.asarray(self.L.matvec(e))
+                if np.iscomplexobj(col):
+                    raise TypeError(f"A must be real; its product returned {col.dtype} values")
+            col = col.astype(np.float64, copy=False).reshape(self.M)
+            check_finite(f"column {j} of A", col)
+            self.cache[j] = col
+            self.norms_seen.append(float(np.linalg.norm(col)))
+        return col
+
+
+def _check_kind(name: str, dtype: np.dtype) -> None:
+    if dtype.kind == "c":
+        raise TypeError(f"{name} must be real; got complex dtype {dtype}")
+    if dtype.kind == "b":
+        raise TypeError(f"{name} is boolean; convert explicitly (e.g. {name}.astype(float))")
+    if dtype.kind not in "fiu":
+        raise TypeError(f"{name} must be a real numeric operator/matrix; got dtype {dtype}")
+
+
+def _check_no_zero_column(norms: np.ndarray) -> None:
+    zero = np.flatnonzero(norms == 0)
+    if zero.size:
+        raise ValueError(
+            f"A has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
+            "a zero column can never be selected and makes the problem ill-posed"
+        )
+
+
+def _column_norms(op: _Op, column_norms: Any) -> np.ndarray:
+    """The N column norms used for the selection (see the module docstring)."""
+    if column_norms is not None:
+        norms = as_float_array("column_norms", column_norms, ndim=1, dtype=np.float64)
+        if norms.shape != (op.N,):
+            raise ValueError(
+                f"column_norms must have shape ({op.N},) for A of shape {(op.M, op.N)}; "
+                f"got {norms.shape}"
+            )
+        if np.any(norms <= 0):
+            raise ValueError("column_norms must be > 0 (A has no all-zero column)")
+        return norms
+    if op.col_norms is not None:
+        return op.col_norms
+    rng = np.random.default_rng(0)
+    for j in rng.choice(op.N, size=min(_NORM_SAMPLES, op.N), replace=False):
+        op.column(int(j))
+    return np.ones(op.N)
+
+
+def _check_equal_norms(op: _Op, assumed: bool) -> None:
+    """Warn when the operator's fetched columns do not have near-equal norms."""
+    if not assumed or not op.norms_seen:
+        return
+    lo, hi = min(op.norms_seen), max(op.norms_seen)
+    if not hi <= (1 + _NORM_RTOL) * lo:
+        warnings.warn(_NORMS_MSG.format(fn=op.fn, lo=lo, hi=hi), RuntimeWarning, stacklevel=4)
+
+
+class _State:
+    """The greedy state of a batch of P problems with L channels each."""
+
+    def __init__(self, Y: np.ndarray, K: int, eps: float) -> None:
+        P, M, L = Y.shape
+        self.Y = Y
+        self.res = Y.copy()
+        self.Q = np.zeros((P, K, M))  # orthonormal basis of the support, by rows
+        self.R = np.zeros((P, K, K))
+        self.z = np.zeros((P, K, L))
+        self.n = np.zeros(P, dtype=np.int64)
+        self.atoms = np.full((P, K), -1, dtype=np.int64)
+        self.stop = np.full(P, -1, dtype=np.int64)
+        self.dependent = np.zeros(P, dtype=bool)
+        self.ytot2 = np.einsum("pml,pml->p", Y, Y)
+        self.eps = eps
+
+    def add(self, p: int, j: int, a: np.ndarray) -> bool:
+        """Append atom ``j`` (column ``a``) to problem ``p``; False if dependent."""
+        n = int(self.n[p])
+        Qn = self.Q[p, :n]
+        w = Qn @ a
+        v = a - w @ Qn
+        w2 = Qn @ v  # one re-orthogonalization ("twice is enough")
+        v -= w2 @ Qn
+        w += w2
+        # einsum, not BLAS ddot: OpenBLAS threads a long ddot, slowly on busy machines
+        d = float(np.einsum("m,m->", v, v))
+        if not d > 64 * self.eps * float(np.einsum("m,m->", a, a)):
+            return False
+        rnn = np.sqrt(d)
+        q = v / rnn
+        self.Q[p, n] = q
+        self.R[p, :n, n] = w
+        self.R[p, n, n] = rnn
+        zc = np.einsum("m,ml->l", q, self.Y[p])
+        self.z[p, n] = zc
+        self.res[p] -= np.outer(q, zc)
+        self.atoms[p, n] = j
+        self.n[p] = n + 1
+        return True
+
+
+def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
+            tol: float) -> _State:
+    """Run the greedy loop on (P, M, L) float64 ``Y``; returns the final state."""
+    L = Y.shape[2]
+    st = _State(Y, K, float(np.finfo(op.dtype).eps))
+    inv2 = 1.0 / norms**2
+    vanish = (32 * st.eps) ** 2 * st.ytot2
+    block = max(1, _BLOCK_ENTRIES // (op.N * L))
+    while True:
+        active = st.stop < 0
+        if tol >= 0:
+            measure = np.sqrt(np.einsum("pml,pml->pl", st.res, st.res)).sum(axis=1)
+            st.stop[active & (measure <= tol)] = _STOP["tol"]
+        full = (st.stop < 0) & (st.n >= K)
+        st.stop[full] = _STOP["n_nonzero" if cap_is_k else "exhausted"]
+        idx = np.flatnonzero(st.stop < 0)
+        if idx.size == 0:
+            return st
+        for b0 in range(0, idx.size, block):
+            ids = idx[b0:b0 + block]
+            R = st.res[ids].transpose(1, 0, 2).reshape(op.M, ids.size * L)
+            C = op.rmatmat(R).reshape(op.N, ids.size, L)
+            score = np.einsum("npl,npl->np", C, C) * inv2[:, None]
+            best_j = np.argmax(score, axis=0)
+            for i, p in enumerate(ids):
+                j = int(best_j[i])
+                if not score[j, i] > vanish[p] or j in st.atoms[p, : st.n[p]]:
+                    st.stop[p], st.dependent[p] = _STOP["dependent"], True
+                elif not st.add(int(p), j, op.column(j)):
+                    st.stop[p], st.dependent[p] = _STOP["dependent"], True
+
+
+def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
+             ) -> tuple[_Op, np.ndarray, np.ndarray]:
+    """Validate; return the operator, Y (checked), and its (P, M, L) float64 view."""
+    y_dtype = np.asarray(Y).dtype if Y is not None else np.dtype(np.float64)
+    op = _Op(fn, A, y_dtype)
+    empty = (2, 1) if fn == "omp" else (3, 0)
+    Y_arr = as_float_array(y_name, Y, ndim=y_ndims, dtype=op.dtype, empty_batch=empty)
+    if Y_arr.shape[-2 if fn == "somp" else 0] != op.M:
+        axis = "the second-to-last axis" if fn == "somp" else "the first axis"
+        raise ValueError(
+            f"{y_name} must have M = {op.M} rows (A has shape {(op.M, op.N)}) along {axis}; "
+            f"got {y_name} of shape {Y_arr.shape}"
+        )
+    if fn == "omp":
+        Yv = Y_arr[None, :, None] if Y_arr.ndim == 1 else Y_arr.T[:, :, None]
+    else:
+        Yv = Y_arr[None] if Y_arr.ndim == 2 else Y_arr
+    return op, Y_arr, np.array(Yv, dtype=np.float64)
+
+
+def run_operator(
+    fn: str,
+    A: Any,
+    Y: Any,
+    y_name: str,
+    y_ndims: tuple[int, ...],
+    n_nonzero: Any,
+    tol: Any,
+    column_norms: Any,
+    resolve_stopping: Callable[[Any, Any, int, int], tuple[int, bool, float]],
+    dependent_msg: str,
+) -> dict[str, Any]:
+    """OMP/SOMP with an operator or sparse ``A``; outputs as the dense path's.
+
+    Parameters
+    ----------
+    fn : {"omp", "somp"}
+        The calling decoder (shapes of ``Y`` and of the outputs follow it).
+    A : LinearOperator or scipy sparse matrix, shape (M, N)
+        The sensing operator (real).
+    Y : array_like
+        The measurements, shaped as :func:`cscore.omp` / :func:`cscore.somp` take them.
+    y_name : str
+        Name of ``Y`` in error messages.
+    y_ndims : tuple of int
+        Allowed numbers of dimensions of ``Y``.
+    n_nonzero, tol : optional
+        The stopping rule, resolved by ``resolve_stopping`` (``tol="auto"`` refused).
+    column_norms : array_like of shape (N,), optional
+        Column norms of ``A`` for the selection (see the module docstring).
+    resolve_stopping : callable
+        ``(n_nonzero, tol, M, N) -> (max_atoms, cap_is_n_nonzero, tol or -1)``.
+    dependent_msg : str
+        Template of the warning for problems stopped "dependent".
+
+    Returns
+    -------
+    dict
+        ``X`` (shape of the dense path's output), ``residual`` (P, L), ``n_iter``
+        (P,), ``stop`` (P,) reason strings, ``atoms`` (P, max_atoms) and
+        ``single`` (one problem given without a batch axis).
+    """
+    if isinstance(tol, str) and tol == "auto":
+        raise ValueError(_AUTO_MSG.format(fn=fn))
+    op, Y_arr, Yv = _prepare(fn, A, Y, y_name, y_ndims)
+    K, cap_is_k, tol_value = resolve_stopping(n_nonzero, tol, op.M, op.N)
+    norms = _column_norms(op, column_norms)
+    assumed = column_norms is None and not op.sparse
+    st = _greedy(op, Yv, norms, K, cap_is_k, tol_value)
+    _check_equal_norms(op, assumed)
+    P, _, L = Yv.shape
+    Xp = np.zeros((P, op.N, L))
+    residual = np.zeros((P, L))
+    warn = 0
+    for p in range(P):
+        n = int(st.n[p])
+        r = Yv[p]
+        if n:
+            x = scipy.linalg.solve_triangular(st.R[p, :n, :n], st.z[p, :n])
+            Xp[p, st.atoms[p, :n]] = x
+            cols = np.stack([op.column(int(j)) for j in st.atoms[p, :n]], axis=1)
+            r = Yv[p] - cols @ x
+        residual[p] = np.linalg.norm(r, axis=0)
+        if st.dependent[p] and residual[p].sum() > np.sqrt(st.eps * st.ytot2[p]):
+            warn += 1
+    if warn:
+        warnings.warn(dependent_msg.format(fn=fn, count=warn, total=P), RuntimeWarning,
+                      stacklevel=3)
+    X = _output_layout(fn, Xp.astype(op.dtype), Y_arr.ndim)
+    return {
+        "X": X,
+        "residual": residual.astype(op.dtype),
+        "n_iter": st.n.copy(),
+        "stop": np.asarray(STOP_REASONS, dtype=object)[st.stop].astype(str),
+        "atoms": st.atoms,
+        "single": P == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
+    }
+
+
+def _output_layout(fn: str, Xp: np.ndarray, y_ndim: int) -> np.ndarray:
+    """(P, N, L) solutions in the layout of the dense path's ``X``."""
+    if fn == "omp":
+        return np.ascontiguousarray(Xp[0, :, 0] if y_ndim == 1 else Xp[:, :, 0].T)
+    return np.ascontiguousarray(Xp[0] if y_ndim == 2 else Xp)
