@@ -859,3 +859,19 @@ def test_long_tokens_are_cut_before_hashing():
     np.testing.assert_array_equal(E[0], E[1])
     # only the first max_words known words are hashed
     assert m.words("flow " * 1000 + "qqq") == ["flow"] * 200
+
+
+def test_training_reports_batches_to_a_progress_sink():
+    """Workers of a parallel ensemble report every batch (the parent's one bar)."""
+    from cscore.text._train_loop import set_progress_sink
+
+    got: list[int] = []
+    set_progress_sink(got.append)
+    try:
+        seen = _toy_epochs(max_epochs=3, patience=None)
+    finally:
+        set_progress_sink(None)
+    assert sum(got) == 3 and len(seen) == 4  # one update per epoch, 3 epochs
+    got.clear()
+    _toy_epochs(max_epochs=2, patience=None)
+    assert got == []  # no sink, no reports

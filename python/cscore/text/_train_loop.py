@@ -29,6 +29,40 @@ if TYPE_CHECKING:
 Pairs = Union[Sequence["TrainPair"], Callable[[int], Sequence["TrainPair"]]]
 
 
+
+#: Where a worker process of a parallel ensemble reports its batches (set by
+#: :func:`set_progress_sink`; the parent process shows one bar for all members).
+_PROGRESS_SINK: Callable[[int], None] | None = None
+
+
+def set_progress_sink(sink: Callable[[int], None] | None) -> None:
+    """Report every training batch of this process to ``sink(n)`` (None: stop).
+
+    Parameters
+    ----------
+    sink : callable or None
+        Called with the number of batches done since the last call.
+    """
+    global _PROGRESS_SINK
+    _PROGRESS_SINK = sink
+
+
+class _SinkBar:
+    """The part of a tqdm bar the training loop uses, forwarding counts to a sink."""
+
+    def __init__(self, sink: Callable[[int], None]) -> None:
+        self.sink = sink
+
+    def update(self, n: int = 1) -> None:
+        self.sink(int(n))
+
+    def set_postfix(self, **_: Any) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class _Best(NamedTuple):
     """The model training returns: its validation score, epoch and weights."""
 
@@ -156,11 +190,13 @@ class _Trainer:
             {"epoch": 0, "val_score": score, "seconds": time.perf_counter() - t0}]
         best = _Best(score, 0, model)
         bad = 0
-        bar = None
+        bar: Any = None
         if cfg.progress:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=self.total_updates, desc=f"{cfg.kind} training", unit="batch")
+        elif _PROGRESS_SINK is not None:
+            bar = _SinkBar(_PROGRESS_SINK)
         try:
             for epoch in range(cfg.max_epochs):
                 ep_pairs = first if epoch == 0 else get_pairs(epoch)

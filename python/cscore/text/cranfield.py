@@ -281,23 +281,15 @@ def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_mem
         results = [_train_member(j) for j in jobs]
     else:
         import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import ProcessPoolExecutor
 
         ctx = multiprocessing.get_context("spawn")  # no forked torch / BLAS state
-        bar = None
         if config.progress:
-            from tqdm.auto import tqdm
-
-            bar = tqdm(total=n_members, desc=f"{config.kind} members ({n_jobs} at a time)",
-                       unit="member")
-        with ProcessPoolExecutor(min(n_jobs, n_members), mp_context=ctx) as ex:
-            futures = [ex.submit(_train_member, j) for j in jobs]
-            if bar is not None:
-                for f in as_completed(futures):
-                    f.result()
-                    bar.update(1)
-                bar.close()
-            results = [f.result() for f in futures]
+            results = _train_parallel_with_progress(jobs, n_jobs, ctx, config.kind)
+        else:
+            with ProcessPoolExecutor(min(n_jobs, n_members), mp_context=ctx) as ex:
+                futures = [ex.submit(_train_member, j) for j in jobs]
+                results = [f.result() for f in futures]
     ens = RetrievalEnsemble([r.model for r in results], info=dict(info or {}))
     ens.info["members"] = {"n": n_members, "n_folds": len(folds), "fold_seed": fold_seed,
                            "seeds": [config.seed + i for i in range(n_members)]}
@@ -306,6 +298,47 @@ def train_ensemble(collection: Collection, split: QuerySplit, config: Any, n_mem
         "best_epoch": [r.best_epoch for r in results],
         "best_val_score": [r.model.info["training"]["best_val_score"] for r in results]}
     return ens, results
+
+
+def _train_parallel_with_progress(jobs: list[Any], n_jobs: int, ctx: Any, kind: str) -> list[Any]:
+    """Train the members in worker processes, showing one bar of every member's batches.
+
+    Each worker reports its training batches through a queue
+    (:func:`cscore.text._train_loop.set_progress_sink`); the bar counts them
+    and the finished members.
+    """
+    import queue as queue_mod
+    from concurrent.futures import ProcessPoolExecutor, wait
+
+    from tqdm.auto import tqdm
+
+    manager = ctx.Manager()
+    q = manager.Queue()
+    bar = tqdm(desc=f"{kind} members ({n_jobs} at a time)", unit="batch")
+    try:
+        with ProcessPoolExecutor(min(n_jobs, len(jobs)), mp_context=ctx,
+                                 initializer=_report_to, initargs=(q,)) as ex:
+            futures = [ex.submit(_train_member, j) for j in jobs]
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=0.5)
+                try:
+                    while True:
+                        bar.update(q.get_nowait())
+                except queue_mod.Empty:
+                    pass
+                bar.set_postfix(members=f"{len(jobs) - len(pending)}/{len(jobs)}")
+            return [f.result() for f in futures]
+    finally:
+        bar.close()
+        manager.shutdown()
+
+
+def _report_to(q: Any) -> None:
+    """Worker initializer: send this process's training batches to ``q``."""
+    from ._train_loop import set_progress_sink
+
+    set_progress_sink(q.put)
 
 
 def _train_member(job: tuple[Any, ...]) -> Any:
