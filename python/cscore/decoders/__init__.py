@@ -67,3 +67,11 @@ register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,
                  description="NWSOMP (Palangi et al. 2013), learned SOMP")
 register_decoder("cdsn-cs", model_type=CDSNCS, stopping=_GREEDY,
                  description="CDSN-CS (Palangi's thesis 4.7), per-channel")
+
+# unrolled networks (decoders/learned/unrolled.py): a fixed number of layers, no stopping rule
+from .learned import LAMP, LISTA  # noqa: E402
+
+register_decoder("lista", model_type=LISTA, stopping=(),
+                 description="LISTA (Gregor & LeCun 2010), learned ISTA, T layers")
+register_decoder("lamp", model_type=LAMP, stopping=(),
+                 description="LAMP (Borgerding et al. 2017), learned AMP, T layers")
