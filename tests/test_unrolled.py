@@ -21,6 +21,8 @@ from cscore.decoders.learned.shrinkage import shrink
 from cscore.models import ModelFileError, load_model
 from cscore.problem import ProblemSpec
 
+from conftest import shared_data
+
 M, N = 32, 64
 
 
@@ -292,6 +294,40 @@ def test_training_beats_the_untrained_networks_and_ista(toy):
     assert len(lista.val_nmse_db) == 4 and lista.model.info["training"]["history"]
     lamp = train_unrolled("lamp", src, cfg, shrinkage="bg")
     assert nmse_db(lamp.model.decode(Y), X) <= min(trained, nmse_db(lamp.initial.decode(Y), X))
+
+
+def test_joint_lamp_learns_row_sparse_problems_better_than_per_channel():
+    pytest.importorskip("torch")
+    from cscore.training.unrolled import (
+        BernoulliGaussian,
+        UnrolledTrainConfig,
+        nmse_db,
+        train_unrolled,
+    )
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((M, N)) / np.sqrt(M)
+    src = BernoulliGaussian(A, rate=0.15, snr_db=30.0, L=3, joint=True)
+    X, Y = src.draw(500, seed=9)
+    cfg = UnrolledTrainConfig(n_layers=3, n_train=1500, refine=(0.3,), val_every=10,
+                              patience=4, max_steps=60, n_threads=1, progress=False)
+    joint = train_unrolled("lamp", src, cfg, shrinkage="bg", joint=True)
+    alone = train_unrolled("lamp", src, cfg, shrinkage="bg", joint=False)
+    assert joint.model.joint and joint.model.L == 3 and not alone.model.joint
+    assert nmse_db(joint.model.decode(Y), X) < nmse_db(alone.model.decode(Y), X) - 1.0
+
+
+def test_mnist_source_makes_the_lstm_papers_blocks_for_a_models_matrix():
+    from cscore.training.unrolled import mnist_source
+
+    A = cscore.pretrained("mnist-m72").A
+    src = mnist_source(A, shared_data("mnist"), n_tuples=20, k_range=(5, 8))
+    X, Y = src.draw(12, seed=0)
+    assert X.shape == (12, 144, 4) and Y.shape == (12, 72, 4)
+    assert np.count_nonzero(X, axis=1).max() <= 8 and X.min() >= 0
+    # sigma 0.005 noise on A X
+    noise = Y - np.einsum("mn,bnl->bml", A, X)
+    assert 0.003 < noise.std() < 0.007
 
 
 def test_image_problems_source(rng):

@@ -387,7 +387,8 @@ def _grow(torch: Any, net: Any, data: _Data) -> tuple[list[dict[str, Any]], list
     stages = [(t, i) for t in range(1, T + 1) for i in range(len(lrs))]
     history: list[dict[str, Any]] = []
     per_layer: list[float] = []
-    bar = tqdm(total=len(stages), desc=f"{net.kind} T={T}", disable=not cfg.progress,
+    name = "lista" if net.kind == "lista" else f"lamp-{net.kind}"
+    bar = tqdm(total=len(stages), desc=f"{name} T={T}", disable=not cfg.progress,
                leave=False)
     try:
         for k, (t, i) in enumerate(stages):

@@ -56,13 +56,17 @@ import numpy as np
 
 from ..._blas import single_threaded_blas
 from ..._validation import as_float_array, check_positive_int
-from ...models.format import MAX_DIM, ModelFileError, load_model_arrays, save_model
+from ...models.format import ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from .base import LearnedModel
 from .shrinkage import SHRINKAGES, shrink
 
 __all__ = ["LAMP", "LISTA", "SHRINKAGES", "UnrolledModel", "shrink"]
+
+#: Most layers a model file may declare.
+MAX_LAYERS = 10_000
+
 
 def _meta_params(meta: Mapping[str, Any]) -> dict[str, Any]:
     params = meta.get("arch_params")
@@ -81,9 +85,9 @@ def _int_param(params: Mapping[str, Any], name: str, lo: int, hi: int) -> int:
 class UnrolledModel(LearnedModel):
     """What LISTA and LAMP share: weights, files, the batched decode.
 
-    Subclasses set :attr:`ARCH`, implement :meth:`expected_shapes`,
-    :meth:`arch_params` and :meth:`_layers` (the forward pass over grouped
-    measurements) and check their ``arch_params`` in :meth:`_check_params`.
+    Subclasses set :attr:`ARCH`, implement :meth:`expected_shapes` and
+    :meth:`_layers` (the forward pass over a batch laid out (B, L, M)) and check
+    their ``arch_params`` in :meth:`_check_params`.
     """
 
     ARCH: ClassVar[str] = ""
@@ -100,7 +104,9 @@ class UnrolledModel(LearnedModel):
             arr = np.asarray(arrays[name])
             if arr.shape != shape:
                 raise ValueError(f"weight {name!r} has shape {arr.shape}, expected {shape}")
-            arr = np.ascontiguousarray(arr, dtype=np.float32)
+            # a C-ordered copy (made read-only below): the layout picks the BLAS path,
+            # so a model decodes to the same bits however its weights were made
+            arr = np.array(arr, dtype=np.float32, order="C")
             if not np.isfinite(arr).all():
                 raise ValueError(f"weight {name!r} contains NaN or infinity")
             arr.setflags(write=False)
@@ -145,8 +151,8 @@ class UnrolledModel(LearnedModel):
         """The weights and A in the compute dtype (cached per dtype)."""
         key = np.dtype(dtype).str
         if key not in self._cache:
-            w = {k: v.astype(dtype) for k, v in self._w.items()}
-            w["A"] = self._A.astype(dtype)
+            w = {k: np.ascontiguousarray(v, dtype=dtype) for k, v in self._w.items()}
+            w["A"] = np.ascontiguousarray(self._A, dtype=dtype)
             self._cache[key] = w
         return self._cache[key]
 
@@ -310,12 +316,14 @@ class UnrolledModel(LearnedModel):
         return out[:, 0] if single else out
 
 
-def _joint_flag(params: dict[str, Any]) -> int:
-    j = params.get("joint", 0)
-    if isinstance(j, bool):
-        j = int(j)
-    params["joint"] = j
-    return _int_param(params, "joint", 0, 1)
+def _flags(params: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """``params`` with the 0/1 flags ``names`` checked (default 0; bools become ints)."""
+    out = dict(params)
+    for k in names:
+        v = out.get(k, 0)
+        out[k] = int(v) if isinstance(v, bool) else v
+        _int_param(out, k, 0, 1)
+    return out
 
 
 class LISTA(UnrolledModel):
@@ -350,18 +358,11 @@ class LISTA(UnrolledModel):
 
     @classmethod
     def _check_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        params = dict(params)
-        for k in ("joint", "untied"):
-            if isinstance(params.get(k), bool):
-                params[k] = int(params[k])
-        params.setdefault("joint", 0)
-        params.setdefault("untied", 0)
+        params = _flags(params, ("joint", "untied"))
         extra = set(params) - {"n_layers", "joint", "untied"}
         if extra:
             raise ValueError(f"unknown arch_params {sorted(extra)}")
-        _int_param(params, "n_layers", 1, 10_000)
-        _joint_flag(params)
-        _int_param(params, "untied", 0, 1)
+        _int_param(params, "n_layers", 1, MAX_LAYERS)
         return params
 
     @staticmethod
@@ -471,15 +472,11 @@ class LAMP(UnrolledModel):
 
     @classmethod
     def _check_params(cls, params: dict[str, Any]) -> dict[str, Any]:
-        params = dict(params)
-        if isinstance(params.get("joint"), bool):
-            params["joint"] = int(params["joint"])
-        params.setdefault("joint", 0)
+        params = _flags(params, ("joint",))
         extra = set(params) - {"n_layers", "joint", "shrinkage"}
         if extra:
             raise ValueError(f"unknown arch_params {sorted(extra)}")
-        _int_param(params, "n_layers", 1, 10_000)
-        _joint_flag(params)
+        _int_param(params, "n_layers", 1, MAX_LAYERS)
         if params.get("shrinkage") not in SHRINKAGES:
             raise ValueError(f"arch_params['shrinkage'] must be one of {sorted(SHRINKAGES)}, "
                              f"got {params.get('shrinkage')!r}")
@@ -500,8 +497,6 @@ class LAMP(UnrolledModel):
         dict of str to tuple
         """
         T = int(params["n_layers"])
-        if T > MAX_DIM:
-            raise ValueError(f"n_layers {T} is too large")
         return {"B": (T, spec.N, spec.M), "theta": (T, SHRINKAGES[str(params["shrinkage"])])}
 
     @property
