@@ -293,6 +293,10 @@ def test_training_beats_the_untrained_networks_and_ista(toy):
     assert trained < nmse_db(X_ista, X) - 1.0
     assert len(lista.val_nmse_db) == 4 and lista.model.info["training"]["history"]
     lamp = train_unrolled("lamp", src, cfg, shrinkage="bg")
+    with pytest.raises(ValueError, match="arch"):
+        train_unrolled("ista", src, cfg)
+    with pytest.raises(ValueError, match="lista model"):
+        train_unrolled("lamp", src, cfg, init=lista.initial)
     assert nmse_db(lamp.model.decode(Y), X) <= min(trained, nmse_db(lamp.initial.decode(Y), X))
 
 

@@ -283,6 +283,18 @@ def _stage(torch: Any, net: Any, params: list[Any], lr: float, depth: int, data:
             "val_nmse_db": _db(best)}
 
 
+def _check(arch: str, cfg: UnrolledTrainConfig, init: UnrolledModel | None) -> None:
+    if arch not in ("lista", "lamp"):
+        raise ValueError(f"arch must be 'lista' or 'lamp', got {arch!r}")
+    if init is not None and init.ARCH != arch:
+        raise ValueError(f"init is a {init.ARCH} model, arch is {arch!r}")
+    for name in ("n_layers", "n_train", "batch_size", "val_every", "patience", "max_steps"):
+        if int(getattr(cfg, name)) < 1:
+            raise ValueError(f"config.{name} must be >= 1, got {getattr(cfg, name)}")
+    if not 0 < cfg.val_fraction < 1:
+        raise ValueError(f"config.val_fraction must be in (0, 1), got {cfg.val_fraction}")
+
+
 def _split(source: ProblemSource, cfg: UnrolledTrainConfig) -> tuple[np.ndarray, ...]:
     X, Y = source.draw(cfg.n_train, cfg.seed)
     n_val = max(1, round(cfg.val_fraction * cfg.n_train))
@@ -335,6 +347,7 @@ def train_unrolled(
     """
     torch = import_torch()
     cfg = config or UnrolledTrainConfig()
+    _check(arch, cfg, init)
     t0 = time.perf_counter()
     A = np.asarray(source.A, dtype=np.float64)
     Xtr, Ytr, Xva, Yva = _split(source, cfg)
