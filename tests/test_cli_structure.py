@@ -55,8 +55,9 @@ def test_models_lists_each_model_with_its_decoder_and_the_text_models(capsys):
     rows = {line.split()[0]: line.split() for line in out.splitlines()[1:] if line.strip()}
     for name, _ in cscore.list_pretrained():
         model = cscore.pretrained(name)
-        expected = {"LSTMCS": "lstm-cs", "BLSTMCS": "blstm-cs", "NWSOMP": "nwsomp",
-                    "CDSNCS": "cdsn-cs"}[type(model).__name__]
+        from cscore.decoders import decoder_specs
+
+        expected = next(s.name for s in decoder_specs() if s.model_type is type(model))
         assert rows[name][1] == expected
     assert "0 ()" not in out
     assert "cranfield-lstm" in out.split("text encoders")[1]

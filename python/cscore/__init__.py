@@ -12,7 +12,8 @@ Decoders (functions on ``A`` and ``Y``)
     :func:`vamp` (message passing).
 Learned decoders (models)
     :func:`pretrained` / :func:`list_pretrained` (shipped models),
-    :class:`LSTMCS`, :class:`BLSTMCS`, :class:`NWSOMP`, :class:`CDSNCS`;
+    :class:`LSTMCS`, :class:`BLSTMCS`, :class:`NWSOMP`, :class:`CDSNCS`,
+    :class:`LISTA`, :class:`LAMP`;
     training: :func:`train_lstm_cs` and :mod:`cscore.training` (needs PyTorch).
 One interface to every decoder
     :func:`decoder` (``cscore.decoder(name, A or model=..., **settings)``),
@@ -41,6 +42,8 @@ from ._version import __version__
 from .decoders import (
     BLSTMCS,
     CDSNCS,
+    LAMP,
+    LISTA,
     LSTMCS,
     NWSOMP,
     Decoder,
@@ -84,6 +87,8 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "BLSTMCS",
     "CDSNCS",
+    "LAMP",
+    "LISTA",
     "LSTMCS",
     "NWSOMP",
     "DecodeResult",

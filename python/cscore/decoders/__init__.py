@@ -3,7 +3,7 @@
 Families, one module each: :mod:`~cscore.decoders.greedy` (OMP, SOMP),
 :mod:`~cscore.decoders.bcs` (BCS, MT-BCS), :mod:`~cscore.decoders.sbl` (T-SBL,
 T-MSBL), :mod:`~cscore.decoders.amp` (AMP, VAMP),
-:mod:`~cscore.decoders.learned` (LSTM-CS, BLSTM-CS, NWSOMP, CDSN-CS);
+:mod:`~cscore.decoders.learned` (LSTM-CS, BLSTM-CS, NWSOMP, CDSN-CS, LISTA, LAMP);
 :mod:`~cscore.decoders.stopping` holds the noise-blind stopping rule
 (``tol="auto"``).  The registrations below are the list of built-in decoders;
 adding a decoder is one module and one :func:`register_decoder` call.
@@ -15,7 +15,7 @@ from ._decoder import Decoder, decoder
 from .amp import VAMPSolver, amp, vamp
 from .bcs import bcs, mtbcs
 from .greedy import omp, somp
-from .learned import BLSTMCS, CDSNCS, LSTMCS, NWSOMP
+from .learned import BLSTMCS, CDSNCS, LAMP, LISTA, LSTMCS, NWSOMP
 from .registry import (
     STOPPING_RULES,
     DecoderSpec,
@@ -31,6 +31,8 @@ from .sbl import tmsbl, tsbl
 __all__ = [
     "BLSTMCS",
     "CDSNCS",
+    "LAMP",
+    "LISTA",
     "LSTMCS",
     "NWSOMP",
     "STOPPING_RULES",
@@ -77,3 +79,8 @@ register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,
                  description="NWSOMP (Palangi et al. 2013), learned SOMP")
 register_decoder("cdsn-cs", model_type=CDSNCS, stopping=_GREEDY,
                  description="CDSN-CS (Palangi's thesis 4.7), per-channel")
+# unrolled networks (decoders/learned/unrolled.py): a fixed number of layers, no stopping rule
+register_decoder("lista", model_type=LISTA, stopping=(),
+                 description="LISTA (Gregor & LeCun 2010), learned ISTA, T layers")
+register_decoder("lamp", model_type=LAMP, stopping=(),
+                 description="LAMP (Borgerding et al. 2017), learned AMP, T layers")

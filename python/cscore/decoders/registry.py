@@ -322,6 +322,6 @@ def decoder_table() -> str:
     for s in decoder_specs():
         built = "a model (`model=`)" if s.kind == "model" else "a matrix `A`"
         layout = "each channel alone" if s.layout == "columns" else "(M, L) / (B, M, L)"
-        stop = ", ".join(f"`{r}`" for r in s.stopping) or "its own convergence rule"
+        stop = ", ".join(f"`{r}`" for r in s.stopping) or "its own (convergence, or fixed depth)"
         rows.append(f"| `{s.name}` | {built} | {layout} | {stop} | {s.description} |")
     return "\n".join(rows)

@@ -33,6 +33,7 @@ from .lstm_config import TrainConfig, TrainResult
 from .nwsomp import NWSOMPTrainResult, fit_nwsomp
 from .recipes import train_cdsn_model, train_lstm_cs, train_lstm_model, train_nwsomp_model
 from .sequences import IGNORE, default_steps, sequences_for_epoch, training_sequences
+from .unrolled import UnrolledTrainConfig, UnrolledTrainResult, train_unrolled
 
 __all__ = [
     "IGNORE",
@@ -41,6 +42,8 @@ __all__ = [
     "NWSOMPTrainResult",
     "TrainConfig",
     "TrainResult",
+    "UnrolledTrainConfig",
+    "UnrolledTrainResult",
     "cdsn_msrc_training_data",
     "default_steps",
     "demo_training_data",
@@ -55,5 +58,6 @@ __all__ = [
     "train_lstm_cs",
     "train_lstm_model",
     "train_nwsomp_model",
+    "train_unrolled",
     "training_sequences",
 ]

@@ -1,4 +1,4 @@
-"""The learned decoders: a network picks atoms inside a greedy least-squares loop.
+"""The learned decoders: greedy loops whose atom choice a network makes, and unrolled networks.
 
 * :class:`LSTMCS` -- LSTM-CS (Palangi, Ward, Deng 2016): an LSTM over the
   channels names each channel's next atom (compiled kernel).
@@ -7,8 +7,12 @@
   one-hidden-layer network scores atoms; one support shared by the channels.
 * :class:`CDSNCS` -- CDSN-CS (thesis section 4.7): a convolutional deep stacking
   network over a window of channel residuals.
+* :class:`LISTA`, :class:`LAMP` -- unrolled networks (learned ISTA, Gregor &
+  LeCun 2010; learned AMP, Borgerding et al. 2017): T layers of a linear step and
+  a shrinkage, ``decode(Y, *, n_layers=None, return_result=False)``
+  (:mod:`~cscore.decoders.learned.unrolled`; not greedy).
 
-All share :class:`~cscore.decoders.learned.base.GreedyModel` (the decode
+The greedy ones share :class:`~cscore.decoders.learned.base.GreedyModel` (the decode
 skeleton: ``decode(Y, *, n_nonzero=None, tol=None, return_result=False)``) and
 one model file container (:mod:`cscore.models.format`).  Training lives in
 :mod:`cscore.training`.
@@ -22,12 +26,15 @@ from .cdsn import CDSNCS
 from .lstm import LSTMCS, lstm_logits_native
 from .nwsomp import NWSOMP
 from .scored import ScoredGreedyModel
+from .unrolled import LAMP, LISTA, UnrolledModel
 from .weights import CELL_GATES, BLSTMCSWeights, LSTMCSWeights, load_model_file, save_model_file
 
 __all__ = [
     "BLSTMCS",
     "CDSNCS",
     "CELL_GATES",
+    "LAMP",
+    "LISTA",
     "LSTMCS",
     "NWSOMP",
     "BLSTMCSWeights",
@@ -35,6 +42,7 @@ __all__ = [
     "LSTMCSWeights",
     "LearnedModel",
     "ScoredGreedyModel",
+    "UnrolledModel",
     "blstm_logits_native",
     "load_model_file",
     "lstm_logits_native",
