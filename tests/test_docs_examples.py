@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+#: Pure-Python work (no new C++ paths): left out of the sanitizer run (scripts/sanitize.sh).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 FENCE = re.compile(r"(?:<!--\s*skip:\s*(?P<why>[^>]*?)\s*-->\s*\n)?```python\n(?P<code>.*?)```",

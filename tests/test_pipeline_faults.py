@@ -21,6 +21,9 @@ import pytest
 import cscore
 from cscore.pipelines import MANIFEST_NAME, verify_output
 
+#: Pure-Python work (no new C++ paths): left out of the sanitizer run (scripts/sanitize.sh).
+pytestmark = pytest.mark.slow
+
 M, N, L = 8, 16, 2
 ROUNDS = int(os.environ.get("CSCORE_FAULT_ROUNDS", "20"))
 

@@ -23,6 +23,9 @@ from cscore.problem import ProblemSpec
 
 from conftest import shared_data
 
+#: Pure-Python work (no new C++ paths): left out of the sanitizer run (scripts/sanitize.sh).
+pytestmark = pytest.mark.slow
+
 M, N = 32, 64
 
 
