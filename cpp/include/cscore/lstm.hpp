@@ -418,7 +418,7 @@ CSCORE_FMA_FN inline void fma_rows(int n, int k, const float* X, int ldx, const 
     for (; n - b > 0; b += 4) fma_block4<J>(k, X, ldx, W, ldw, C, b, j0, acc);
 }
 
-// The register-blocked AVX2 kernel for batches (n > 16).  X is first copied into
+// The register-blocked AVX2 kernel for batches (n > 8).  X is first copied into
 // panels of 16 problems, each stored kk-major (16 consecutive floats per kk), so
 // the micro-kernel streams one contiguous panel instead of k cache lines ldx
 // apart; a 6 x 16 tile (6 weight rows, 16 problems) then keeps 12 accumulators in
@@ -598,7 +598,7 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
         detail::times_weights_avx512(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
-    if (isa >= cpu::Isa::avx2 && n > 16 && padded_chunk(n) <= chunk) {
+    if (isa >= cpu::Isa::avx2 && n > 8 && padded_chunk(n) <= chunk) {
         detail::times_weights_packed(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
