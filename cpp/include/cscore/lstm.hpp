@@ -364,6 +364,47 @@ void times_weights_generic(int n, int m, int k, const T* X, int ldx, const T* W,
     }
 }
 
+#ifdef CSCORE_LSTM_SIMD
+// The generic float path with its accumulators in registers: 4 weight rows times
+// 4 problems per tile, each lane computing exactly times_weights_generic's
+// c = c + w * x (a rounded multiply, then a rounded add) for kk = 0..k-1 in
+// order, so the bits are the same.  Lanes past n (within the padded buffers)
+// compute on padding; rows past the last multiple of 4 use the plain loop.
+inline void times_weights_generic_f32(int n, int m, int k, const float* X, int ldx,
+                                      const float* W, int ldw, float* C, bool accumulate) {
+    const int nb = (n + 3) / 4 * 4;
+    int j = 0;
+    for (; j + 4 <= m; j += 4) {
+        const float* w0 = W + static_cast<idx>(j) * ldw;
+        const float* w1 = w0 + ldw;
+        const float* w2 = w1 + ldw;
+        const float* w3 = w2 + ldw;
+        float* c0 = C + static_cast<idx>(j) * ldx;
+        for (int b = 0; b < nb; b += 4) {
+            const vf4 zero = {0.0f, 0.0f, 0.0f, 0.0f};
+            vf4 a0 = accumulate ? load4(c0 + b) : zero;
+            vf4 a1 = accumulate ? load4(c0 + ldx + b) : zero;
+            vf4 a2 = accumulate ? load4(c0 + 2 * static_cast<idx>(ldx) + b) : zero;
+            vf4 a3 = accumulate ? load4(c0 + 3 * static_cast<idx>(ldx) + b) : zero;
+            for (int kk = 0; kk < k; ++kk) {
+                const vf4 x = load4(X + static_cast<idx>(kk) * ldx + b);
+                a0 = a0 + w0[kk] * x;
+                a1 = a1 + w1[kk] * x;
+                a2 = a2 + w2[kk] * x;
+                a3 = a3 + w3[kk] * x;
+            }
+            store4(c0 + b, a0);
+            store4(c0 + ldx + b, a1);
+            store4(c0 + 2 * static_cast<idx>(ldx) + b, a2);
+            store4(c0 + 3 * static_cast<idx>(ldx) + b, a3);
+        }
+    }
+    if (j < m)
+        times_weights_generic<float>(n, m - j, k, X, ldx, W + static_cast<idx>(j) * ldw, ldw,
+                                     C + static_cast<idx>(j) * ldx, accumulate);
+}
+#endif
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #define CSCORE_LSTM_FMA 1
 #define CSCORE_FMA_FN __attribute__((target("avx2,fma")))
@@ -604,6 +645,12 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
     }
     if (isa >= cpu::Isa::avx2) {
         detail::times_weights_fma(n, m, k, X, chunk, Wt, ldw, C, acc);
+        return;
+    }
+#endif
+#ifdef CSCORE_LSTM_SIMD
+    if (padded_chunk(n) <= chunk) {
+        detail::times_weights_generic_f32(n, m, k, X, chunk, Wt, ldw, C, acc);
         return;
     }
 #endif
