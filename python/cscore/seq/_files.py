@@ -152,7 +152,7 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
         )
         W = data[f"m{i}_W"].astype(np.float64)
         U = data[f"m{i}_U"].astype(np.float64)
-        if W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
+        if W.ndim != 2 or U.ndim != 2 or W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
             raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
         mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
     model.modules_ = mods
