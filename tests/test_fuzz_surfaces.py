@@ -560,8 +560,15 @@ def test_rank_refuses_boolean_top_k() -> None:
 
 def test_seq_load_model_refuses_scalar_weights(tmp_path: Path, seq_files: Blobs) -> None:
     # found by the campaign: a 0-d m0_U raised IndexError instead of SeqModelFileError
-    arrays = _read_npz(seq_files[0])
-    arrays["m0_U"] = np.array(0.0)
-    (tmp_path / "m.npz").write_bytes(_npz_bytes(arrays))
-    with pytest.raises(seq.SeqModelFileError, match="inconsistent shapes"):
-        seq.load_model(tmp_path / "m.npz")
+    # (and a 0-d m0_indptr, IndexError inside SparseRec)
+    for key, value, match in [("m0_U", np.array(0.0), "inconsistent shapes"),
+                              ("m0_indptr", np.array(0.0), "recurrent pattern"),
+                              ("m0_indptr", np.array([0, 5, 3, 9]), "recurrent pattern"),
+                              ("m0_indices", np.full(9, 99), "recurrent pattern")]:  # fmt: skip
+        arrays = _read_npz(seq_files[0])
+        arrays[key] = value
+        (tmp_path / "m.npz").write_bytes(_npz_bytes(arrays))
+        with pytest.raises(seq.SeqModelFileError, match=match):
+            seq.load_model(tmp_path / "m.npz")
+    (tmp_path / "ok.npz").write_bytes(seq_files[0])
+    assert seq.load_model(tmp_path / "ok.npz").n_features_in_ == 3
