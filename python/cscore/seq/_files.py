@@ -117,7 +117,7 @@ def load_model(path: str | Path) -> Any:
         return _model_from(path, data)
     except SeqModelFileError:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         raise SeqModelFileError(f"path: {path} is not a cscore sequence model ({exc})") from None
 
 
@@ -150,14 +150,26 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
             data[f"m{i}_indices"].astype(np.int64),
             data[f"m{i}_data"].astype(np.float64),
         )
+        _check_pattern(path, i, rec)
         W = data[f"m{i}_W"].astype(np.float64)
         U = data[f"m{i}_U"].astype(np.float64)
-        if W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
+        if W.ndim != 2 or U.ndim != 2 or W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
             raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
         mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
     model.modules_ = mods
     _check_arrays(path, model)
     return model
+
+
+def _check_pattern(path: Path, i: int, rec: Any) -> None:
+    """Refuse a recurrent matrix whose CSR arrays are not a valid pattern."""
+    p, idx, vals = rec.indptr, rec.indices, rec.data
+    ok = p.ndim == 1 and idx.ndim == 1 and vals.ndim == 1 and p.shape[0] >= 2
+    ok = ok and idx.shape == vals.shape and p[0] == 0 and p[-1] == idx.shape[0]
+    ok = ok and bool(np.all(np.diff(p) >= 0))
+    ok = ok and (idx.size == 0 or (idx.min() >= 0 and idx.max() < p.shape[0] - 1))
+    if not ok:
+        raise SeqModelFileError(f"path: {path}: module {i} has an invalid recurrent pattern")
 
 
 def _check_arrays(path: Path, model: Any) -> None:

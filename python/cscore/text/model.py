@@ -210,7 +210,9 @@ class _Scorer:
         """
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
+        if top_k is not None and (
+            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
+        ):
             raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
         s = self.score([query], documents)[0]
         order = np.argsort(-s, kind="stable")
