@@ -550,3 +550,16 @@ def test_missing_optional_packages_say_how_to_install_before_touching_anything(
     monkeypatch.setitem(sys.modules, "dask.array", None)
     with pytest.raises(ImportError, match=r'pip install "cscore\[dask\]"'):
         cscore.dask.decode(dec, np.zeros((3, 12, 2)))
+
+
+def test_stream_accepts_frames_of_another_l_in_any_batch():
+    """Whether a frame is decoded never depends on the batch it falls in."""
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((10, 20))
+    dec = cscore.decoder("somp", A, n_nonzero=2)
+    frames = [rng.standard_normal((10, 2 if i % 3 else 3)) for i in range(9)]
+    for batch in (1, 2, 4, 9):
+        got = list(cscore.stream(dec, iter(frames), batch=batch, max_latency=10.0))
+        assert len(got) == len(frames)
+        for f, g in zip(frames, got):
+            np.testing.assert_array_equal(g, dec(f))

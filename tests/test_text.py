@@ -21,6 +21,9 @@ from cscore.text.model import RetrievalModel, TextModelFileError, cosine_scores
 
 from conftest import requires_torch, shared_data
 
+#: Python and PyTorch only (no C++ kernels): left out of the sanitizer run (scripts/sanitize.sh).
+pytestmark = pytest.mark.slow
+
 CORPUS = [
     "supersonic flow over a wedge",
     "heat transfer in hypersonic boundary layers",

@@ -16,6 +16,9 @@ from cscore.training.sequences import IGNORE, default_steps, training_sequences
 
 from conftest import requires_torch
 
+#: Python and PyTorch only (no C++ kernels): left out of the sanitizer run (scripts/sanitize.sh).
+pytestmark = pytest.mark.slow
+
 
 def _sparse(rng, P, N, L, k):
     return keep_largest(rng.standard_normal((P, N, L)).transpose(0, 2, 1), k).transpose(0, 2, 1)

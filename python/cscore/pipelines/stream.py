@@ -42,13 +42,16 @@ def _check_stream_args(batch: Any, max_latency: Any, read_ahead: Any) -> tuple[i
 
 
 def _first_bad_shape(dec: Decoder, frames: list[Any], first_index: int) -> ValueError | None:
-    """The error for the first frame that is not one problem shaped like the first frame."""
-    shape = np.shape(frames[0])
+    """The error for the first frame that is not one problem (M, L) of the decoder's M.
+
+    Frames of different L are fine (each is its own problem): whether a frame is
+    accepted never depends on which batch it falls in.
+    """
     for j, f in enumerate(frames):
-        if np.ndim(f) != 2 or np.shape(f)[0] != dec.M or np.shape(f) != shape:
+        if np.ndim(f) != 2 or np.shape(f)[0] != dec.M:
             err = ValueError(
                 f"frame {first_index + j} has shape {np.shape(f)}; every frame must be one "
-                f"problem (M, L) with M = {dec.M} and the shape of the first frame"
+                f"problem (M, L) with M = {dec.M}"
             )
             err.frame = first_index + j  # type: ignore[attr-defined]
             return err
@@ -158,6 +161,22 @@ def _frame_error(index: int, exc: Exception) -> BaseException:
 
 
 def _decode_frames(dec: Any, frames: list[Any], first: int) -> _Decoded:
+    """Decode ``frames``: each run of equally shaped frames as one batch (:func:`_decode_run`)."""
+    out: list[np.ndarray] = []
+    start = 0
+    while start < len(frames):
+        end = start + 1
+        while end < len(frames) and np.shape(frames[end]) == np.shape(frames[start]):
+            end += 1
+        part, err = _decode_run(dec, frames[start:end], first + start)
+        out += part
+        if err is not None:
+            return out, err
+        start = end
+    return out, None
+
+
+def _decode_run(dec: Any, frames: list[Any], first: int) -> _Decoded:
     """Decode ``frames`` as one batch; if that fails, one by one up to the first failure."""
     if not frames:
         return [], None
