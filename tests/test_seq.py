@@ -467,3 +467,11 @@ def test_long_backward_passes_are_split_between_sequences(rng, monkeypatch):
     monkeypatch.setattr(_ops, "BACKWARD_WORK_PER_CALL", 6 * 3 * rec.indices.size)
     np.testing.assert_array_equal(_ops.backward(H, G, rec, offsets, 3), one)
     assert 1 < len(calls) < 5
+
+
+def test_random_state_true_is_not_a_seed():
+    """Booleans are not integers (issue 26): random_state=True is refused."""
+    X = [np.zeros((6, 2)), np.ones((6, 2))]
+    y = [np.zeros(6, int), np.ones(6, int)]
+    with pytest.raises(TypeError, match="random_state"):
+        ESN(n_hidden=8, random_state=True).fit(X, y)

@@ -147,7 +147,8 @@ class _SeqBase:
         v["step_size"] = check_positive_float("step_size", p["step_size"])
         v["grad_clip"] = check_positive_float("grad_clip", p["grad_clip"])
         v["momentum"] = bool(p["momentum"])
-        if p["random_state"] is not None and not isinstance(p["random_state"], numbers.Integral):
+        rs = p["random_state"]
+        if rs is not None and (isinstance(rs, bool) or not isinstance(rs, numbers.Integral)):
             raise TypeError(f"random_state must be an int or None, got {p['random_state']!r}")
         if p.get("n_threads") is not None:
             check_positive_int("n_threads", p["n_threads"], upper=1024)
