@@ -63,3 +63,23 @@ def test_cli_writes_the_experiment(tmp_path, capsys):
     assert "Published levels" in (out / "report.md").read_text()
     assert main(["bench", "bg", "--kappa", "0.5", "--out", str(tmp_path / "x")]) == 2
     assert not (tmp_path / "x").exists()
+
+
+def test_warnings_are_counted_per_decoder():
+    import warnings
+
+    from cscore.bench.tally import WarningTally
+    from cscore.decoders import register_decoder, unregister_decoder
+
+    def warner(A, Y):
+        warnings.warn("did not converge", RuntimeWarning, stacklevel=2)
+        return np.zeros((*Y.shape[:-2], A.shape[1], Y.shape[-1]))
+
+    register_decoder("bg-warner", warner, stopping=())
+    try:
+        tally = WarningTally()
+        res = run_bg(["omp", "bg-warner"], n_problems=3, N=40, M=20, iterations=0, tally=tally)
+    finally:
+        unregister_decoder("bg-warner")
+    assert tally.counts == {"bg-warner": 1}
+    assert res.nmse_db["bg-warner"] == pytest.approx(0.0)  # zeros: NMSE 1

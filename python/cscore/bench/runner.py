@@ -528,9 +528,8 @@ def _run_bg(plan: BenchPlan) -> BenchOutcome:
             models[learned] = plan.model
     n_problems = min(c.problems, 10) if c.quick else c.problems
     tally = WarningTally()
-    with tally.catch("bg"):
-        res = run_bg(plan.decoders, n_problems=n_problems, kappa=c.kappa, seed=c.seed,
-                     models=models, iterations=10 if c.quick else 20, N=N, M=M)
+    res = run_bg(plan.decoders, n_problems=n_problems, kappa=c.kappa, seed=c.seed,
+                 models=models, iterations=10 if c.quick else 20, N=N, M=M, tally=tally)
     name = "bg" if c.kappa == 1.0 else f"bg-kappa{c.kappa:g}"
     _phase_json(plan.out, name, {"info": res.info, "nmse_db": res.nmse_db,
                                  "seconds": res.seconds, "curves": res.curves})
