@@ -55,7 +55,8 @@ def test_dask_decode_cluster_scatters_decoder_once(dec, rng, tmp_path) -> None:
         S = cdask.decode(dec, da.from_array(Y, chunks=(10, M, L)), client=client)
         np.testing.assert_array_equal(S.compute(), dec(Y))
         # one copy of the decoder per worker, not one per task
-        held = {k: v for k, v in client.who_has().items() if k.startswith("Decoder-")}
+        held = {k: v for k, v in client.who_has().items()
+                if isinstance(k, str) and k.startswith("Decoder-")}  # array chunks: tuples
         assert len(held) == 1 and len(next(iter(held.values()))) == 2
         # the CLI / decode_file path through the same cluster
         np.save(tmp_path / "Y.npy", Y)
