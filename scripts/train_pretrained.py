@@ -246,25 +246,49 @@ MSRC_CFG = {
 MSRC_TRAIN = {"lstm": {"n_cells": 256}, "blstm": {"n_cells": 224}}
 
 
+def _msrc_split(data: Path, size: int, cache: Path | None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The training and validation images of the MSRC split (through ``cache`` when given).
+
+    The cache is an ``.npz`` with the split's images in float32 (made on the first
+    use, read afterwards): it lets a machine without the 27 MB of PNGs train.
+    """
+    import json
+
+    from cscore.datasets.msrc import load_msrc_split
+
+    if cache is not None and cache.exists():
+        with np.load(cache) as z:
+            return (z["train"].astype(np.float64), z["val"].astype(np.float64),
+                    json.loads(str(z["names"])))
+    train, val, _, names = load_msrc_split(data, size)
+    if cache is not None:
+        np.savez_compressed(cache, train=train.astype(np.float32), val=val.astype(np.float32),
+                            names=json.dumps({k: names[k] for k in ("train", "val", "test")}))
+    return train, val, names
+
+
 def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
                max_cpu_seconds: float | None, data: Path = MSRC_DATA,
                n_cells: int | None = None, init: Path | None = None, lr: float = 1e-3,
-               max_seconds: float | None = None) -> None:
-    from cscore.datasets.msrc import HELD_OUT, load_msrc_split
+               max_seconds: float | None = None, device: str = "cpu",
+               cache: Path | None = None) -> None:
+    """An msrc-buildings-* model; a ``-r`` name: rollout 0.5, batch 256, 32000 problems/epoch."""
+    from cscore.datasets.msrc import HELD_OUT
 
-    transform, arch = MSRC_CFG[name]
+    frontier = name in FRONTIER_MSRC
+    transform, arch = FRONTIER_MSRC[name] if frontier else MSRC_CFG[name]
     M, N, L, size = 32, 64, 4, 64
     A = paper_matrix(M, N, seed=0)  # the demo model's matrix
-    train, val, _, names = load_msrc_split(data, size)
+    train, val, names = _msrc_split(data, size, cache)
     aug = np.stack([d for im in train for d in dihedral_copies(im)])
     S_tr = image_mmv_problems(aug, block_size=8, transform=transform, k=None, L=L)
     S_va = image_mmv_problems(val, block_size=8, transform=transform, k=None, L=L)
     w0, previous = _continue_from(init, A)
     H = w0.n_cells if w0 is not None else (n_cells or MSRC_TRAIN[arch]["n_cells"])
     cfg = TrainConfig(n_cells=H, arch=arch, cell="paper", optimizer="adam", lr=lr,
-                      batch_size=128, max_epochs=max_epochs, patience=3, clip=100.0, seed=0,
-                      n_threads=threads, max_cpu_seconds=max_cpu_seconds,
-                      max_seconds=max_seconds, progress=False)
+                      batch_size=256 if frontier else 128, max_epochs=max_epochs, patience=3,
+                      clip=100.0, seed=0, n_threads=threads, max_cpu_seconds=max_cpu_seconds,
+                      max_seconds=max_seconds, progress=False, device=device)
     spec = ProblemSpec(M=M, N=N, L=L, block_size=8, transform=transform,
                        levels=3 if transform == "haar" else 0, image_size=size,
                        dataset="msrc-v2 (20 classes; buildings/cows/flowers test images held out)")
@@ -283,13 +307,67 @@ def train_msrc(name: str, out: Path, threads: int | None, max_epochs: int,
             "protocol": f"8x8 blocks, {transform}, L = 4 consecutive blocks (column-major)",
         },
         "sensing_matrix": f"paper_matrix({M}, {N}, seed=0)",
-        "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
+        "machine": f"{platform.machine()} {platform.processor() or ''} (torch, device {device})",
         "script": "scripts/train_pretrained.py",
     }
     if previous is not None:
         info["continued_from"] = previous.get("training", {})
     model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=20, k_range=(2, 20),
-                                  sigma=0.005, problems_per_epoch=16000, init=w0, info=info)
+                                  sigma=0.005, problems_per_epoch=32000 if frontier else 16000,
+                                  init=w0, info=info, rollout=0.5 if frontier else 0.0)
+    _save(name, out, model, res)
+
+
+#: the frontier models (issue 25): more and harder training problems, fresh
+#: digit pairings, rollouts on the model's own greedy path (``rollout``), on a GPU.
+#: name -> (M, seed of A, cells, rollout, k_range, steps)
+FRONTIER_MNIST = {
+    "mnist-m72-r": (72, 72, 512, 0.5, (5, 45), 45),
+    "mnist-m72-t": (72, 72, 512, 0.0, (5, 45), 45),
+    "mnist-m72-r768": (72, 72, 768, 0.5, (5, 45), 45),
+    "mnist-m36-r": (36, 36, 512, 0.5, (3, 24), 24),
+    "mnist-m36-t": (36, 36, 512, 0.0, (3, 24), 24),
+    "mnist-m36-r768": (36, 36, 768, 0.5, (3, 24), 24),
+}
+#: MSRC frontier candidates: the msrc-buildings-* recipe with rollouts, longer
+FRONTIER_MSRC = {f"{name}-r": cfg for name, cfg in MSRC_CFG.items()}
+
+
+def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seconds: float | None,
+                         max_epochs: int, seed: int = 0, threads: int | None = None) -> None:
+    """A frontier MNIST model: the mnist-m* split and matrix, 40000 fresh 4-tuples.
+
+    Each epoch: 10000 problems drawn from 40000 random 4-tuples of the training
+    digits (160000 problems), k ~ U[k_range] per problem, fresh noise; half of
+    the problems (``rollout``) follow the model's own greedy choices.  Adam
+    1e-3 halved on a validation stall (patience 3), batch 512.
+    """
+    M, seed_A, H, rollout, k_range, steps = FRONTIER_MNIST[name]
+    S_tr, S_va, spec = mnist_training_data(data, M, n_images=MNIST_IMAGES, n_tuples=40000, seed=1)
+    spec = replace(spec, dataset=MNIST_DATASET)
+    A = paper_matrix(spec.M, spec.N, seed=seed_A)
+    cfg = TrainConfig(n_cells=H, cell="paper", optimizer="adam", lr=1e-3, batch_size=512,
+                      max_epochs=max_epochs, patience=3, clip=100.0, seed=seed,
+                      n_threads=threads, max_seconds=max_seconds, device=device,
+                      progress=False)
+    info = {
+        "name": name,
+        "description": (f"LSTM-CS for MNIST M={M} (frontier recipe: {H} cells, k in {k_range}, "
+                        f"rollout {rollout})"),
+        "data": {
+            "source": "MNIST IDX files (../shared/data/mnist: 8000 digits)",
+            "train_indices": "0..5399 (digits 0-3, 40000 random 4-tuples)",
+            "validation_indices": "5400..5999",
+            "test_indices": "6000..7999 (not used for training or selection)",
+            "protocol": "28x28 -> 24x24 bilinear, 4 distinct 12x12 blocks, column-major",
+        },
+        "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed={seed_A})",
+        "machine": f"{platform.machine()} (torch, device {device})",
+        "script": "scripts/train_pretrained.py",
+    }
+    model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=steps,
+                                  k_range=k_range, sigma=0.005, problems_per_epoch=10000,
+                                  info=info, rollout=rollout)
     _save(name, out, model, res)
 
 
@@ -297,7 +375,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+",
                     choices=[*MNIST_CFG, "demo-dct-m32", *MSRC_CFG, "nwsomp-mnist-m72",
-                             "cdsn-msrc-dct-m25"])
+                             "cdsn-msrc-dct-m25", *FRONTIER_MNIST, *FRONTIER_MSRC])
+    ap.add_argument("--msrc-cache", type=Path, default=None,
+                    help="msrc-* models: an .npz copy of the resized split (written if absent)")
+    ap.add_argument("--device", default="cpu",
+                    help="torch device of the training (cpu, cuda); the frontier models: cuda")
     ap.add_argument("--msrc", type=Path, default=DEFAULT_DATA.parent / "msrc-v2")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
@@ -325,10 +407,14 @@ def main() -> None:
             train_cdsn(name, args.msrc, args.out, args.max_seconds, args.seed, not args.no_rbm)
         elif name == "demo-dct-m32":
             train_demo(name, args.out, args.threads, args.max_epochs)
-        elif name in MSRC_CFG:
+        elif name in MSRC_CFG or name in FRONTIER_MSRC:
             train_msrc(name, args.out, args.threads, args.max_epochs, args.max_cpu_seconds,
-                       n_cells=args.n_cells, init=args.init, lr=args.lr,
-                       max_seconds=args.max_seconds)
+                       data=args.msrc, n_cells=args.n_cells, init=args.init, lr=args.lr,
+                       max_seconds=args.max_seconds, device=args.device,
+                       cache=args.msrc_cache)
+        elif name in FRONTIER_MNIST:
+            train_frontier_mnist(name, args.data, args.out, args.device, args.max_seconds,
+                                 args.max_epochs, args.seed, args.threads)
         else:
             train_mnist(name, args.data, args.out, args.threads, args.max_epochs,
                         args.max_seconds, args.init, args.seed, args.lr)

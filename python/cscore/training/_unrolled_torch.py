@@ -56,7 +56,7 @@ def _t_shrink(torch: Any, kind: str, R: Any, sigma2: Any, th: Any,
     if G == 1:
         return X, (g + d * rho * rho).sum(1)[:, None, None]
     J = (R * d[:, None, :]) @ R.transpose(1, 2)
-    return X, J + g.sum(1)[:, None, None] * torch.eye(G, dtype=R.dtype)
+    return X, J + g.sum(1)[:, None, None] * torch.eye(G, dtype=R.dtype, device=R.device)
 
 
 def torch_net(torch: Any, model: UnrolledModel, dtype: Any) -> Any:

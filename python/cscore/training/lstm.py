@@ -190,17 +190,17 @@ def _train_step(run: _Run, xb: Any, tb: Any) -> tuple[float, int]:
     return float(loss.detach()) * (1 if red == "sum" else nvalid), nvalid
 
 
-def _train_epoch(run: _Run, X: np.ndarray, T: np.ndarray, perm: np.ndarray, epoch: int,
+def _train_epoch(run: _Run, X: Any, T: Any, perm: np.ndarray, epoch: int,
                  val_loss: float) -> tuple[float, bool]:
     """One pass over ``X``, ``T`` in the order ``perm``.
 
     Returns the mean training loss and whether the time budget cut the epoch
     short (checked before every minibatch).
     """
-    torch, bs = run.torch, run.cfg.batch_size
-    Xt = torch.from_numpy(X)
-    Tt = torch.from_numpy(np.asarray(T, dtype=np.int64))
-    order = torch.from_numpy(perm)
+    torch, bs, dev = run.torch, run.cfg.batch_size, run.cfg.device
+    Xt = torch.as_tensor(X, device=dev)
+    Tt = torch.as_tensor(T, dtype=torch.int64, device=dev)
+    order = torch.as_tensor(perm, device=dev)
     run_loss, run_n = 0.0, 0
     for i in range(0, X.shape[0], bs):
         if run.clock.out_of_time():
@@ -252,6 +252,7 @@ def fit_sequences(
     *,
     resample: Callable[[int], tuple[np.ndarray, np.ndarray]] | None = None,
     init: LSTMCSWeights | BLSTMCSWeights | None = None,
+    policy_resample: Callable[[int, Callable[[Any], Any]], tuple[Any, Any]] | None = None,
 ) -> TrainResult:
     """Train an LSTM-CS model on prepared sequences.
 
@@ -270,6 +271,12 @@ def fit_sequences(
     init : LSTMCSWeights or BLSTMCSWeights, optional
         Start from these weights (fine-tuning / continuing a run); their
         architecture, cell type and size must match the config.
+    policy_resample : callable, optional
+        Instead of ``resample``: ``policy_resample(epoch, logits)`` where
+        ``logits(X)`` is the current model's forward pass (``X`` (b, L, M) ->
+        (b, L, N), torch tensors on the training device), for sequences that
+        follow the model's own choices (rollouts).  It may return torch tensors
+        on the device.
 
     Returns
     -------
@@ -278,17 +285,20 @@ def fit_sequences(
     """
     torch = import_torch()
     cfg = config or TrainConfig()
+    if resample is not None and policy_resample is not None:
+        raise ValueError("give resample or policy_resample, not both")
     X_train, X_val = checked_sequences(X_train, T_train, X_val, T_val, N)
     if cfg.n_threads is not None:
         torch.set_num_threads(int(cfg.n_threads))
     torch.manual_seed(cfg.seed)
     gen = torch.Generator().manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    params = starting_params(torch, cfg, X_train.shape[2], N, gen, init)
+    params = {k: p.detach().to(cfg.device).requires_grad_(p.requires_grad)
+              for k, p in starting_params(torch, cfg, X_train.shape[2], N, gen, init).items()}
     trainable = [p for p in params.values() if p.requires_grad]
     opt = make_optimizer(torch, cfg, trainable)
-    Xv = torch.from_numpy(X_val)
-    Tv = torch.from_numpy(np.asarray(T_val, dtype=np.int64))
+    Xv = torch.as_tensor(X_val, device=cfg.device)
+    Tv = torch.as_tensor(T_val, dtype=torch.int64, device=cfg.device)
     total_updates = math.ceil(X_train.shape[0] / cfg.batch_size) * cfg.max_epochs
     run = _Run(torch, cfg, N, params, trainable, opt, total_updates, Clock(cfg),
                Progress(cfg.progress, total_updates), cfg.step_size)
@@ -299,9 +309,14 @@ def fit_sequences(
     history: list[dict[str, Any]] = []
     try:
         for epoch in range(cfg.max_epochs):
-            if epoch and resample is not None:
-                X_np, T_np = resample(epoch)
-                X_train, T_train = np.asarray(X_np, dtype=np.float32), np.asarray(T_np)
+            if epoch and (resample is not None or policy_resample is not None):
+                if policy_resample is not None:
+                    X_new, T_new = policy_resample(
+                        epoch, lambda X: torch_logits(run.params, X, cfg.cell))
+                else:
+                    assert resample is not None
+                    X_new, T_new = resample(epoch)
+                X_train, T_train = _as_train_arrays(torch, X_new, T_new)
             perm = rng.permutation(X_train.shape[0])
             train_loss, out_of_time = _train_epoch(run, X_train, T_train, perm, epoch, val_loss)
             history.append(_validate(run, Xv, Tv, epoch, train_loss))
@@ -315,9 +330,16 @@ def fit_sequences(
     return _result(run, history, {"initial_val_loss": initial_val_loss})
 
 
+def _as_train_arrays(torch: Any, X: Any, T: Any) -> tuple[Any, Any]:
+    """Resampled sequences as float32 / int64: torch tensors stay where they are."""
+    if isinstance(X, torch.Tensor):
+        return X.to(torch.float32), T.to(torch.int64)
+    return np.asarray(X, dtype=np.float32), np.asarray(T)
+
+
 def _result(run: _Run, history: list[dict[str, Any]], extra: dict[str, Any]) -> TrainResult:
     """The :class:`TrainResult` of a finished run: its best weights as numpy arrays."""
-    p = {k: v.numpy().copy() for k, v in run.best_params.items()}
+    p = {k: v.detach().cpu().numpy().copy() for k, v in run.best_params.items()}
     weights: LSTMCSWeights | BLSTMCSWeights
     if run.cfg.arch == "blstm":
         weights = BLSTMCSWeights(**p, cell=run.cfg.cell)
@@ -338,6 +360,7 @@ def fit_lstm_cs(
     problems_per_epoch: int | None = None,
     config: TrainConfig | None = None,
     init: LSTMCSWeights | BLSTMCSWeights | None = None,
+    rollout: float = 0.0,
     **config_kwargs: Any,
 ) -> TrainResult:
     """Make training sequences from sparse ground truths and train (no wrapping).
@@ -364,6 +387,13 @@ def fit_lstm_cs(
         Or pass its fields as keyword arguments.
     init : LSTMCSWeights or BLSTMCSWeights, optional
         Initial weights (continue a previous run).
+    rollout : float, default 0
+        From the second epoch on, this fraction of each epoch's problems
+        follows the model's own greedy choices instead of the teacher's (the
+        target stays the largest true atom not yet selected), so the network
+        also learns from the states its own mistakes lead to (see
+        :mod:`cscore.training._sequences_torch`).  0 is the paper's training.
+        A rollout run, and any run off the CPU, makes its sequences with torch.
 
     Returns
     -------
@@ -382,22 +412,52 @@ def fit_lstm_cs(
         k_range = (k0, k1)
     T = n_steps if n_steps is not None else (k_range[1] if k_range else max(1, A.shape[0] // 4))
 
-    def make(epoch: int) -> tuple[np.ndarray, np.ndarray]:
-        return sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
-                                    cfg.seed * 1000 + epoch)
-
+    if not 0.0 <= rollout <= 1.0:
+        raise ValueError(f"rollout must be in [0, 1], got {rollout}")
     X_val, T_val = sequences_for_epoch(A, S_val, T, sigma, k_range, None, cfg.seed * 1000 + 999)
-    X_tr, T_tr = make(0)
-    res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
-                        resample=make if (k_range is not None or sigma > 0
-                                          or problems_per_epoch) else None, init=init)
+    fresh = k_range is not None or sigma > 0 or bool(problems_per_epoch)
+    if cfg.device != "cpu" or rollout > 0:
+        X_tr, T_tr, policy_resample = _torch_sampler(A, S_train, T, sigma, k_range,
+                                                     problems_per_epoch, cfg, rollout)
+        res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg, init=init,
+                            policy_resample=policy_resample if fresh or rollout else None)
+    else:
+        def make(epoch: int) -> tuple[np.ndarray, np.ndarray]:
+            return sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
+                                       cfg.seed * 1000 + epoch)
+
+        X_tr, T_tr = make(0)
+        res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
+                            resample=make if fresh else None, init=init)
     res.extra.update({"n_steps": T, "k_range": list(k_range) if k_range else None,
+                      "rollout": rollout,
                       "sigma": sigma, "problems_per_epoch": problems_per_epoch,
                       "n_train_problems": int(S_train.shape[0]),
                       "n_val_problems": int(S_val.shape[0]),
                       "n_train_sequences_epoch0": int(X_tr.shape[0]),
                       "n_val_sequences": int(X_val.shape[0])})
     return res
+
+
+def _torch_sampler(
+    A: np.ndarray, S_train: np.ndarray, T: int, sigma: float, k_range: tuple[int, int] | None,
+    problems_per_epoch: int | None, cfg: TrainConfig, rollout: float,
+) -> tuple[np.ndarray, np.ndarray, Callable[[int, Callable[[Any], Any]], tuple[Any, Any]]]:
+    """The first epoch's sequences (NumPy) and the torch sampler of the later ones."""
+    torch = import_torch()
+    from ._sequences_torch import torch_epoch_sequences
+
+    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed * 1000 + 7)
+    At = torch.as_tensor(A, dtype=torch.float64, device=cfg.device)
+    St = torch.as_tensor(S_train, dtype=torch.float32, device=cfg.device)
+
+    def sample(epoch: int, logits: Callable[[Any], Any] | None) -> tuple[Any, Any]:
+        frac = rollout if (epoch and logits is not None) else 0.0
+        return torch_epoch_sequences(torch, At, St, T, sigma, k_range, problems_per_epoch, gen,
+                                     policy=logits, rollout=frac)
+
+    X0, T0 = sample(0, None)
+    return X0.cpu().numpy(), T0.cpu().numpy(), sample
 
 
 def training_info(result: TrainResult, info: dict[str, Any] | None = None) -> dict[str, Any]:

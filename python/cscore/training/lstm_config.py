@@ -49,6 +49,12 @@ class TrainConfig:
         torch CPU threads (None: leave torch's setting).
     progress : bool
         Show a tqdm bar with train and validation loss.
+    device : str
+        torch device of the training (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ...).
+        Off the CPU the training sequences are generated on the device too
+        (:mod:`cscore.training._sequences_torch`), with torch's random
+        generator: such a run follows the same recipe but not the same random
+        draws as a CPU run, and GPU arithmetic is not bit-reproducible.
     """
 
     n_cells: int = 512
@@ -67,6 +73,7 @@ class TrainConfig:
     max_cpu_seconds: float | None = None
     n_threads: int | None = None
     progress: bool = True
+    device: str = "cpu"
 
     def __post_init__(self) -> None:
         if self.cell not in CELL_GATES:
@@ -79,6 +86,8 @@ class TrainConfig:
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if not isinstance(self.device, str) or not self.device:
+            raise ValueError(f"device must be a torch device name, got {self.device!r}")
         if self.clip <= 0:
             raise ValueError(f"clip must be > 0, got {self.clip}")
 

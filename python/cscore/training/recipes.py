@@ -61,6 +61,7 @@ def train_lstm_model(
     problems_per_epoch: int | None = None,
     init: LSTMCSWeights | BLSTMCSWeights | None = None,
     info: dict[str, Any] | None = None,
+    rollout: float = 0.0,
     **config_kwargs: Any,
 ) -> tuple[LSTMCS, TrainResult]:
     """Train an LSTM-CS (or, with ``arch="blstm"``, BLSTM-CS) decoder.
@@ -75,7 +76,7 @@ def train_lstm_model(
         What the model is for; must match ``A`` and ``S_train``.
     config : TrainConfig, optional
         Or its fields as keyword arguments (``config_kwargs``).
-    n_steps, k_range, sigma, problems_per_epoch
+    n_steps, k_range, sigma, problems_per_epoch, rollout
         Training data settings, as in :func:`~cscore.training.lstm.fit_lstm_cs`.
     init : LSTMCSWeights or BLSTMCSWeights, optional
         Weights to continue from.
@@ -102,7 +103,7 @@ def train_lstm_model(
     A = _checked_matrix(A, spec, S_train)
     res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
                       problems_per_epoch=problems_per_epoch, config=config, init=init,
-                      **config_kwargs)
+                      rollout=rollout, **config_kwargs)
     meta = training_info(res, info)
     if isinstance(res.weights, BLSTMCSWeights):
         return BLSTMCS(res.weights, A, spec, meta), res

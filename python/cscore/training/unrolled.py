@@ -111,6 +111,9 @@ class UnrolledTrainConfig:
         torch threads during training.
     progress : bool, default True
         Show a tqdm progress bar with the train/validation NMSE.
+    device : str, default "cpu"
+        torch device of the training (``"cuda"`` for a GPU; its arithmetic
+        and minibatch draws do not reproduce a CPU run's numbers).
     """
 
     n_layers: int = 6
@@ -126,6 +129,7 @@ class UnrolledTrainConfig:
     seed: int = 0
     n_threads: int | None = None
     progress: bool = True
+    device: str = "cpu"
 
 
 @dataclass
@@ -259,7 +263,8 @@ def _stage(torch: Any, net: Any, params: list[Any], lr: float, depth: int, data:
     best, best_vals, bad, steps, run = validate(), [p.detach().clone() for p in params], 0, 0, []
     n_tr = data.Ytr.shape[0]
     while steps < cfg.max_steps and time.perf_counter() < deadline:
-        idx = torch.randint(0, n_tr, (min(cfg.batch_size, n_tr),), generator=data.gen)
+        idx = torch.randint(0, n_tr, (min(cfg.batch_size, n_tr),), generator=data.gen,
+                            device=data.Ytr.device)
         loss = _nmse(torch, net(data.Ytr[idx], depth)[-1], data.Xtr[idx])
         opt.zero_grad()
         loss.backward()
@@ -362,14 +367,14 @@ def train_unrolled(
     if cfg.n_threads is not None:
         torch.set_num_threads(int(cfg.n_threads))
     try:
-        net = torch_net(torch, init, torch.float32)
-        f32 = torch.float32
+        net = torch_net(torch, init, torch.float32).to(cfg.device)
+        f32, dev = torch.float32, cfg.device
         data = _Data(
-            Ytr=torch.tensor(grouped(Ytr, init.joint), dtype=f32),
-            Xtr=torch.tensor(grouped(Xtr, init.joint), dtype=f32),
-            Yva=torch.tensor(grouped(Yva, init.joint), dtype=f32),
-            Xva=torch.tensor(grouped(Xva, init.joint), dtype=f32),
-            gen=torch.Generator().manual_seed(cfg.seed + 1), cfg=cfg)
+            Ytr=torch.tensor(grouped(Ytr, init.joint), dtype=f32, device=dev),
+            Xtr=torch.tensor(grouped(Xtr, init.joint), dtype=f32, device=dev),
+            Yva=torch.tensor(grouped(Yva, init.joint), dtype=f32, device=dev),
+            Xva=torch.tensor(grouped(Xva, init.joint), dtype=f32, device=dev),
+            gen=torch.Generator(device=dev).manual_seed(cfg.seed + 1), cfg=cfg)
         history, per_layer = _grow(torch, net, data)
     finally:
         torch.set_num_threads(old_threads)
@@ -436,6 +441,7 @@ def train_bg_benchmark(
     arch: str = "lamp", *, n_layers: int = 8, max_seconds: float = 600.0,
     shrinkage: str = "bg", n_train: int = 20000, seed: int = 0, seed_A: int = 0,
     n_threads: int | None = None, progress: bool = True, path: str | Path | None = None,
+    device: str = "cpu", max_steps: int = 4000, untied: bool = True,
 ) -> UnrolledTrainResult:
     """Train LISTA or LAMP for Borgerding et al.'s benchmark (the recipe of the bench).
 
@@ -460,6 +466,12 @@ def train_bg_benchmark(
     progress : bool, default True
     path : path, optional
         Save the trained model here.
+    device : str, default "cpu"
+        torch device of the training.
+    max_steps : int, default 4000
+        Steps per stage at most.
+    untied : bool, default True
+        LISTA: one B, S per layer (False: shared by the layers).
 
     Returns
     -------
@@ -468,15 +480,15 @@ def train_bg_benchmark(
     source = bg_benchmark_source(seed_A)
     cfg = UnrolledTrainConfig(n_layers=n_layers, n_train=n_train, val_fraction=0.05,
                               batch_size=256, lr=1e-3, refine=(0.5, 0.1), val_every=25,
-                              patience=8, max_steps=4000, max_seconds=max_seconds, seed=seed,
-                              n_threads=n_threads, progress=progress)
+                              patience=8, max_steps=max_steps, max_seconds=max_seconds,
+                              seed=seed, n_threads=n_threads, progress=progress, device=device)
     name = f"{arch}-{shrinkage}" if arch == "lamp" else arch
     info = {"description": f"{name.upper()} for Borgerding et al.'s BG benchmark "
                            "(N=500, M=250, A iid N(0,1/M), rate 0.1, SNR 40 dB)",
             "problems": {**BG_BENCHMARK, "variance": 1.0, "seed_A": seed_A,
                          "matrix": f"gaussian_matrix(250, 500, {seed_A}, unit_norm=False)"},
             "recipe": "cscore.training.unrolled.train_bg_benchmark"}
-    res = train_unrolled(arch, source, cfg, shrinkage=shrinkage, info=info,
+    res = train_unrolled(arch, source, cfg, shrinkage=shrinkage, info=info, untied=untied,
                          spec=ProblemSpec(M=BG_BENCHMARK["M"], N=BG_BENCHMARK["N"], L=1,
                                           dataset="bernoulli-gaussian rate 0.1, SNR 40 dB"))
     if path is not None:

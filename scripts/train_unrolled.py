@@ -1,0 +1,96 @@
+#!/usr/bin/env python
+"""Reproduce the shipped LISTA / LAMP models (issue 24), one recipe per name.
+
+    PYTHONPATH=python python scripts/train_unrolled.py lamp-bg-n500-m250 \
+        [--device cuda] [--max-seconds 420] [--out DIR]
+
+Recipes (Adam, layer by layer then jointly, Borgerding et al.'s schedule, see
+:func:`cscore.training.unrolled.train_unrolled`):
+
+* ``lamp-bg-n500-m250``, ``lista-n500-m250``: Borgerding, Schniter and Rangan's
+  benchmark (N=500, M=250, A iid N(0, 1/M) seed 0, Bernoulli-Gaussian rate 0.1,
+  SNR 40 dB; :func:`~cscore.training.unrolled.train_bg_benchmark`), 14 layers;
+  LISTA with one B and S shared by the layers (tied, so the file stays small).
+* ``lamp-bg-mnist-m72``, ``lista-mnist-m72``: the LSTM-CS paper's MNIST problems
+  for ``mnist-m72``'s matrix (``paper_matrix(72, 144, seed=72)``), channels
+  decoded separately (``joint=False``), k ~ U[5, 40] per problem, sigma 0.005;
+  training digits 0..5399 only (40000 random 4-tuples; 5% of the drawn
+  problems validate), so digits 5400..5999 (validation of the LSTM-CS models)
+  and 6000..7999 (test) stay unseen; 10 layers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cscore.datasets import paper_matrix
+from cscore.problem import ProblemSpec
+from cscore.training.unrolled import (
+    UnrolledTrainConfig,
+    mnist_source,
+    train_bg_benchmark,
+    train_unrolled,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ("lamp-bg-n500-m250", "lista-n500-m250", "lamp-bg-mnist-m72", "lista-mnist-m72")
+
+
+def _mnist(name: str, data: Path, device: str, max_seconds: float, threads: int | None) -> object:
+    arch = "lamp" if name.startswith("lamp") else "lista"
+    A = paper_matrix(72, 144, seed=72)
+    src = mnist_source(A, data, indices=np.arange(5400), n_tuples=40000, k_range=(5, 40))
+    cfg = UnrolledTrainConfig(n_layers=10, n_train=60000, val_fraction=0.05, batch_size=256,
+                              lr=1e-3, refine=(0.5, 0.1), val_every=25, patience=8,
+                              max_steps=4000, max_seconds=max_seconds, seed=0,
+                              n_threads=threads, progress=False, device=device)
+    spec = ProblemSpec(M=72, N=144, L=4, block_size=12, image_size=24,
+                       dataset="mnist digits 0-3 (channel j = digit j)")
+    info = {"name": name,
+            "description": f"{arch.upper()} for MNIST M=72 (mnist-m72's matrix), channels apart",
+            "data": {"source": "MNIST IDX files (../shared/data/mnist)",
+                     "train_indices": "0..5399 (40000 random 4-tuples, k ~ U[5, 40])",
+                     "test_indices": "6000..7999 (not used)"},
+            "sensing_matrix": "paper_matrix(72, 144, seed=72)",
+            "machine": f"{platform.machine()} (torch, device {device})",
+            "script": "scripts/train_unrolled.py"}
+    return train_unrolled(arch, src, cfg, shrinkage="bg", joint=False, untied=True, spec=spec,
+                          info=info)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("names", nargs="+", choices=RECIPES)
+    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "mnist",
+                    help="MNIST folder (the mnist recipes)")
+    ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models",
+                    help="folder of the written model files")
+    ap.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")
+    ap.add_argument("--max-seconds", type=float, default=600.0,
+                    help="training budget per model, seconds")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for name in args.names:
+        t0 = time.perf_counter()
+        path = args.out / f"{name}.npz"
+        if name.endswith("n500-m250"):
+            arch = "lamp" if name.startswith("lamp") else "lista"
+            res = train_bg_benchmark(arch, n_layers=14, max_seconds=args.max_seconds,
+                                     n_threads=args.threads, progress=False, device=args.device,
+                                     untied=arch == "lamp")
+        else:
+            res = _mnist(name, args.data, args.device, args.max_seconds, args.threads)
+        res.model.save(path)  # type: ignore[attr-defined]
+        print(f"{name}: wrote {path} ({path.stat().st_size / 1e6:.2f} MB) in "
+              f"{time.perf_counter() - t0:.0f} s; validation NMSE per layer (dB): "
+              f"{[round(v, 2) for v in res.val_nmse_db]}")  # type: ignore[attr-defined]
+
+
+if __name__ == "__main__":
+    main()
