@@ -168,7 +168,7 @@ def plot(trial: Trial, path: str) -> None:
 def main() -> None:
     """Command line: print the table over seeds, optionally plot the first trial."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--sensors", type=int, default=16)
     ap.add_argument("--snapshots", type=int, default=30)
     ap.add_argument("--snr", type=float, default=15.0)
