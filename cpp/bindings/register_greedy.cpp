@@ -1,15 +1,20 @@
 // Bindings for the greedy decoders (OMP, SOMP).  The Python layer
-// (python/cscore/greedy.py) validates the user's input and allocates every
-// output; this glue only checks the internal contract (dtypes, shapes, strides),
-// then releases the GIL around the C++ loop.
+// (python/cscore/decoders/greedy.py) validates the user's input and allocates
+// every output; this glue only checks the internal contract (dtypes, shapes,
+// strides), then releases the GIL around the C++ loop.  float32/float64 run the
+// real kernel (greedy.hpp), complex64/complex128 the complex one
+// (greedy_complex.hpp); the residual norms are real either way.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <complex>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cscore/greedy.hpp"
+#include "cscore/greedy_complex.hpp"
 #include "common.hpp"
 #include "register.hpp"
 
@@ -24,14 +29,26 @@ constexpr const char* kFn = "_greedy_decode";
 void require(bool ok, const std::string& what) { bindings::require(ok, kFn, what); }
 
 template <class T>
+struct real_of {
+    using type = T;
+};
+template <class R>
+struct real_of<std::complex<R>> {
+    using type = R;
+};
+
+// T: the element type of A, Y and X (float, double or their complex); the
+// residual norms are of its real type.
+template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
          py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
          std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
          std::ptrdiff_t gram_limit) {
     require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
     require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
-    require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<T>(residual),
-            "A, Y, X and residual must share one float dtype");
+    using R = typename real_of<T>::type;
+    require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<R>(residual),
+            "A, Y and X must share one dtype, residual its real type");
     require(has_dtype<std::int64_t>(n_iter) && has_dtype<std::int8_t>(stop) &&
                 has_dtype<std::uint8_t>(warn) && has_dtype<std::int64_t>(atoms),
             "bad dtype for n_iter/stop/warn/atoms");
@@ -59,10 +76,10 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
 
     greedy::View3<const T> yv{static_cast<const T*>(Y.data()), elem_stride(Y, 0, kFn),
                               elem_stride(Y, 1, kFn), elem_stride(Y, 2, kFn)};
-    greedy::Outputs<T> out;
+    std::conditional_t<std::is_same_v<T, R>, greedy::Outputs<R>, greedy_complex::Outputs<R>> out;
     out.X = greedy::View3<T>{static_cast<T*>(X.mutable_data()), elem_stride(X, 0, kFn),
                              elem_stride(X, 1, kFn), elem_stride(X, 2, kFn)};
-    out.residual = static_cast<T*>(residual.mutable_data());
+    out.residual = static_cast<R*>(residual.mutable_data());
     out.n_iter = static_cast<std::int64_t*>(n_iter.mutable_data());
     out.stop = static_cast<std::int8_t*>(stop.mutable_data());
     out.warn = static_cast<std::uint8_t*>(warn.mutable_data());
@@ -75,7 +92,10 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     const T* a = static_cast<const T*>(A.data());
     // Raw pointers into arrays the caller keeps alive from here on.
     run_released([&](Control* ctl) {
-        greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads, ctl);
+        if constexpr (std::is_same_v<T, R>)
+            greedy::decode<T>(a, M, N, N, yv, P, L, opt, out, n_threads, ctl);
+        else
+            greedy_complex::decode<R>(a, M, N, N, yv, P, L, opt, out, n_threads, ctl);
     });
 }
 
@@ -89,8 +109,15 @@ void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::arra
     } else if (has_dtype<float>(A)) {
         run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, cap_is_n_nonzero,
                    tol, n_threads, gram_limit);
+    } else if (has_dtype<std::complex<double>>(A)) {
+        run<std::complex<double>>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms,
+                                  cap_is_n_nonzero, tol, n_threads, gram_limit);
+    } else if (has_dtype<std::complex<float>>(A)) {
+        run<std::complex<float>>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms,
+                                 cap_is_n_nonzero, tol, n_threads, gram_limit);
     } else {
-        throw std::invalid_argument("_greedy_decode: A must be float32 or float64");
+        throw std::invalid_argument(
+            "_greedy_decode: A must be float32, float64, complex64 or complex128");
     }
 }
 

@@ -34,6 +34,10 @@ def _sbl_solve(
     enhance_lambda: bool, matrix_reg: Any, fixed_b: Any, max_iter: int, tol: float,
     n_threads: int,
 ) -> tuple[Any, Any, Any, Any, Any, Any]: ...
+def _sbl_solve_complex(
+    A: Any, Yt: Any, prune: float, lam: float, learn_lambda: bool, enhance_lambda: bool,
+    matrix_reg: Any, fixed_b: Any, max_iter: int, tol: float, n_threads: int,
+) -> tuple[Any, Any, Any, Any, Any, Any]: ...
 
 # LSTM-CS (cpp/bindings/register_lstm.cpp); suffix = LSTM precision
 def _lstm_logits_f32(

@@ -19,6 +19,7 @@ from .._validation import (
     check_nonnegative_float,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
+from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 
 __all__ = [
     "SblOut",
@@ -46,16 +47,34 @@ class SblOut:
     stop: str
 
 
-def check_inputs(A: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, np.dtype, int]:
+def check_inputs(
+    A: Any, Y: Any, *, allow_complex: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.dtype, int]:
     """Check ``A`` (M, N) and ``Y`` (M,), (M, L) or (B, M, L).
+
+    Parameters
+    ----------
+    A, Y : array_like
+        The user's inputs.
+    allow_complex : bool, default False
+        Accept complex inputs (T-MSBL); otherwise they are refused with a
+        ``TypeError`` by the shared checks.
 
     Returns
     -------
     tuple
-        ``(A64, Y64, out_dtype, ndim)``: both in float64, ``Y64`` (M, L) or
-        (B, M, L) (a 1-D ``Y`` gains a channel axis), the output dtype (float32
-        when both inputs are float32) and the number of dimensions of ``Y``.
+        ``(A64, Y64, out_dtype, ndim)``: both in float64 -- complex128 when
+        either input is complex (and allowed) --, ``Y64`` (M, L) or (B, M, L)
+        (a 1-D ``Y`` gains a channel axis), the output dtype (float32 when both
+        inputs are float32; complex64 when both are complex64 or float32 and one
+        is complex, else complex128) and the number of dimensions of ``Y``.
     """
+    if allow_complex and (is_complex(A) or is_complex(Y)):
+        work = np.dtype(np.complex128)
+        out_dtype = decode_dtype(A, Y)
+        A64 = checked_matrix("A", A, dtype=work)
+        Y64 = as_array("Y", Y, ndim=(1, 2, 3), dtype=work, empty_batch=(3, 0))
+        return _check_rows(A64, Y64, out_dtype)
     A_in = as_float_array("A", A, ndim=2)
     Y_in = as_float_array("Y", Y, ndim=(1, 2, 3), empty_batch=(3, 0))
     out_dtype = (
@@ -65,6 +84,13 @@ def check_inputs(A: Any, Y: Any) -> tuple[np.ndarray, np.ndarray, np.dtype, int]
     )
     A64 = check_matrix("A", A_in, dtype=np.float64)
     Y64 = np.asarray(Y_in, dtype=np.float64)
+    return _check_rows(A64, Y64, out_dtype)
+
+
+def _check_rows(
+    A64: np.ndarray, Y64: np.ndarray, out_dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray, np.dtype, int]:
+    """Check that ``Y`` has M rows; a 1-D ``Y`` gains a channel axis."""
     M = A64.shape[0]
     ndim = Y64.ndim
     if Y64.shape[-2 if ndim > 1 else 0] != M:
@@ -171,10 +197,17 @@ def solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -
     """Decode ``Y`` (M, L) or (B, M, L) with the compiled kernel; one record per problem."""
     Yb = Y if Y.ndim == 3 else Y[None]
     Yt = np.ascontiguousarray(Yb.transpose(0, 2, 1))
-    X, G, Bs, lam, n_iter, stop = _core._sbl_solve(
-        np.asfortranarray(A), Yt, kw["exact"], kw["prune"], kw["lam"], kw["learn"],
-        kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["tol"], threads,
-    )
+    if np.iscomplexobj(A) or np.iscomplexobj(Y):  # complex T-MSBL (sbl_complex.hpp)
+        X, G, Bs, lam, n_iter, stop = _core._sbl_solve_complex(
+            np.asfortranarray(A, dtype=np.complex128), Yt.astype(np.complex128, copy=False),
+            kw["prune"], kw["lam"], kw["learn"], kw["enh"], kw.get("R"), kw.get("B_fixed"),
+            kw["max_iter"], kw["tol"], threads,
+        )
+    else:
+        X, G, Bs, lam, n_iter, stop = _core._sbl_solve(
+            np.asfortranarray(A), Yt, kw["exact"], kw["prune"], kw["lam"], kw["learn"],
+            kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["tol"], threads,
+        )
     return [
         SblOut(X[b].T.copy(), G[b], Bs[b].T.copy(), float(lam[b]), int(n_iter[b]),
                STOP_REASONS[int(stop[b])])
@@ -202,7 +235,7 @@ def empty_result(
     if not return_result:
         return X0
     return DecodeResult(
-        x=X0, support=X0 != 0, residual_norm=np.zeros((0, L), dtype=out_dtype),
+        x=X0, support=X0 != 0, residual_norm=np.zeros((0, L), dtype=np.finfo(out_dtype).dtype),
         n_iter=np.zeros(0, dtype=int), stop_reason=np.zeros(0, dtype="<U9"),
         extra={"gamma": np.zeros((0, N)), "B": np.zeros((0, L, L)),
                "lambda": np.zeros(0)},
@@ -225,7 +258,7 @@ def make_result(
     outs : list of SblOut
         One record per problem.
     out_dtype : numpy.dtype
-        dtype of the residual norms.
+        dtype of the estimate; the residual norms are of its real type.
     ndim : int
         Number of dimensions of the user's ``Y``.
 
@@ -237,7 +270,7 @@ def make_result(
     batch = Y.ndim == 3
     Yb = Y if batch else Y[None]
     Xb = np.stack([o.x for o in outs])
-    resid = _norm_axis1(Yb - np.einsum("mn,bnl->bml", A, Xb)).astype(out_dtype)
+    resid = _norm_axis1(Yb - np.einsum("mn,bnl->bml", A, Xb)).astype(np.finfo(out_dtype).dtype)
     return batch_result(
         X,
         X != 0,

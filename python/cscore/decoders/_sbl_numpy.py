@@ -3,7 +3,10 @@
 The compiled kernel (``cpp/include/cscore/sbl.hpp``) is tested against this
 code and it is the fallback when the core lacks the kernel.  The algorithm, the
 shared spectral kernel and the notation (``Phi``, ``Gamma``, ``P``, ``K``) are
-described in the module docstring of :mod:`cscore.decoders.sbl`.
+described in the module docstring of :mod:`cscore.decoders.sbl`.  T-MSBL also
+takes complex ``A`` and ``Y`` (the Hermitian form: every ``'`` is a conjugate
+transpose, as in ``cpp/include/cscore/sbl_complex.hpp``); real input runs the
+real expressions unchanged.
 """
 
 from __future__ import annotations
@@ -20,6 +23,19 @@ __all__ = ["solve_numpy"]
 _EPS = np.finfo(np.float64).eps
 
 
+def _h(X: np.ndarray) -> np.ndarray:
+    """``X'``: the conjugate transpose (the plain transpose of a real array)."""
+    return X.conj().T if np.iscomplexobj(X) else X.T
+
+
+def _abs2(X: np.ndarray) -> np.ndarray:
+    """``|X|^2`` entrywise (``X**2`` for a real array)."""
+    if np.iscomplexobj(X):
+        out: np.ndarray = X.real**2 + X.imag**2
+        return out
+    return X**2
+
+
 class _Spectral:
     """Eigendecomposition of ``P = Phi Gamma Phi'`` on its smaller side."""
 
@@ -31,12 +47,12 @@ class _Spectral:
         if self.gram:
             self.g = np.sqrt(gamma)
             PhiG = Phi * self.g
-            e, V = np.linalg.eigh(PhiG.T @ PhiG)
+            e, V = np.linalg.eigh(_h(PhiG) @ PhiG)
             self.V = V
         else:
-            e, W = np.linalg.eigh((Phi * gamma) @ Phi.T)
+            e, W = np.linalg.eigh((Phi * gamma) @ _h(Phi))
             self.W = W
-            self.Z = W.T @ Phi
+            self.Z = _h(W) @ Phi
         e = np.maximum(e, 0.0)
         self.e = e
         emax = e[-1] if e.size else 0.0
@@ -46,22 +62,22 @@ class _Spectral:
     def project(self, R: np.ndarray) -> np.ndarray:
         """Coordinates of ``R`` (M, m) in the eigenbasis, before scaling."""
         if self.gram:
-            return self.V.T @ ((self.Phi.T @ R) * self.g[:, None])
-        return self.W.T @ R
+            return _h(self.V) @ ((_h(self.Phi) @ R) * self.g[:, None])
+        return _h(self.W) @ R
 
     def mean(self, T: np.ndarray, c: np.ndarray | float) -> np.ndarray:
         """``Gamma Phi' (P + c I)^-1 R`` from ``T = project(R)``; c per column."""
         d = np.where(self.keep[:, None], 1.0 / (self.e[:, None] + c), 0.0)
         if self.gram:
             return (self.V @ (T * d)) * self.g[:, None]
-        return (self.Z.T @ (T * d)) * self.gamma[:, None]
+        return (_h(self.Z) @ (T * d)) * self.gamma[:, None]
 
     def post_var(self, c: float) -> np.ndarray:
         """``gamma_i - gamma_i^2 phi_i' (P + c I)^-1 phi_i`` for every kept row."""
         if self.gram:
-            return self.gamma * c * ((self.V**2) @ (1.0 / (self.e + c)))
+            return self.gamma * c * (_abs2(self.V) @ (1.0 / (self.e + c)))
         d = np.where(self.keep, 1.0 / (self.e + c), 0.0)
-        return self.gamma - self.gamma**2 * (d @ self.Z**2)
+        return self.gamma - self.gamma**2 * (d @ _abs2(self.Z))
 
     def trace_ratio(self, lam: float) -> float:
         """``tr(P (lam I + P)^-1)``."""
@@ -76,10 +92,10 @@ def _sym_inverse(B: np.ndarray) -> np.ndarray:
     fewer independent rows than channels) gives a large but finite inverse instead
     of a LAPACK "singular matrix" error whose occurrence depends on rounding.
     """
-    w, Q = np.linalg.eigh(0.5 * (B + B.T))
+    w, Q = np.linalg.eigh(0.5 * (B + _h(B)))
     wmax = max(float(w[-1]), np.finfo(float).tiny)
     w = np.maximum(w, np.finfo(float).eps * wmax)
-    return (Q / w) @ Q.T
+    return (Q / w) @ _h(Q)
 
 
 def _lambda_update(
@@ -87,7 +103,7 @@ def _lambda_update(
     enhance: bool, spec: _Spectral | None,
 ) -> float:
     if enhance:
-        p = (Phi**2) @ gamma
+        p = _abs2(Phi) @ gamma
         return resid2 / (M * L) + lam * float(np.sum(p / (lam + p))) / M
     if spec is None:
         spec = _Spectral(Phi, gamma)
@@ -114,11 +130,12 @@ def _out(
     count: int, stop: str,
 ) -> SblOut:
     """The record of one problem: the kept rows ``keep`` scattered back into N rows."""
-    x = np.zeros((N, mu.shape[1]))
+    x = np.zeros((N, mu.shape[1]), dtype=mu.dtype)
     x[keep] = mu
     g = np.zeros(N)
     g[keep] = gamma
-    return SblOut(x, g, np.array(B, dtype=float), float(lam), count, stop)
+    B_dtype = complex if np.iscomplexobj(B) else float
+    return SblOut(x, g, np.array(B, dtype=B_dtype), float(lam), count, stop)
 
 
 def _tmsbl_one(
@@ -130,14 +147,15 @@ def _tmsbl_one(
     gamma = np.ones(N)
     keep = np.arange(N)
     Phi = A
-    mu = np.zeros((N, L))
+    cplx = np.iscomplexobj(A) or np.iscomplexobj(Y)
+    mu = np.zeros((N, L), dtype=complex if cplx else float)
     B = np.eye(L) if B_fixed is None else B_fixed
     count = 0
     stop = "max_iter"
     while True:
         gamma, Phi, keep = _prune(prune, gamma, Phi, keep)
         if gamma.size == 0:
-            mu = np.zeros((0, L))
+            mu = np.zeros((0, L), dtype=mu.dtype)
             stop = "exhausted"
             break
         mu_old = mu
@@ -146,17 +164,20 @@ def _tmsbl_one(
         mu = spec.mean(spec.project(Y), lamp)
         sig = spec.post_var(lamp)
         if learn_lambda:
-            resid2 = float(np.sum((Y - Phi @ mu) ** 2))
+            resid2 = float(np.sum(_abs2(Y - Phi @ mu)))
             lam = _lambda_update(lam, resid2, M, L, Phi, gamma, enhance, spec)
         if B_fixed is None:
             K = gamma.size
             if K <= M:
                 B = np.eye(L)
             else:
-                B = (mu / gamma[:, None]).T @ mu + R
+                B = _h(mu / gamma[:, None]) @ mu + R
                 B = B / np.linalg.norm(B)
         mub = mu @ _sym_inverse(B) if B_fixed is not None or gamma.size > M else mu
-        gamma = np.sum(mub * mu, axis=1) / L + sig
+        if cplx:  # Re(mu_i B^-1 mu_i^H)
+            gamma = np.sum(mub * mu.conj(), axis=1).real / L + sig
+        else:
+            gamma = np.sum(mub * mu, axis=1) / L + sig
         count += 1
         if count >= max_iter:
             break

@@ -12,6 +12,18 @@ vectorized for them (chosen at run time); setting the environment variable
 ``CSCORE_ISA=generic`` before the first call selects the portable build instead
 (results then differ from the AVX2 build by rounding only).
 
+Complex data.  ``A`` and ``Y`` may be complex64/complex128 (radar, sonar, MRI,
+antenna arrays; the direction-of-arrival guide docs/complex.md): the complex
+kernel (``cpp/include/cscore/greedy_complex.hpp``) runs the same algorithm with
+conjugate transposes -- correlations ``A^H r``, Gram matrix ``A^H A``, least
+squares through the Hermitian Cholesky factor -- selects the atom maximizing
+``sum_c |a_j^H r_c|^2 / ||a_j||^2`` and returns complex coefficients; residual
+norms stay real.  dtype: complex64 when every input is complex64 or float32,
+else complex128 (a real input is promoted, see :mod:`cscore.decoders._complex`).
+Same validation, threading (GIL released, results independent of the thread
+count) and stopping rules as the real path, whose code is separate and whose
+results are unchanged.  ``tol="auto"`` needs real data.
+
 Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
 formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
 and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
@@ -32,9 +44,9 @@ from .._validation import (
     check_matrix,
     check_nonnegative_float,
     check_positive_int,
-    common_float_dtype,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
+from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 from .greedy_operator import is_operator, run_operator
 from .stopping import auto_decode_mmv, auto_decode_omp, is_auto
 
@@ -69,6 +81,35 @@ def _resolve_stopping(n_nonzero: Any, tol: Any, M: int, N: int) -> tuple[int, bo
     return min(cap, max(1, int(0.1 * N))), True, tol_value
 
 
+def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``A`` with its columns of extreme scale brought to unit scale, and the scales.
+
+    Columns of extreme scale (e.g. float32 subnormals, whose inverse norm would
+    overflow) are scaled by a power of two, exactly; the selection uses
+    normalized columns anyway and x_j scales back by 1/c_j.  Columns of ordinary
+    scale are untouched (results are bit-identical); the scales are None when
+    no column is extreme.  Complex columns are scaled by their largest part.
+    """
+    cplx = A_arr.dtype.kind == "c"
+    if cplx:
+        col_max = np.max(np.maximum(np.abs(A_arr.real), np.abs(A_arr.imag)), axis=0)
+    else:
+        col_max = np.max(np.abs(A_arr), axis=0)
+    extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
+    if not np.any(extreme):
+        return A_arr, None
+    _, e = np.frexp(np.where(extreme, col_max, 1.0).astype(np.float64))
+    col_scale = np.where(extreme, np.ldexp(1.0, e), 1.0)
+    shift = -np.where(extreme, e, 0)
+    if not cplx:
+        return np.ascontiguousarray(np.ldexp(A_arr, shift).astype(A_arr.dtype, copy=False)), \
+            col_scale
+    scaled = np.empty_like(A_arr)
+    scaled.real = np.ldexp(A_arr.real, shift)
+    scaled.imag = np.ldexp(A_arr.imag, shift)
+    return scaled, col_scale
+
+
 def _run(
     fn: str,
     A: Any,
@@ -80,11 +121,12 @@ def _run(
     n_threads: Any,
 ) -> dict[str, Any]:
     """Validate, decode, and return the raw outputs in (P, ., L) layout."""
-    dtype = common_float_dtype(A, Y)
-    A_arr = check_matrix("A", A, dtype=dtype)
+    dtype = decode_dtype(A, Y)
+    real_dtype = np.finfo(dtype).dtype  # of the residual norms
+    A_arr = checked_matrix("A", A, dtype=dtype)
     # A batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result.
     empty = (2, 1) if fn == "omp" else (3, 0)
-    Y_arr = as_float_array(y_name, Y, ndim=y_ndims, dtype=dtype, empty_batch=empty)
+    Y_arr = as_array(y_name, Y, ndim=y_ndims, dtype=dtype, empty_batch=empty)
     M, N = A_arr.shape
     if Y_arr.shape[-2 if fn == "somp" else 0] != M:
         axis = "the second-to-last axis" if fn == "somp" else "the first axis"
@@ -92,19 +134,7 @@ def _run(
             f"{y_name} must have M = {M} rows (A has shape {A_arr.shape}) along {axis}; "
             f"got {y_name} of shape {Y_arr.shape}"
         )
-    # Columns of extreme scale (e.g. float32 subnormals, whose inverse norm would
-    # overflow) are brought to unit scale by a power of two, exactly; the
-    # selection uses normalized columns anyway and x_j scales back by 1/c_j.
-    # Columns of ordinary scale are untouched (results are bit-identical).
-    col_max = np.max(np.abs(A_arr), axis=0)
-    extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
-    col_scale = None
-    if np.any(extreme):
-        _, e = np.frexp(np.where(extreme, col_max, 1.0).astype(np.float64))
-        col_scale = np.where(extreme, np.ldexp(1.0, e), 1.0)
-        A_arr = np.ascontiguousarray(
-            np.ldexp(A_arr, -np.where(extreme, e, 0)).astype(dtype, copy=False)
-        )
+    A_arr, col_scale = _unit_scale_columns(A_arr)
     max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
     threads = resolve_threads(n_threads)
 
@@ -125,7 +155,7 @@ def _run(
             Yv, Xv = Y_arr, X
     P, _, L = Yv.shape
     # The kernel writes every entry of X (zeros off the support).
-    residual = np.zeros((P, L), dtype=dtype)
+    residual = np.zeros((P, L), dtype=real_dtype)
     n_iter = np.zeros(P, dtype=np.int64)
     stop = np.zeros(P, dtype=np.int8)
     warn = np.zeros(P, dtype=np.uint8)
@@ -138,7 +168,7 @@ def _run(
     if col_scale is not None:
         with np.errstate(over="ignore"):
             # X[..., n, l]: atoms on the second-to-last axis, or the last for omp's (N,)
-            Xv /= col_scale.astype(dtype)[None, :, None]
+            Xv /= col_scale.astype(real_dtype)[None, :, None]
     n_warn = int(np.count_nonzero(warn))
     if n_warn:
         warnings.warn(
@@ -152,6 +182,15 @@ def _run(
         "atoms": atoms,
         "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
     }
+
+
+def _refuse_complex_auto(fn: str, A: Any, Y: Any) -> None:
+    """``TypeError`` for ``tol="auto"`` with complex data (its noise estimate is real-only)."""
+    if is_complex(A) or is_complex(Y):
+        raise TypeError(
+            f"{fn}: tol='auto' supports real A and Y only; for complex data pass "
+            "n_nonzero or a numeric tol"
+        )
 
 
 def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
@@ -194,16 +233,18 @@ def omp(
     Parameters
     ----------
     A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
-        Sensing matrix (dictionary).  Columns need not have unit norm: they are
-        normalized internally for the selection, and the coefficients returned are
-        for ``A`` as given.  Must be finite, with no all-zero column.  A
+        Sensing matrix (dictionary), real or complex.  Columns need not have unit
+        norm: they are normalized internally for the selection, and the
+        coefficients returned are for ``A`` as given.  Must be finite, with no
+        all-zero column.  A
         :class:`scipy.sparse.linalg.LinearOperator`, any object with ``shape``,
         ``matvec`` and ``rmatvec`` (e.g. a PyLops operator) or a scipy sparse
         matrix is used through its products only, never formed
         (:mod:`cscore.decoders.greedy_operator`; an operator's columns are assumed
         to have equal norms unless ``column_norms`` is given).
     y : array_like, shape (M,) or (M, B)
-        One measurement vector, or B independent vectors as columns.
+        One measurement vector, or B independent vectors as columns; real or
+        complex.
     n_nonzero : int, optional
         Number of atoms to select, ``1 <= n_nonzero <= min(M, N)``.
     tol : float, optional
@@ -214,7 +255,7 @@ def omp(
         ``tol="auto"`` estimates each column's noise level from its own greedy
         path (residual ratio thresholding, :mod:`cscore.decoders.stopping`) and stops once
         the residual norm is ``<= sigma_hat * sqrt(M)``; ``extra`` then holds
-        ``sigma_hat``.
+        ``sigma_hat`` (real data only).
     n_threads : int, optional
         Threads used across the batch; default :func:`cscore.get_num_threads`.
         Results are bit-identical for every thread count.
@@ -228,8 +269,10 @@ def omp(
     Returns
     -------
     x : numpy.ndarray, shape (N,) or (N, B)
-        The sparse solution(s), float32 when every input is float32, else float64.
-        With ``return_result=True`` a :class:`cscore.DecodeResult` whose
+        The sparse solution(s), float32 when every input is float32, else
+        float64; for complex input complex64 when every input is complex64 or
+        float32, else complex128 (residual norms are of the real type).  With
+        ``return_result=True`` a :class:`cscore.DecodeResult` whose
         ``residual_norm``, ``n_iter`` and ``stop_reason`` have shape () or (B,),
         whose ``support`` is the mask of selected atoms (shape of ``x``), and whose
         ``extra["atoms"]`` lists the atoms in selection order (-1 padded), shape
@@ -241,7 +284,8 @@ def omp(
         Wrong shapes, NaN/inf, empty arrays, an all-zero column in ``A``,
         ``n_nonzero`` outside ``[1, min(M, N)]``, negative ``tol``.
     TypeError
-        Complex or non-numeric arrays, non-integer ``n_nonzero``.
+        Non-numeric or boolean arrays, non-integer ``n_nonzero``, ``tol="auto"``
+        with complex data.
 
     Warns
     -----
@@ -258,6 +302,9 @@ def omp(
     copied.  Stop reasons: ``'n_nonzero'``, ``'tol'``, ``'exhausted'`` (``tol``
     alone and all ``min(M, N)`` atoms used) and ``'dependent'``.  A zero ``y`` gives
     a zero ``x`` after no iteration.
+
+    Complex ``A`` or ``y``: correlations are ``a_j^H r`` and the least squares
+    use ``A^H A`` (module docstring); a real operand is promoted to complex.
 
     The implementation is Batch-OMP [1]_ in progressive-Cholesky form; the residual
     norm used for ``tol`` is tracked by the energy update ``||r||^2 = ||y||^2 -
@@ -286,6 +333,7 @@ def omp(
         out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
     elif is_auto(tol):
+        _refuse_complex_auto("omp", A, y)
         return auto_decode_omp(
             lambda y_, k: omp(A, y_, n_nonzero=k, n_threads=n_threads, return_result=True),
             check_matrix("A", A), y, n_nonzero=n_nonzero, return_result=return_result,
@@ -312,17 +360,19 @@ def somp(
 ) -> np.ndarray | DecodeResult:
     """Simultaneous OMP: one support shared by the L channels of an MMV problem.
 
-    At each step the atom maximizing ``||a_j^T R||_2`` over channels (with the
+    At each step the atom maximizing ``||a_j^H R||_2`` over channels (with the
     columns of ``A`` normalized for the selection) joins the common support, and
-    every channel is re-fitted by least squares on it.
+    every channel is re-fitted by least squares on it.  Real or complex data
+    (e.g. the snapshots of an antenna array, docs/complex.md).
 
     Parameters
     ----------
     A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
-        Sensing matrix; columns need not have unit norm (see :func:`omp`, also for
-        operators).
+        Sensing matrix, real or complex; columns need not have unit norm (see
+        :func:`omp`, also for operators).
     Y : array_like, shape (M, L) or (B, M, L)
-        One multiple-measurement-vector problem, or a batch of B of them.
+        One multiple-measurement-vector problem, or a batch of B of them; real
+        or complex.
     n_nonzero : int, optional
         Number of atoms (rows of the solution) to select, ``1 <= n_nonzero <=
         min(M, N)``.
@@ -344,7 +394,8 @@ def somp(
     Returns
     -------
     S : numpy.ndarray, shape (N, L) or (B, N, L)
-        Row-sparse solution(s).  With ``return_result=True`` a
+        Row-sparse solution(s), of the dtype rule of :func:`omp`.  With
+        ``return_result=True`` a
         :class:`cscore.DecodeResult` with ``residual_norm`` per channel, shape (L,)
         or (B, L); ``n_iter`` and ``stop_reason`` of shape () or (B,); ``support``
         the selected rows broadcast to the shape of ``S``; ``extra["atoms"]`` the
@@ -383,6 +434,7 @@ def somp(
         out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
     elif is_auto(tol):
+        _refuse_complex_auto("somp", A, Y)
         return auto_decode_mmv(
             lambda Y_, k: somp(A, Y_, n_nonzero=k, n_threads=n_threads, return_result=True),
             check_matrix("A", A), as_float_array("Y", Y, ndim=(2, 3)), n_nonzero=n_nonzero,

@@ -97,6 +97,24 @@ thresholds are absolute, as in the originals, so results depend on the scale of
 ``Y``; an overflowing iteration (``Y`` ~ 1e80) raises ``FloatingPointError``
 instead of returning NaN.
 
+Complex data (T-MSBL)
+---------------------
+:func:`tmsbl` also takes complex ``A`` and ``Y`` (complex64/complex128; a real
+operand is promoted).  The model is the circular complex one: row ``i`` of
+``S`` is ``CN(0, gamma_i B)`` and the noise ``CN(0, lam I)``, whose EM updates
+are the real ones with every transpose conjugated (the factors of 2 of the
+complex Gaussian cancel): ``P = Phi Gamma Phi^H``, ``mu = Gamma Phi^H (P + lam'
+I)^-1 Y``, ``Sigma_ii = gamma_i - gamma_i^2 phi_i^H (P + lam' I)^-1 phi_i``,
+``B = sum_i mu_i^H mu_i / gamma_i + R`` and ``gamma_i = Re(mu_i B^-1 mu_i^H) / L
++ Sigma_ii`` (``mu_i`` the i-th row).  The learned temporal-correlation matrix
+``B`` is kept **Hermitian** (complex): the phase of the correlation between
+snapshots is part of the model (``extra["B"]`` is then complex); the same rules
+apply (``I`` while ``K <= M`` and for ``L >= 10``, Frobenius-normalized).
+``matrix_reg`` and ``fix_b`` stay real symmetric.  The iteration runs in
+complex128 (``cpp/include/cscore/sbl_complex.hpp``, a portable Hermitian Jacobi
+eigensolver in place of LAPACK) and the output is complex64 when every input is
+complex64 or float32, else complex128.  T-SBL (:func:`tsbl`) is real only.
+
 Differences from the originals
 ------------------------------
 * A preset (``noise=`` / ``snr=``) only supplies defaults: parameters passed
@@ -133,6 +151,7 @@ from .._validation import (
     check_positive_int,
 )
 from ..result import DecodeResult
+from ._complex import is_complex
 from ._sbl_common import (
     check_inputs,
     empty_result,
@@ -250,9 +269,10 @@ def tmsbl(
     Parameters
     ----------
     A : array_like, shape (M, N)
-        Sensing matrix (no all-zero column).
+        Sensing matrix (no all-zero column), real or complex.
     Y : array_like, shape (M, L), (B, M, L) or (M,)
-        Measurements; a 3-D array is a batch of problems sharing ``A``.
+        Measurements; a 3-D array is a batch of problems sharing ``A``.  Real or
+        complex (e.g. array snapshots, docs/complex.md).
     noise : {None, 'no', 'small', 'mild', 'large'}, default None
         Parameter preset of ``TMSBL.m`` (see :data:`TMSBL_PRESETS`):
 
@@ -304,7 +324,8 @@ def tmsbl(
         ``S`` of shape (N, L) (or (B, N, L), or (N,) for 1-D ``Y``); float32
         when both inputs are float32 (the iteration itself always runs in
         float64: the noiseless presets' lambda of 1e-15 / 1e-10 is below
-        float32 resolution).
+        float32 resolution).  Complex input gives complex64 when every input
+        is complex64 or float32, else complex128 (computed in complex128).
 
     Notes
     -----
@@ -312,6 +333,9 @@ def tmsbl(
     data; on noiseless data it typically runs to ``max_iter`` (with a
     ``RuntimeWarning``) and leaves a relative error ~1e-5, exactly as the
     original ``TMSBL.m`` does (checked with GNU Octave).
+
+    Complex data: the Hermitian form of the updates with a Hermitian ``B``
+    (module docstring, "Complex data").
 
     Scale.  As in the original, the iteration starts from ``gamma = 1`` and
     ``prune_gamma`` and ``lam`` are absolute, so the result depends on the scale
@@ -335,7 +359,7 @@ def tmsbl(
     >>> sorted(np.argsort(-np.abs(S_hat).sum(1))[:2].tolist())
     [3, 17]
     """
-    A64, Y64, out_dtype, ndim = check_inputs(A, Y)
+    A64, Y64, out_dtype, ndim = check_inputs(A, Y, allow_complex=True)
     M, N = A64.shape
     L = Y64.shape[-1]
     p = preset(TMSBL_PRESETS, noise, "noise")
@@ -425,6 +449,8 @@ def tsbl(
 
     Notes
     -----
+    Complex ``A`` or ``Y`` is refused with a ``TypeError`` (use :func:`tmsbl`).
+
     Noiseless data: use ``snr="inf"``.  The default preset is tuned for noisy
     data; on noiseless data it typically runs to ``max_iter`` (with a
     ``RuntimeWarning``) and leaves a relative error ~1e-5, exactly as the
@@ -449,6 +475,11 @@ def tsbl(
     >>> sorted(np.argsort(-np.abs(S_hat).sum(1))[:2].tolist())
     [3, 17]
     """
+    if is_complex(A) or is_complex(Y):
+        raise TypeError(
+            "tsbl: complex A or Y is not supported (T-SBL is real only); use cscore.tmsbl, "
+            "which takes complex data"
+        )
     A64, Y64, out_dtype, ndim = check_inputs(A, Y)
     p = preset(TSBL_PRESETS, snr, "snr")
     # T-SBL's whitened update divides by lam: lam = 0 is refused (a tiny lam such
