@@ -119,8 +119,10 @@ def _continue_from(init: Path | None, A: np.ndarray) -> tuple[Any, dict[str, Any
     from cscore.decoders.learned.weights import load_model_file
 
     w0, A0, _, previous = load_model_file(init)
-    if not np.array_equal(A0, A):
+    # the same seed gives A up to roundoff on another machine's NumPy
+    if A0.shape != A.shape or not np.allclose(A0, A, rtol=0, atol=1e-12):
         raise SystemExit(f"{init} was trained for another sensing matrix")
+    A[...] = A0  # continue with the very matrix of the file
     return w0, previous
 
 
@@ -328,13 +330,17 @@ FRONTIER_MNIST = {
     "mnist-m36-r": (36, 36, 512, 0.5, (3, 24), 24),
     "mnist-m36-t": (36, 36, 512, 0.0, (3, 24), 24),
     "mnist-m36-r768": (36, 36, 768, 0.5, (3, 24), 24),
+    "mnist-m72-r80": (72, 72, 512, 0.8, (5, 45), 45),
+    "mnist-m36-r80": (36, 36, 768, 0.8, (3, 24), 24),
 }
 #: MSRC frontier candidates: the msrc-buildings-* recipe with rollouts, longer
 FRONTIER_MSRC = {f"{name}-r": cfg for name, cfg in MSRC_CFG.items()}
 
 
 def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seconds: float | None,
-                         max_epochs: int, seed: int = 0, threads: int | None = None) -> None:
+                         max_epochs: int, seed: int = 0, threads: int | None = None,
+                         init: Path | None = None, lr: float = 1e-3, patience: int = 3,
+                         problems_per_epoch: int = 10000) -> None:
     """A frontier MNIST model: the mnist-m* split and matrix, 40000 fresh 4-tuples.
 
     Each epoch: 10000 problems drawn from 40000 random 4-tuples of the training
@@ -346,8 +352,9 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
     S_tr, S_va, spec = mnist_training_data(data, M, n_images=MNIST_IMAGES, n_tuples=40000, seed=1)
     spec = replace(spec, dataset=MNIST_DATASET)
     A = paper_matrix(spec.M, spec.N, seed=seed_A)
-    cfg = TrainConfig(n_cells=H, cell="paper", optimizer="adam", lr=1e-3, batch_size=512,
-                      max_epochs=max_epochs, patience=3, clip=100.0, seed=seed,
+    w0, previous = _continue_from(init, A)
+    cfg = TrainConfig(n_cells=H, cell="paper", optimizer="adam", lr=lr, batch_size=512,
+                      max_epochs=max_epochs, patience=patience, clip=100.0, seed=seed,
                       n_threads=threads, max_seconds=max_seconds, device=device,
                       progress=False)
     info = {
@@ -365,9 +372,12 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
         "machine": f"{platform.machine()} (torch, device {device})",
         "script": "scripts/train_pretrained.py",
     }
+    if previous is not None:
+        info["continued_from"] = previous.get("training", {})
     model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=steps,
-                                  k_range=k_range, sigma=0.005, problems_per_epoch=10000,
-                                  info=info, rollout=rollout)
+                                  k_range=k_range, sigma=0.005,
+                                  problems_per_epoch=problems_per_epoch, info=info,
+                                  rollout=rollout, init=w0)
     _save(name, out, model, res)
 
 
@@ -376,6 +386,10 @@ def main() -> None:
     ap.add_argument("names", nargs="+",
                     choices=[*MNIST_CFG, "demo-dct-m32", *MSRC_CFG, "nwsomp-mnist-m72",
                              "cdsn-msrc-dct-m25", *FRONTIER_MNIST, *FRONTIER_MSRC])
+    ap.add_argument("--patience", type=int, default=3,
+                    help="frontier models: epochs without validation gain before stopping")
+    ap.add_argument("--problems-per-epoch", type=int, default=10000,
+                    help="frontier MNIST models: training problems per epoch")
     ap.add_argument("--msrc-cache", type=Path, default=None,
                     help="msrc-* models: an .npz copy of the resized split (written if absent)")
     ap.add_argument("--device", default="cpu",
@@ -414,7 +428,8 @@ def main() -> None:
                        cache=args.msrc_cache)
         elif name in FRONTIER_MNIST:
             train_frontier_mnist(name, args.data, args.out, args.device, args.max_seconds,
-                                 args.max_epochs, args.seed, args.threads)
+                                 args.max_epochs, args.seed, args.threads, args.init, args.lr,
+                                 args.patience, args.problems_per_epoch)
         else:
             train_mnist(name, args.data, args.out, args.threads, args.max_epochs,
                         args.max_seconds, args.init, args.seed, args.lr)
