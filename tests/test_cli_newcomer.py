@@ -144,3 +144,15 @@ def test_an_unreachable_scheduler_is_an_error_before_any_output(problem, capsys,
     err = capsys.readouterr().err
     assert err.startswith("cscore decode: error: --scheduler tcp://127.0.0.1:1: cannot reach")
     assert not (problem / "S.zarr").exists()
+
+
+def test_help_cscore_lists_entry_points_that_exist():
+    import re
+
+    import cscore
+
+    doc = cscore.__doc__ or ""
+    assert "Entry points" in doc and "cscore --help" in doc
+    names = re.findall(r":(?:func|class):`(\w+)`", doc)
+    assert {"omp", "somp", "pretrained", "decoder", "stream", "decode_file"} <= set(names)
+    assert [n for n in names if not hasattr(cscore, n)] == []
