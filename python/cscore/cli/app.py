@@ -64,7 +64,21 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text, description=help_text)
         add_args(p)
         p.set_defaults(_run=run)
+        _name_commands(p, name)
     return parser
+
+
+def _name_commands(parser: argparse.ArgumentParser, command: str) -> None:
+    """Record on ``parser`` and its nested subparsers the command each one is.
+
+    ``cscore text train`` then reports its errors as ``cscore text train: error:``,
+    as argparse does for its own errors of that subparser.
+    """
+    parser.set_defaults(_command=command)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, nested in action.choices.items():
+                _name_commands(nested, f"{command} {name}")
 
 
 #: Exceptions that mean "bad input or environment", reported without a traceback.
@@ -126,8 +140,17 @@ def main(argv: list[str] | None = None) -> int:
     if not hasattr(args, "_run"):
         parser.print_help()
         return 2
+    command = getattr(args, "_command", args.command)
     try:
-        return int(args._run(args) or 0)
+        status = int(args._run(args) or 0)
+        sys.stdout.flush()  # a reader that went away shows here, where it is handled
+        return status
+    except BrokenPipeError:
+        # the reader went away (``cscore models | head``): not an error of ours;
+        # stdout goes to devnull so that the interpreter's final flush is quiet
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a command cut off this way
     except USER_ERRORS as exc:
         if os.environ.get("CSCORE_TRACEBACK"):
             raise
@@ -135,14 +158,14 @@ def main(argv: list[str] | None = None) -> int:
             msg = f"{exc} (is the optional dependency {exc.name!r} installed?)"
         else:
             msg = str(exc) or type(exc).__name__
-        print(f"{error_prefix(args.command)} {msg}", file=sys.stderr)
+        print(f"{error_prefix(command)} {msg}", file=sys.stderr)
         return 2
     except OSError as exc:
         # a file system's report (it carries an errno: a name too long, a full disk,
         # ...) is about the user's paths; an OSError without one is a bug
         if exc.errno is None or os.environ.get("CSCORE_TRACEBACK"):
             raise
-        print(f"{error_prefix(args.command)} {_os_message(exc)}", file=sys.stderr)
+        print(f"{error_prefix(command)} {_os_message(exc)}", file=sys.stderr)
         return 2
 
 

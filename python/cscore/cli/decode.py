@@ -19,31 +19,38 @@ HELP = "decode measurements (.npy or zarr, B x M x L) into a zarr array, resumab
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """Add the ``decode`` options to ``p``."""
     g = p.add_argument_group("decoder (a config file, or by flags)")
-    g.add_argument("--config", type=Path, help="decoder config JSON (from Decoder.save)")
+    g.add_argument("--config", type=Path, help="decoder config JSON (from Decoder.save; default: "
+                   "none, give --decoder)")
     g.add_argument("--allow-outside", action="store_true",
                    help="let --config name files outside its own folder (refused by default)")
     from ..decoders import decoder_specs
 
     names = ", ".join(f"{s.name}{' (needs --model)' if s.kind == 'model' else ''}"
                       for s in decoder_specs())
-    g.add_argument("--decoder", help=f"decoder name, one of: {names}")
-    g.add_argument("--matrix", type=Path, help="sensing matrix A (M, N) as .npy")
-    g.add_argument("--model", help="model decoders: pretrained name or model file")
-    g.add_argument("--n-nonzero", type=int, help="setting n_nonzero")
+    g.add_argument("--decoder", help=f"decoder name, one of: {names} (default: none, give "
+                   "--config)")
+    g.add_argument("--matrix", type=Path, help="sensing matrix A (M, N) as .npy (required by the "
+                   "matrix decoders; default: none)")
+    g.add_argument("--model", help="model decoders: pretrained name or model file "
+                   "(default: none)")
+    g.add_argument("--n-nonzero", type=int,
+                   help="setting n_nonzero: atoms per channel (default: the decoder's)")
     g.add_argument("--tol", type=_tol,
                    help="setting tol: a residual threshold, or 'auto' (noise estimated from "
-                        "the measurements) for decoders that support it")
+                        "the measurements) for decoders that support it (default: the decoder's)")
     g.add_argument(
         "--set",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="another setting (VALUE parsed as JSON, else a string); repeatable",
+        help="another setting (VALUE parsed as JSON, else a string); repeatable (default: "
+        "none)",
     )
     p.add_argument("--input", type=Path, help="measurements .npy or zarr array (required)")
     p.add_argument("--output", type=Path, help="output zarr array (directory) (required)")
     p.add_argument("--chunk", type=int, help="problems per chunk (default: about 4 MiB of input)")
-    p.add_argument("--scheduler", help="dask.distributed scheduler address (needs cscore[dask])")
+    p.add_argument("--scheduler", help="dask.distributed scheduler address (needs "
+                   "cscore[dask]; default: none, decode in this process)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -51,7 +58,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="OUT",
         help="check the finished run OUT (every chunk against its checksum; with --input, "
-        "also that input) and exit: 0 intact, 1 damaged or unfinished",
+        "also that input) and exit: 0 intact, 1 damaged or unfinished (default: none, "
+        "decode)",
     )
 
 
@@ -121,8 +129,8 @@ def verify(args: argparse.Namespace) -> int:
     report = verify_output(args.verify, input=args.input)
     print(report.summary())
     if not report.ok:
-        print(f"cscore decode: {args.verify} failed verification; run the decode command "
-              "again to decode the damaged or missing chunks", file=sys.stderr)  # fmt: skip
+        print(f"cscore decode: error: {args.verify} failed verification; run the decode "
+              "command again to decode the damaged or missing chunks", file=sys.stderr)
     return 0 if report.ok else 1
 
 
@@ -142,15 +150,98 @@ def _damage_note(caught: list[warnings.WarningMessage]) -> str:
     return f"; {len(chunks)} recorded chunk(s) failed verification and were decoded again"
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run ``cscore decode``; 130 when interrupted (finished chunks are kept)."""
-    from ..pipelines import ChunkDamageWarning, decode_file
+def _require_zarr3() -> None:
+    """Refuse a missing zarr, or zarr 2, before anything is written."""
+    from .._optional import require
 
+    zarr = require("zarr", "cscore decode")
+    version = str(getattr(zarr, "__version__", "3"))
+    if version.split(".")[0].isdigit() and int(version.split(".")[0]) < 3:
+        raise ImportError(f"cscore decode needs zarr 3 (zarr {version} is installed): "
+                          'pip install "cscore[pipeline]"', name="zarr")
+
+
+def _input_rows(path: Path) -> int | None:
+    """M of the (B, M, L) input, read from its header only (None when unreadable here)."""
+    import numpy as np
+
+    try:
+        if path.suffix == ".npy":
+            return int(np.load(path, mmap_mode="r", allow_pickle=False).shape[-2])
+        import zarr
+
+        return int(zarr.open_array(str(path), mode="r").shape[-2])
+    except Exception:  # decode_file reports an unreadable input in its own words
+        return None
+
+
+def check_orientation(dec: Any, input_path: Path) -> None:
+    """Refuse a sensing matrix given as (N, M), with a hint, before any output exists.
+
+    Parameters
+    ----------
+    dec : Decoder
+        The decoder of ``--matrix``.
+    input_path : Path
+        The measurements (B, M, L).
+
+    Raises
+    ------
+    ValueError
+        The input's M is the matrix's column count (and not its row count).
+    """
+    M = _input_rows(input_path)
+    if M is not None and M != dec.M and M == dec.N:
+        raise ValueError(
+            f"input has M = {M} measurements per channel, but --matrix is ({dec.M}, {dec.N}): "
+            f"is it transposed? A sensing matrix is (M, N) = (measurements, atoms); save "
+            "A.T instead (np.save(path, A.T))")
+
+
+def _connect(address: str) -> Any:
+    """A dask.distributed client of ``--scheduler``, connected before any output exists."""
+    from .._optional import require
+
+    distributed = require("distributed", "cscore decode --scheduler")
+    try:
+        return distributed.Client(address)
+    except OSError as exc:  # distributed's timeout and refusal carry no errno
+        raise ValueError(f"--scheduler {address}: cannot reach the scheduler ({exc})") from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``cscore decode``; 130 when interrupted (finished chunks are kept).
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The options of :func:`add_arguments`.
+
+    Returns
+    -------
+    int
+        0 when decoded, 130 when interrupted; ``--verify``: 0 intact, 1 not.
+    """
     if args.verify is not None:
         return verify(args)
     if args.input is None or args.output is None:
         raise ValueError("give --input and --output (or --verify OUT)")
+    _require_zarr3()
     dec = build_decoder(args)
+    if args.matrix is not None:
+        check_orientation(dec, args.input)
+    client = _connect(args.scheduler) if args.scheduler else None
+    try:
+        return _decode(args, dec, client)
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _decode(args: argparse.Namespace, dec: Any, client: Any) -> int:
+    """Decode ``--input`` into ``--output`` (on ``client`` when given) and report."""
+    from ..pipelines import ChunkDamageWarning, decode_file
+
     state = {"done": 0, "total": 0}
 
     def on_chunk(done: int, total: int) -> None:
@@ -165,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
                 args.output,
                 chunk=args.chunk,
                 progress=not args.no_progress,
-                scheduler=args.scheduler,
+                scheduler=client,
                 overwrite=args.overwrite,
                 on_chunk=on_chunk,
             )

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, eval, search"
@@ -16,38 +17,99 @@ HELP = "sentence embeddings for retrieval (LSTM-DSSM, thesis chapter 3): train, 
 __all__ = ["HELP", "add_arguments", "run"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``text`` sub-subcommands to ``parser``."""
-    sub = parser.add_subparsers(dest="text_command", metavar="ACTION")
-    data_help = "Cranfield directory (cran.all.1400, cran.qry, cranqrel); default: shipped copy"
+#: The ``--data`` help of every action.
+DATA_HELP = ("Cranfield directory (cran.all.1400, cran.qry, cranqrel); default: the copy "
+             "shipped with cscore")
 
-    p = sub.add_parser("train", help="train a model on Cranfield (needs torch)")
-    p.add_argument("--kind", default="lstm", choices=["lstm", "rnn", "bilstm", "dssm"])
-    p.add_argument("--out", required=True, help="model file to write (.npz)")
-    p.add_argument("--data", default=None, help=data_help)
-    p.add_argument("--epochs", type=int, default=None, help="maximum epochs")
-    p.add_argument("--optimizer", choices=["nesterov", "adam"], default=None)
-    p.add_argument("--lr", type=float, default=None)
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``text`` sub-subcommands to ``parser``.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The ``cscore text`` parser, extended in place.
+    """
+    sub = parser.add_subparsers(dest="text_command", metavar="ACTION")
+    _add_train(sub.add_parser("train", help="train a model on Cranfield (needs torch)",
+                              description="train a sentence-embedding model on Cranfield "
+                              "(needs torch); options left out take the shipped models' "
+                              "recipe for --kind (cscore.text.recipes.recipe)"))
+
+    p = sub.add_parser("eval", help="NDCG table and figure on the Cranfield test queries")
+    p.add_argument("--model", action="append", default=None, metavar="NAME=MODEL",
+                   help="display name and pretrained name or file (repeatable); default: "
+                        "LSTM, RNN and DSSM shipped models")
+    p.add_argument("--data", default=None, help=DATA_HELP)
+    p.add_argument("--out-dir", default="text-eval",
+                   help="where table and figure go (default text-eval)")
+
+    p = sub.add_parser("search", help="rank the Cranfield documents for a query")
+    p.add_argument("query", help="the query text (quote it)")
+    p.add_argument("--model", default="cranfield-lstm",
+                   help="pretrained name or model file (default cranfield-lstm)")
+    p.add_argument("--top", type=int, default=10, help="documents shown (default 10)")
+    p.add_argument("--data", default=None, help=DATA_HELP)
+
+    p = sub.add_parser("analyze", help="input gates, cell activations, keywords, topic cells")
+    p.add_argument("text", help="query (or, with --document, document) text")
+    p.add_argument("--model", default="cranfield-lstm",
+                   help="pretrained name or model file (default cranfield-lstm)")
+    p.add_argument("--document", action="store_true", help="analyze with the document tower")
+    p.add_argument("--out-dir", default="text-analysis",
+                   help="where the pictures and tables go (default text-analysis)")
+    p.add_argument("--topic-queries", type=int, default=20,
+                   help="Cranfield queries added to the topic-cell table (default 20)")
+    p.add_argument("--member", type=int, default=0,
+                   help="for an ensemble: which member to analyze (default 0: the first)")
+
+
+def _add_train(p: argparse.ArgumentParser) -> None:
+    """Options of ``cscore text train`` (None: the recipe's value for ``--kind``)."""
+    recipe = "default: the recipe's"
+    p.add_argument("--kind", default="lstm", choices=["lstm", "rnn", "bilstm", "dssm"],
+                   help="encoder: LSTM (the chapter's), plain RNN, bidirectional LSTM or the "
+                        "bag-of-trigrams DSSM (default lstm)")
+    p.add_argument("--out", required=True, help="model file to write (.npz) (required)")
+    p.add_argument("--data", default=None, help=DATA_HELP)
+    p.add_argument("--epochs", type=int, default=None,
+                   help=f"maximum epochs ({recipe}: 12, rnn 10)")
+    p.add_argument("--optimizer", choices=["nesterov", "adam"], default=None,
+                   help=f"adam, or nesterov (the chapter's momentum schedule) ({recipe}: adam)")
+    p.add_argument("--lr", type=float, default=None,
+                   help=f"step size of the towers ({recipe}: 1e-4, dssm 2e-3)")
     p.add_argument("--embed-lr", type=float, default=None,
-                   help="step size of the trigram embedding (default: the recipe's)")
+                   help=f"step size of the trigram embedding ({recipe}: 2e-3, rnn 1e-3, "
+                        "dssm as --lr)")
     p.add_argument("--gate-lr", type=float, default=None,
-                   help="LSTM: step size of the gates' weights (default: the recipe's)")
+                   help="LSTM: step size of the gates' weights (default: as --lr)")
     p.add_argument("--avg-eta", type=int, default=None,
-                   help="polynomial-decay weight averaging (0: off; recipe: 8)")
-    p.add_argument("--n-cells", type=int, default=None)
-    p.add_argument("--max-seconds", type=float, default=None, help="wall-clock budget")
-    p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None)
+                   help=f"polynomial-decay weight averaging, 0: off ({recipe}: 8)")
+    p.add_argument("--n-cells", type=int, default=None,
+                   help=f"cells of each tower, split over directions for bilstm; dssm: output "
+                        f"size ({recipe}: 112, rnn 256)")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="wall-clock budget per member (default: none)")
+    p.add_argument("--init", choices=["lsa", "lsa-rotated", "random"], default=None,
+                   help=f"start of the embedding: latent semantic analysis of the training "
+                        f"text, the same rotated, or random ({recipe}: lsa)")
     p.add_argument("--input-gain", type=float, default=None,
-                   help="LSA start: multiplier of the towers' input weights (recipe: 1; "
-                        "larger values start the LSTM's cells in the saturating range of tanh)")
-    p.add_argument("--dropout", type=float, default=None, help="word-vector dropout")
+                   help="LSA start: multiplier of the towers' input weights (larger values "
+                        "start the LSTM's cells in the saturating range of tanh) "
+                        f"({recipe}: 1)")
+    p.add_argument("--dropout", type=float, default=None,
+                   help=f"word-vector dropout, in [0, 1) ({recipe}: 0)")
     p.add_argument("--pool", choices=["last", "mean", "last+bag"], default=None,
-                   help="LSTM embedding: last output (the chapter's) or mean output")
-    p.add_argument("--max-trigrams", type=int, default=None, help="trigram vocabulary size")
+                   help="LSTM embedding: last output (the chapter's), mean output, or last "
+                        f"output plus the mean word vector ({recipe}: last)")
+    p.add_argument("--max-trigrams", type=int, default=None,
+                   help=f"trigram vocabulary size ({recipe}: 6000, all of Cranfield's)")
     p.add_argument("--sentences-per-doc", type=int, default=None,
-                   help="abstract sentence -> rest-of-document pairs per document and epoch")
+                   help="abstract sentence -> rest-of-document pairs per document and epoch "
+                        f"({recipe}: 2)")
     p.add_argument("--hard-negatives", type=int, default=None,
-                   help="add a hard negative to every pair, drawn from BM25's top N")
+                   help="add a hard negative to every pair, drawn from BM25's top N "
+                        f"({recipe}: 0, none)")
     p.add_argument("--members", type=int, default=3,
                    help="ensemble members, each trained on 80 of the 100 training + "
                         "validation queries (a different fold held out) for a fixed number "
@@ -56,31 +118,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="members trained at the same time, one process each (default: "
                         "as many as there are CPU cores); the result does not depend on it")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the initial weights, pairs and batches (default 0)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    p = sub.add_parser("eval", help="NDCG table and figure on the Cranfield test queries")
-    p.add_argument("--model", action="append", default=None, metavar="NAME=MODEL",
-                   help="display name and pretrained name or file (repeatable); default: "
-                        "LSTM, RNN and DSSM shipped models")
-    p.add_argument("--data", default=None, help=data_help)
-    p.add_argument("--out-dir", default="text-eval", help="where table and figure go")
-
-    p = sub.add_parser("search", help="rank the Cranfield documents for a query")
-    p.add_argument("query")
-    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
-    p.add_argument("--top", type=int, default=10)
-    p.add_argument("--data", default=None, help=data_help)
-
-    p = sub.add_parser("analyze", help="input gates, cell activations, keywords, topic cells")
-    p.add_argument("text", help="query (or, with --document, document) text")
-    p.add_argument("--model", default="cranfield-lstm", help="pretrained name or model file")
-    p.add_argument("--document", action="store_true", help="analyze with the document tower")
-    p.add_argument("--out-dir", default="text-analysis")
-    p.add_argument("--topic-queries", type=int, default=20,
-                   help="Cranfield queries added to the topic-cell table")
-    p.add_argument("--member", type=int, default=0,
-                   help="for an ensemble: which member to analyze (default: the first)")
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -173,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
     actions = {"train": _train, "eval": _eval, "search": _search, "analyze": _analyze}
     action = getattr(args, "text_command", None)
     if action not in actions:
-        print("usage: cscore text {train,eval,search,analyze} ...  (cscore text -h)")
+        print("cscore text: error: name an action: cscore text {train,eval,search,analyze} "
+              "...  (cscore text -h)", file=sys.stderr)
         return 2
     return actions[action](args)

@@ -32,23 +32,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p : argparse.ArgumentParser
         The subcommand's parser, extended in place.
     """
-    p.add_argument("--out", type=Path, required=True, help="model file to write (.npz)")
+    p.add_argument("--out", type=Path, required=True,
+                   help="model file to write (.npz) (required)")
     p.add_argument("--data", choices=("mnist", "folder", "demo"), default="mnist",
                    help="training signals (default mnist)")
     p.add_argument("--mnist-dir", type=Path, default=None,
-                   help="folder with images-idx3-ubyte(.gz) and labels-idx1-ubyte(.gz)")
+                   help="folder with images-idx3-ubyte(.gz) and labels-idx1-ubyte(.gz) "
+                        "(required with --data mnist; default: none)")
     p.add_argument("--n-train", type=int, default=None,
                    help="MNIST: first images used (training + validation); default 75%%")
-    p.add_argument("--images-dir", type=Path, default=None, help="folder of natural images")
-    p.add_argument("--image-size", type=int, default=64, help="natural images: resized side")
+    p.add_argument("--images-dir", type=Path, default=None,
+                   help="folder of natural images (required with --data folder; "
+                        "default: none)")
+    p.add_argument("--image-size", type=int, default=64,
+                   help="natural images: resized side (default 64)")
     p.add_argument("--transform", choices=("dct", "haar"), default="dct",
                    help="natural images: block transform (default dct; haar: 3 levels)")
     p.add_argument("-M", type=int, default=None, help="measurements (default N/2)")
     p.add_argument("-L", type=int, default=4, help="channels per problem (default 4)")
-    p.add_argument("--matrix-seed", type=int, default=0, help="seed of the sensing matrix")
-    p.add_argument("--k-min", type=int, default=None, help="smallest training sparsity")
-    p.add_argument("--k-max", type=int, default=None, help="largest training sparsity")
-    p.add_argument("--n-steps", type=int, default=None, help="greedy steps per problem")
+    p.add_argument("--matrix-seed", type=int, default=0,
+                   help="seed of the sensing matrix (default 0)")
+    p.add_argument("--k-min", type=int, default=None,
+                   help="smallest training sparsity (default: mnist 5, "
+                        "images 2)")
+    p.add_argument("--k-max", type=int, default=None,
+                   help="largest training sparsity (default: mnist 32, "
+                        "images 20)")
+    p.add_argument("--n-steps", type=int, default=None,
+                   help="greedy steps per problem (default M/4, the "
+                        "paper's)")
     p.add_argument("--sigma", type=float, default=0.005, help="noise std (default 0.005)")
     p.add_argument("--arch", choices=("lstm", "blstm", "nwsomp", "cdsn"), default="lstm",
                    help="lstm: LSTM-CS (default); blstm: bidirectional LSTM-CS; nwsomp: "
@@ -79,12 +91,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=None,
                    help="lstm/blstm/nwsomp: torch CPU threads (default: torch's choice)")
     p.add_argument("--quiet", action="store_true", help="no progress bar or training log")
-    p.add_argument("--window", type=int, default=5, help="cdsn: convolution window (odd)")
-    p.add_argument("--modules", type=int, default=3, help="cdsn: stacked modules")
+    p.add_argument("--window", type=int, default=5,
+                   help="cdsn: convolution window, odd (default 5)")
+    p.add_argument("--modules", type=int, default=3, help="cdsn: stacked modules (default 3)")
     p.add_argument("--hidden", type=int, default=None,
                    help="nwsomp/cdsn: hidden units (default 512 / 64)")
-    p.add_argument("--rbm-epochs", type=int, default=10, help="cdsn: CD-1 pretraining epochs")
-    p.add_argument("--fista-iters", type=int, default=400, help="cdsn: FISTA iterations/module")
+    p.add_argument("--rbm-epochs", type=int, default=10,
+                   help="cdsn: CD-1 pretraining epochs (default 10)")
+    p.add_argument("--fista-iters", type=int, default=400,
+                   help="cdsn: FISTA iterations per module (default 400)")
 
 
 def _check_args(args: argparse.Namespace) -> None:
