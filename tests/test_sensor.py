@@ -122,7 +122,7 @@ def test_loader_returns_documented_recording():
 @needs_extra
 def test_demo_decodes_every_channel():
     # measured on the test part (benchmarks/results/sensor.md), M = 24: mean NMSE 0.066
-    # (SOMP) and ~0.04 (LSTM-CS), worst channel 0.23; a broken decoder gives >= 1
+    # (SOMP) and 0.033 (LSTM-CS), worst channel 0.23 (SOMP, F3); a broken decoder gives ~1
     setup = prepare_sensor(Ms=(24,), decoders=("somp", "lstm-cs"))
     seen = []
     res = run_sensor(setup, cscore.stream, on_run=seen.append)
