@@ -29,8 +29,8 @@ fi
 cmd_lstm=(python3 scripts/train_pretrained.py --device cuda --max-seconds "$budget" --max-epochs 1000
           --data "$data/mnist" --msrc-cache "$data/msrc64.npz" --out "$out/models")
 for n in mnist-m72-r mnist-m72-t mnist-m72-r768 mnist-m36-r mnist-m36-t mnist-m36-r768 \
-         msrc-buildings-dct-m32-lstm-r msrc-buildings-dct-m32-blstm-r \
-         msrc-buildings-haar-m32-lstm-r msrc-buildings-haar-m32-blstm-r; do
+         msrc-buildings-dct-m32-lstm-v2 msrc-buildings-dct-m32-blstm-v2 \
+         msrc-buildings-haar-m32-lstm-v2 msrc-buildings-haar-m32-blstm-v2; do
   timeout $((budget + 120)) "${cmd_lstm[@]}" "$n" >"$out/logs/$n.log" 2>&1 &
 done
 for n in lamp-bg-n500-m250 lista-n500-m250 lamp-bg-mnist-m72 lista-mnist-m72; do

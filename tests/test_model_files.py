@@ -335,7 +335,7 @@ def test_byte_flips_never_escape(corpus):
             cscore.LSTMCS.load(tmp)
         except ModelFileError:
             n_refused += 1
-        assert time.perf_counter() - t0 < 1.0
+        assert time.perf_counter() - t0 < 10.0  # a hang guard, generous for loaded machines
     assert n_refused > len(positions) // 2
 
 
