@@ -29,7 +29,7 @@ def test_every_builtin_matrix_decoder_is_covered() -> None:
 
 @pytest.mark.parametrize("spec", MATRIX_DECODERS, ids=lambda s: s.name)
 def test_transposed_A_gives_the_hint(spec) -> None:
-    with pytest.raises(ValueError, match="must have|measurements") as info:
+    with pytest.raises(ValueError, match=r"must have|measurements") as info:
         spec.func(A.T, Y)
     msg = str(info.value)
     assert HINT in msg
