@@ -32,6 +32,7 @@ __all__ = [
     "check_positive_float",
     "check_positive_int",
     "common_float_dtype",
+    "transposed_hint",
 ]
 
 
@@ -136,6 +137,39 @@ def _is_empty_batch(arr: np.ndarray, empty_batch: tuple[int, int] | None) -> boo
         return False
     axis = empty_batch[1] % arr.ndim
     return arr.shape[axis] == 0 and all(n > 0 for i, n in enumerate(arr.shape) if i != axis)
+
+
+def transposed_hint(A_shape: tuple[int, ...], rows: int, cols: int | None = None) -> str:
+    """The hint appended to a row-count error when ``A`` looks transposed.
+
+    ``A`` looks transposed when the measurement count the data needs (``rows``,
+    e.g. Y's row count) is A's column count and not its row count; with ``cols``
+    (the expected atom count) its row count must also be ``cols``.
+
+    Parameters
+    ----------
+    A_shape : tuple of int
+        The shape of ``A`` as the user passed it.
+    rows : int
+        The number of measurements per channel that the data (or model) has.
+    cols : int, optional
+        The expected number of atoms N, when it is known (a model's spec).
+
+    Returns
+    -------
+    str
+        ``""`` or ``"; did you pass A transposed? A must be (M, N) ..."``, to
+        append to the message.
+    """
+    if len(A_shape) != 2:
+        return ""
+    a0, a1 = (int(s) for s in A_shape)
+    if rows != a1 or rows == a0 or (cols is not None and a0 != cols):
+        return ""
+    return (
+        f"; did you pass A transposed? A must be (M, N) = (measurements, atoms), "
+        f"here ({a1}, {a0}): transpose it"
+    )
 
 
 def check_finite(name: str, arr: np.ndarray) -> None:

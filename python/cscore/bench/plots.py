@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from .experiments import SweepResult
 from .theory import weak_threshold
 
@@ -21,7 +22,7 @@ def _pyplot() -> Any:
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("plots need matplotlib (a dependency of cscore): "
-                          "pip install matplotlib") from exc
+                          + install_hint("matplotlib")) from exc
     return plt
 
 

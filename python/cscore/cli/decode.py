@@ -154,11 +154,7 @@ def _require_zarr3() -> None:
     """Refuse a missing zarr, or zarr 2, before anything is written."""
     from .._optional import require
 
-    zarr = require("zarr", "cscore decode")
-    version = str(getattr(zarr, "__version__", "3"))
-    if version.split(".")[0].isdigit() and int(version.split(".")[0]) < 3:
-        raise ImportError(f"cscore decode needs zarr 3 (zarr {version} is installed): "
-                          'pip install "cscore[pipeline]"', name="zarr")
+    require("zarr", "cscore decode", min_version="3")
 
 
 def _input_rows(path: Path) -> int | None:

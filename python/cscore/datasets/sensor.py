@@ -43,10 +43,6 @@ __all__ = [
     "windows",
 ]
 
-# The hint of the one missing-extra message (cscore._optional.require).
-_optional.EXTRAS.setdefault("spkit", "sensor")
-
-
 @dataclass(frozen=True)
 class _RecordingInfo:
     """Where a bundled recording lives and what it is."""

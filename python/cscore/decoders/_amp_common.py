@@ -19,6 +19,7 @@ from .._validation import (
     check_nonnegative_float,
     check_positive_float,
     check_positive_int,
+    transposed_hint,
 )
 
 __all__ = ["minimax_alpha"]
@@ -164,14 +165,20 @@ def _check_options(
     return opts
 
 
-def _as_measurements(Y: Any, M: int, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
-    """Return (Y as given but checked, the (P, M, L) float64 view for the kernel)."""
+def _as_measurements(
+    Y: Any, M: int, dtype: np.dtype, N: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return (Y as given but checked, the (P, M, L) float64 view for the kernel).
+
+    ``N``, A's column count, lets the row-count error say when A looks transposed.
+    """
     Y_arr = as_float_array("Y", Y, ndim=(1, 2, 3), dtype=dtype, empty_batch=(3, 0))
     axis = 0 if Y_arr.ndim < 3 else 1
     if Y_arr.shape[axis] != M:
         where = "the first axis" if axis == 0 else "axis 1 of a (B, M, L) batch"
         raise ValueError(
             f"Y must have M = {M} rows along {where} (A has {M} rows); got Y of shape {Y_arr.shape}"
+            + (transposed_hint((M, N), Y_arr.shape[axis]) if N is not None else "")
         )
     if Y_arr.ndim == 1:
         Y3 = Y_arr[None, :, None]

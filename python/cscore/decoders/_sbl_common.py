@@ -17,6 +17,7 @@ from .._validation import (
     as_float_array,
     check_matrix,
     check_nonnegative_float,
+    transposed_hint,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
@@ -96,6 +97,7 @@ def _check_rows(
     if Y64.shape[-2 if ndim > 1 else 0] != M:
         raise ValueError(
             f"Y must have M = {M} rows (A is {A64.shape}); got Y of shape {Y64.shape}"
+            + transposed_hint(A64.shape, Y64.shape[-2 if ndim > 1 else 0])
         )
     if ndim == 1:
         Y64 = Y64[:, None]

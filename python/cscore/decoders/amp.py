@@ -342,7 +342,7 @@ def amp(
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
     M, N = A_arr.shape
-    Y_arr, Y3 = _as_measurements(Y, M, dtype)
+    Y_arr, Y3 = _as_measurements(Y, M, dtype, N)
     A64 = np.asarray(A_arr, dtype=np.float64)
     frob2 = float(np.sum(A64 * A64))
     if not (np.isfinite(frob2) and frob2 > 0.0):
@@ -438,7 +438,7 @@ class VAMPSolver:
         )  # fmt: skip
         M = self.shape[0]
         dtype = self.dtype if np.asarray(Y).dtype == np.float32 else np.dtype(np.float64)
-        Y_arr, Y3 = _as_measurements(Y, M, dtype)
+        Y_arr, Y3 = _as_measurements(Y, M, dtype, self.shape[1])
         return _decode(
             "vamp", _core._vamp_decode, (self._U, self._s_scaled, self._Vt), self._A64,
             self._c, Y_arr,
@@ -575,7 +575,7 @@ def vamp(
             noise_var, snr0,
         )  # fmt: skip
         A_arr = check_matrix("A", A)
-        _as_measurements(Y, A_arr.shape[0], np.dtype(np.float64))
+        _as_measurements(Y, A_arr.shape[0], np.dtype(np.float64), A_arr.shape[1])
         solver = _solver_for(A_arr)
     return solver(
         Y, denoiser=denoiser, joint=joint, max_iter=max_iter, tol=tol, damping=damping,

@@ -27,6 +27,7 @@ from .._validation import (
     check_positive_float,
     check_positive_int,
     common_float_dtype,
+    transposed_hint,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
 
@@ -54,7 +55,7 @@ def _check_rows(A: np.ndarray, Y: np.ndarray, yname: str, axis: int) -> None:
     if Y.shape[axis] != A.shape[0]:
         raise ValueError(
             f"{yname} has {Y.shape[axis]} measurements (shape {Y.shape}) but A has "
-            f"{A.shape[0]} rows"
+            f"{A.shape[0]} rows{transposed_hint(A.shape, Y.shape[axis])}"
         )
 
 

@@ -44,6 +44,7 @@ from .._validation import (
     check_matrix,
     check_nonnegative_float,
     check_positive_int,
+    transposed_hint,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
@@ -133,6 +134,7 @@ def _run(
         raise ValueError(
             f"{y_name} must have M = {M} rows (A has shape {A_arr.shape}) along {axis}; "
             f"got {y_name} of shape {Y_arr.shape}"
+            + transposed_hint(A_arr.shape, Y_arr.shape[-2 if fn == "somp" else 0])
         )
     A_arr, col_scale = _unit_scale_columns(A_arr)
     max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)

@@ -55,7 +55,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._validation import as_float_array, check_finite
+from .._validation import as_float_array, check_finite, transposed_hint
 from ..result import STOP_REASONS
 
 __all__ = ["is_operator", "run_operator"]
@@ -302,6 +302,7 @@ def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
         raise ValueError(
             f"{y_name} must have M = {op.M} rows (A has shape {(op.M, op.N)}) along {axis}; "
             f"got {y_name} of shape {Y_arr.shape}"
+            + transposed_hint((op.M, op.N), Y_arr.shape[-2 if fn == "somp" else 0])
         )
     if fn == "omp":
         Yv = Y_arr[None, :, None] if Y_arr.ndim == 1 else Y_arr.T[:, :, None]

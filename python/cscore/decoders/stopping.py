@@ -59,7 +59,7 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
-from .._validation import check_positive_int
+from .._validation import check_positive_int, transposed_hint
 from ..result import DecodeResult
 
 __all__ = [
@@ -394,6 +394,7 @@ def auto_decode_mmv(
         raise ValueError(
             f"Y must be (M, L) or (B, M, L) with M = {A.shape[0]} rows (A has shape "
             f"{A.shape}); got Y of shape {Y.shape}"
+            + transposed_hint(A.shape, Y.shape[-2] if Y.ndim in (2, 3) else -1)
         )
     dtypes: list[np.dtype] = []
 

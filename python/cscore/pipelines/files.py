@@ -479,7 +479,7 @@ def decode_file(
     every finished chunk is recorded before it propagates.
     """
     # fail before touching anything when an optional package is missing
-    require("zarr", "cscore.decode_file")
+    require("zarr", "cscore.decode_file", min_version="3")
     if scheduler is not None:
         require("distributed", "decoding on a Dask cluster (scheduler=)")
     dec = _as_decoder(dec)

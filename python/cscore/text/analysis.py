@@ -26,6 +26,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from .._optional import install_hint
 from .model import TextModel
 
 __all__ = [
@@ -155,7 +156,7 @@ def _plt() -> Any:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover
-        raise ImportError("pictures need matplotlib: pip install cscore[plot]") from exc
+        raise ImportError(f"pictures need matplotlib: {install_hint('matplotlib')}") from exc
     return plt
 
 

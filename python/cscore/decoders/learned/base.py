@@ -21,7 +21,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..._validation import as_float_array, check_nonnegative_float, check_positive_int
+from ..._validation import (
+    as_float_array,
+    check_nonnegative_float,
+    check_positive_int,
+    transposed_hint,
+)
 from ...problem import ProblemSpec
 from ...result import STOP_REASONS, DecodeResult
 from ..stopping import auto_decode_mmv, is_auto
@@ -57,7 +62,8 @@ class LearnedModel:
             raise TypeError(f"spec must be a ProblemSpec, got {type(spec).__name__}")
         A = as_float_array("A", A, ndim=2, dtype=np.float64)
         if A.shape != (spec.M, spec.N):
-            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})")
+            raise ValueError(f"A has shape {A.shape}, but spec says (M, N) = ({spec.M}, {spec.N})"
+                             + transposed_hint(A.shape, spec.M, spec.N))
         norms = np.linalg.norm(A, axis=0)
         if np.any(norms == 0):
             raise ValueError(f"A has an all-zero column (column {int(np.argmin(norms))})")
