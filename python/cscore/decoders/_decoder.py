@@ -15,7 +15,11 @@ learned decoders registered with :func:`register_decoder`) -- behind one object:
 >>> cscore.Decoder.from_config(dec.config) == dec
 True
 
-``dec(Y)`` returns exactly what the wrapped function returns.  The single-vector
+``dec(Y)`` returns exactly what the wrapped function returns.  Decoders
+registered with ``complex_ok=True`` (``omp``, ``somp``, ``tmsbl``) take complex
+``A`` and ``Y`` as the functions do (dtype rule of
+:mod:`cscore.decoders._complex`); the others refuse complex data with a
+``TypeError`` naming the decoder.  The single-vector
 decoders (``omp``, ``bcs``) decode every channel of every problem as an
 independent column: ``dec(Y)`` for ``Y`` (M, L) is ``omp(A, Y)``, and a batch
 (B, M, L) is decoded as the B*L columns ``Y.transpose(1, 0, 2).reshape(M, -1)``.
@@ -26,7 +30,9 @@ Configs
 "settings": {...}, "A": ..., "model": ...}``:
 
 * the sensing matrix inline, ``"A": {"shape": [M, N], "dtype": "float64",
-  "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly), or,
+  "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly; a
+  complex ``A`` has ``"data"`` = its real parts and ``"imag"`` = its imaginary
+  parts, same shape), or,
   when written with :meth:`Decoder.save` ``(path, inline=False)``, a file reference
   ``"A": {"file": "dec.A.npy", "sha256": "..."}`` (relative to the config file);
   the ``sha256`` is required and checked on loading;
@@ -53,7 +59,8 @@ import numpy as np
 
 from .._validation import as_float_array
 from ..models.registry import file_sha256, is_model_path
-from .registry import RESERVED_SETTINGS, get_decoder_spec
+from ._complex import as_array, decode_dtype, is_complex
+from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
 
 __all__ = ["Decoder", "decoder"]
 
@@ -74,6 +81,22 @@ def _jsonable(value: Any, key: str) -> Any:
     raise TypeError(
         f"setting {key!r} has type {type(value).__name__}, which a decoder config "
         "cannot carry (use numbers, strings, booleans, lists or arrays)"
+    )
+
+
+def _complex_dtype(x: Any) -> np.dtype:
+    """complex64 for complex64 input, complex128 for any other complex input."""
+    dt = getattr(x, "dtype", None)
+    single = dt is not None and np.dtype(dt) == np.complex64
+    return np.dtype(np.complex64 if single else np.complex128)
+
+
+def _real_only(name: str, what: str, x: Any) -> TypeError:
+    """The error for complex data given to a decoder registered without ``complex_ok``."""
+    ok = ", ".join(s.name for s in decoder_specs() if s.complex_ok) or "none"
+    return TypeError(
+        f"decoder {name!r} takes real data only; {what} is complex "
+        f"({np.asarray(x).dtype}). Decoders for complex data: {ok}"
     )
 
 
@@ -116,7 +139,7 @@ class Decoder:
                 raise ValueError(f"decoder {spec.name!r} takes a sensing matrix A, not a model")
             if A is None:
                 raise ValueError(f"decoder {spec.name!r} needs a sensing matrix A")
-            A = as_float_array("A", A, ndim=2)
+            A = self._checked_data("A", A, ndim=2)
             if A.shape[0] == 0 or A.shape[1] == 0:
                 raise ValueError(f"A must not be empty, got shape {A.shape}")
             self._A = np.array(A, copy=True)
@@ -161,6 +184,14 @@ class Decoder:
                 f"got {type(model).__name__}"
             )
         return model, None
+
+    def _checked_data(self, what: str, x: Any, *, ndim: int | tuple[int, ...]) -> np.ndarray:
+        """``x`` checked as a real array, or as a complex one where the decoder allows it."""
+        if is_complex(x):
+            if not self._spec.complex_ok:
+                raise _real_only(self._spec.name, what, x)
+            return as_array(what, x, ndim=ndim, dtype=_complex_dtype(x))
+        return as_float_array(what, x, ndim=ndim)
 
     # -- properties -------------------------------------------------------
     @property
@@ -224,8 +255,22 @@ class Decoder:
 
         float32 when ``Y`` is float32 and so is the sensing matrix (matrix
         decoders) -- model decoders return float32 for float32 ``Y`` -- else float64.
+        For a decoder registered with ``complex_ok`` and complex ``Y`` or ``A``:
+        complex64 when both are complex64 or float32, else complex128.
+
+        Parameters
+        ----------
+        dtype : dtype
+            The dtype of the measurements.
+
+        Returns
+        -------
+        numpy.dtype
         """
-        f32 = np.dtype(dtype) == np.float32
+        dt = np.dtype(dtype)
+        if self._spec.complex_ok and (dt.kind == "c" or self._A.dtype.kind == "c"):
+            return decode_dtype(np.empty(0, dtype=dt), self._A)
+        f32 = dt == np.float32
         if self._spec.kind == "matrix":
             f32 = f32 and self._A.dtype == np.float32
         return np.dtype(np.float32) if f32 else np.dtype(np.float64)
@@ -245,11 +290,13 @@ class Decoder:
             (0, N, L).
         """
         arr = np.asarray(Y)
+        if arr.dtype.kind == "c" and not self._spec.complex_ok:
+            raise _real_only(self._spec.name, "Y", arr)
         if arr.ndim == 3 and arr.shape[0] == 0:
             if arr.shape[1] != self.M:
                 raise ValueError(f"Y has {arr.shape[1]} rows per problem; A has M = {self.M}")
             return np.zeros((0, self.N, arr.shape[2]), dtype=self.output_dtype(arr.dtype))
-        Y = as_float_array("Y", Y, ndim=(2, 3))
+        Y = self._checked_data("Y", Y, ndim=(2, 3))
         spec = self._spec
         if spec.kind == "model":
             return np.asarray(spec.func(self._model, Y, **self._settings))
@@ -266,6 +313,13 @@ class Decoder:
 
     # -- configs ----------------------------------------------------------
     def _matrix_inline(self) -> dict[str, Any]:
+        if self._A.dtype.kind == "c":  # JSON has no complex numbers: two real arrays
+            return {
+                "shape": list(self._A.shape),
+                "dtype": str(self._A.dtype),
+                "data": self._A.real.tolist(),
+                "imag": self._A.imag.tolist(),
+            }
         return {
             "shape": list(self._A.shape),
             "dtype": str(self._A.dtype),
@@ -522,11 +576,29 @@ def _matrix_from_config(ref: Any, base: Path, inside: Path | None) -> np.ndarray
     if "file" in ref:
         return _load_npy(_checked_file(ref, base, "A", inside))
     try:
-        A = np.asarray(ref["data"], dtype=np.dtype(ref.get("dtype", "float64")))
+        dtype = np.dtype(ref.get("dtype", "float64"))
+        if dtype.kind == "c":
+            A = _complex_inline(ref, dtype)
+        else:
+            A = np.asarray(ref["data"], dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ValueError(f"decoder config 'A' is malformed: {exc!r}") from None
     if list(A.shape) != list(ref.get("shape", A.shape)):
         raise ValueError(f"decoder config 'A' has shape {A.shape}, not {ref.get('shape')}")
+    return A
+
+
+def _complex_inline(ref: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+    """A complex inline ``A``: real parts in ``"data"``, imaginary parts in ``"imag"``."""
+    if "imag" not in ref:
+        raise ValueError(f"an inline A of dtype {dtype} needs 'imag' (its imaginary parts)")
+    part = np.finfo(dtype).dtype
+    re = np.asarray(ref["data"], dtype=part)
+    im = np.asarray(ref["imag"], dtype=part)
+    if re.shape != im.shape:
+        raise ValueError(f"'data' has shape {re.shape} but 'imag' has shape {im.shape}")
+    A = np.empty(re.shape, dtype=dtype)
+    A.real, A.imag = re, im
     return A
 
 
