@@ -15,11 +15,9 @@ learned decoders registered with :func:`register_decoder`) -- behind one object:
 >>> cscore.Decoder.from_config(dec.config) == dec
 True
 
-``dec(Y)`` returns exactly what the wrapped function returns.  Decoders
-registered with ``complex_ok=True`` (``omp``, ``somp``, ``tmsbl``) take complex
-``A`` and ``Y`` as the functions do (dtype rule of
-:mod:`cscore.decoders._complex`); the others refuse complex data with a
-``TypeError`` naming the decoder.  The single-vector
+``dec(Y)`` returns exactly what the wrapped function returns.  Complex ``A``/``Y``
+go through to decoders registered ``complex_ok`` (``omp``, ``somp``, ``tmsbl``);
+the others refuse them with a ``TypeError`` naming the decoder.  The single-vector
 decoders (``omp``, ``bcs``) decode every channel of every problem as an
 independent column: ``dec(Y)`` for ``Y`` (M, L) is ``omp(A, Y)``, and a batch
 (B, M, L) is decoded as the B*L columns ``Y.transpose(1, 0, 2).reshape(M, -1)``.
@@ -31,8 +29,7 @@ Configs
 
 * the sensing matrix inline, ``"A": {"shape": [M, N], "dtype": "float64",
   "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly; a
-  complex ``A`` has ``"data"`` = its real parts and ``"imag"`` = its imaginary
-  parts, same shape), or,
+  complex ``A`` adds ``"imag"``: ``"data"`` holds the real parts), or,
   when written with :meth:`Decoder.save` ``(path, inline=False)``, a file reference
   ``"A": {"file": "dec.A.npy", "sha256": "..."}`` (relative to the config file);
   the ``sha256`` is required and checked on loading;
@@ -59,7 +56,15 @@ import numpy as np
 
 from .._validation import as_float_array
 from ..models.registry import file_sha256, is_model_path
-from ._complex import as_array, decode_dtype, is_complex
+from ._complex import (
+    as_array,
+    complex_dtype,
+    decode_dtype,
+    from_inline,
+    inline_parts,
+    is_complex,
+    real_only_error,
+)
 from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
 
 __all__ = ["Decoder", "decoder"]
@@ -81,22 +86,6 @@ def _jsonable(value: Any, key: str) -> Any:
     raise TypeError(
         f"setting {key!r} has type {type(value).__name__}, which a decoder config "
         "cannot carry (use numbers, strings, booleans, lists or arrays)"
-    )
-
-
-def _complex_dtype(x: Any) -> np.dtype:
-    """complex64 for complex64 input, complex128 for any other complex input."""
-    dt = getattr(x, "dtype", None)
-    single = dt is not None and np.dtype(dt) == np.complex64
-    return np.dtype(np.complex64 if single else np.complex128)
-
-
-def _real_only(name: str, what: str, x: Any) -> TypeError:
-    """The error for complex data given to a decoder registered without ``complex_ok``."""
-    ok = ", ".join(s.name for s in decoder_specs() if s.complex_ok) or "none"
-    return TypeError(
-        f"decoder {name!r} takes real data only; {what} is complex "
-        f"({np.asarray(x).dtype}). Decoders for complex data: {ok}"
     )
 
 
@@ -189,9 +178,13 @@ class Decoder:
         """``x`` checked as a real array, or as a complex one where the decoder allows it."""
         if is_complex(x):
             if not self._spec.complex_ok:
-                raise _real_only(self._spec.name, what, x)
-            return as_array(what, x, ndim=ndim, dtype=_complex_dtype(x))
+                raise self._real_only(what, x)
+            return as_array(what, x, ndim=ndim, dtype=complex_dtype(x))
         return as_float_array(what, x, ndim=ndim)
+
+    def _real_only(self, what: str, x: Any) -> TypeError:
+        ok = [s.name for s in decoder_specs() if s.complex_ok]
+        return real_only_error(self._spec.name, what, x, ok)
 
     # -- properties -------------------------------------------------------
     @property
@@ -291,7 +284,7 @@ class Decoder:
         """
         arr = np.asarray(Y)
         if arr.dtype.kind == "c" and not self._spec.complex_ok:
-            raise _real_only(self._spec.name, "Y", arr)
+            raise self._real_only("Y", arr)
         if arr.ndim == 3 and arr.shape[0] == 0:
             if arr.shape[1] != self.M:
                 raise ValueError(f"Y has {arr.shape[1]} rows per problem; A has M = {self.M}")
@@ -313,18 +306,10 @@ class Decoder:
 
     # -- configs ----------------------------------------------------------
     def _matrix_inline(self) -> dict[str, Any]:
+        head = {"shape": list(self._A.shape), "dtype": str(self._A.dtype)}
         if self._A.dtype.kind == "c":  # JSON has no complex numbers: two real arrays
-            return {
-                "shape": list(self._A.shape),
-                "dtype": str(self._A.dtype),
-                "data": self._A.real.tolist(),
-                "imag": self._A.imag.tolist(),
-            }
-        return {
-            "shape": list(self._A.shape),
-            "dtype": str(self._A.dtype),
-            "data": self._A.tolist(),
-        }
+            return {**head, **inline_parts(self._A)}
+        return {**head, "data": self._A.tolist()}
 
     @property
     def config(self) -> dict[str, Any]:
@@ -577,28 +562,11 @@ def _matrix_from_config(ref: Any, base: Path, inside: Path | None) -> np.ndarray
         return _load_npy(_checked_file(ref, base, "A", inside))
     try:
         dtype = np.dtype(ref.get("dtype", "float64"))
-        if dtype.kind == "c":
-            A = _complex_inline(ref, dtype)
-        else:
-            A = np.asarray(ref["data"], dtype=dtype)
+        A = from_inline(ref, dtype) if dtype.kind == "c" else np.asarray(ref["data"], dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ValueError(f"decoder config 'A' is malformed: {exc!r}") from None
     if list(A.shape) != list(ref.get("shape", A.shape)):
         raise ValueError(f"decoder config 'A' has shape {A.shape}, not {ref.get('shape')}")
-    return A
-
-
-def _complex_inline(ref: dict[str, Any], dtype: np.dtype) -> np.ndarray:
-    """A complex inline ``A``: real parts in ``"data"``, imaginary parts in ``"imag"``."""
-    if "imag" not in ref:
-        raise ValueError(f"an inline A of dtype {dtype} needs 'imag' (its imaginary parts)")
-    part = np.finfo(dtype).dtype
-    re = np.asarray(ref["data"], dtype=part)
-    im = np.asarray(ref["imag"], dtype=part)
-    if re.shape != im.shape:
-        raise ValueError(f"'data' has shape {re.shape} but 'imag' has shape {im.shape}")
-    A = np.empty(re.shape, dtype=dtype)
-    A.real, A.imag = re, im
     return A
 
 
