@@ -143,6 +143,8 @@ class _Op:
         _check_kind("A", a_dtype)
         self.a_complex = a_dtype.kind == "c"
         self.cplx = self.a_complex or y_dtype.kind == "c"
+        self.dtype: np.dtype[Any]
+        self.work: np.dtype[Any]
         if self.cplx:
             single = a_dtype in _SINGLE and y_dtype in _SINGLE
             self.dtype = np.dtype(np.complex64 if single else np.complex128)
