@@ -159,8 +159,10 @@ def test_errors_and_warnings():
     A0[:, 7] = 0
     with pytest.raises(ValueError, match="all-zero column"):
         cscore.omp(sp.csr_matrix(A0), Y, n_nonzero=3)
-    with pytest.raises(TypeError, match=r"\bA\b.*complex"):
-        cscore.omp(aslinearoperator(A.astype(complex)), Y, n_nonzero=3)
+    lying = LinearOperator(A.shape, matvec=lambda v: A @ v + 0j, rmatvec=lambda v: A.T @ v + 0j,
+                           dtype=np.float64)  # a real dtype, complex products
+    with pytest.raises(TypeError, match=r"\bA\b has a real dtype .* complex"):
+        cscore.omp(lying, Y, n_nonzero=3, column_norms=np.ones(80))
     with pytest.raises(ValueError, match="M = 30 rows"):
         cscore.omp(op, Y[:20], n_nonzero=3)
     with pytest.raises(ValueError, match="n_nonzero must be <= 30"):

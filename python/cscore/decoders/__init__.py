@@ -58,14 +58,17 @@ __all__ = [
 
 _GREEDY = ("n_nonzero", "tol", "auto")
 
-register_decoder("omp", omp, layout="columns", stopping=_GREEDY,
+# complex_ok: these three take complex64/complex128 data (docs/complex.md)
+register_decoder("omp", omp, layout="columns", stopping=_GREEDY, complex_ok=True,
                  description="OMP on each channel independently")
-register_decoder("somp", somp, stopping=_GREEDY, description="simultaneous OMP, joint support")
+register_decoder("somp", somp, stopping=_GREEDY, complex_ok=True,
+                 description="simultaneous OMP, joint support")
 register_decoder("bcs", bcs, layout="columns", stopping=(),
                  description="Bayesian CS (Ji et al. 2008) per channel")
 register_decoder("mtbcs", mtbcs, stopping=(), description="multitask BCS (Ji et al. 2009)")
 register_decoder("tsbl", tsbl, stopping=(), description="T-SBL (Zhang & Rao 2011)")
-register_decoder("tmsbl", tmsbl, stopping=(), description="T-MSBL (Zhang & Rao 2011)")
+register_decoder("tmsbl", tmsbl, stopping=(), complex_ok=True,
+                 description="T-MSBL (Zhang & Rao 2011)")
 register_decoder("amp", amp, stopping=(),
                  description="AMP (Donoho et al. 2009), EM-learned Bernoulli-Gaussian or l1 "
                              "denoiser, joint rows for MMV")

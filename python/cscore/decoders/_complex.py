@@ -22,7 +22,16 @@ import numpy as np
 
 from .._validation import as_float_array, check_finite, check_matrix, common_float_dtype
 
-__all__ = ["as_array", "checked_matrix", "decode_dtype", "is_complex"]
+__all__ = [
+    "as_array",
+    "checked_matrix",
+    "complex_dtype",
+    "decode_dtype",
+    "from_inline",
+    "inline_parts",
+    "is_complex",
+    "real_only_error",
+]
 
 _SINGLE = (np.dtype(np.float32), np.dtype(np.complex64))
 
@@ -147,4 +156,91 @@ def checked_matrix(name: str, A: Any, *, dtype: np.dtype | type) -> np.ndarray:
             f"{name} has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
             "a zero column can never be selected and makes the problem ill-posed"
         )
+    return out
+
+
+def complex_dtype(x: Any) -> np.dtype:
+    """complex64 for complex64 ``x``, complex128 for any other (complex) ``x``.
+
+    Parameters
+    ----------
+    x : array_like
+
+    Returns
+    -------
+    numpy.dtype
+    """
+    single = _dtype_of(x) == np.complex64
+    return np.dtype(np.complex64 if single else np.complex128)
+
+
+def real_only_error(decoder: str, name: str, x: Any, complex_ok: list[str]) -> TypeError:
+    """The error for complex data given to a decoder that takes real data only.
+
+    Parameters
+    ----------
+    decoder : str
+        The decoder's registry name.
+    name : str
+        The argument (``"A"``, ``"Y"``).
+    x : array_like
+        The complex argument.
+    complex_ok : list of str
+        The decoders that take complex data (named in the message).
+
+    Returns
+    -------
+    TypeError
+    """
+    return TypeError(
+        f"decoder {decoder!r} takes real data only; {name} is complex ({_dtype_of(x)}). "
+        f"Decoders for complex data: {', '.join(complex_ok) or 'none'}"
+    )
+
+
+def inline_parts(A: np.ndarray) -> dict[str, Any]:
+    """A complex matrix as two JSON lists: ``{"data": real parts, "imag": imaginary parts}``.
+
+    Parameters
+    ----------
+    A : numpy.ndarray
+        A complex array.
+
+    Returns
+    -------
+    dict
+    """
+    return {"data": A.real.tolist(), "imag": A.imag.tolist()}
+
+
+def from_inline(ref: dict[str, Any], dtype: np.dtype) -> np.ndarray:
+    """The complex array of :func:`inline_parts`' lists (exact: parts set, not summed).
+
+    Parameters
+    ----------
+    ref : dict
+        Holds ``"data"`` (real parts) and ``"imag"`` (imaginary parts).
+    dtype : numpy.dtype
+        The complex dtype of the result.
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Raises
+    ------
+    ValueError
+        ``"imag"`` missing, or the two parts of different shapes.
+    KeyError
+        ``"data"`` missing.
+    """
+    if "imag" not in ref:
+        raise ValueError(f"an inline A of dtype {dtype} needs 'imag' (its imaginary parts)")
+    part = np.finfo(dtype).dtype
+    re = np.asarray(ref["data"], dtype=part)
+    im = np.asarray(ref["imag"], dtype=part)
+    if re.shape != im.shape:
+        raise ValueError(f"'data' has shape {re.shape} but 'imag' has shape {im.shape}")
+    out = np.empty(re.shape, dtype=dtype)
+    out.real, out.imag = re, im
     return out

@@ -15,7 +15,9 @@ learned decoders registered with :func:`register_decoder`) -- behind one object:
 >>> cscore.Decoder.from_config(dec.config) == dec
 True
 
-``dec(Y)`` returns exactly what the wrapped function returns.  The single-vector
+``dec(Y)`` returns exactly what the wrapped function returns.  Complex ``A``/``Y``
+go through to decoders registered ``complex_ok`` (``omp``, ``somp``, ``tmsbl``);
+the others refuse them with a ``TypeError`` naming the decoder.  The single-vector
 decoders (``omp``, ``bcs``) decode every channel of every problem as an
 independent column: ``dec(Y)`` for ``Y`` (M, L) is ``omp(A, Y)``, and a batch
 (B, M, L) is decoded as the B*L columns ``Y.transpose(1, 0, 2).reshape(M, -1)``.
@@ -26,7 +28,8 @@ Configs
 "settings": {...}, "A": ..., "model": ...}``:
 
 * the sensing matrix inline, ``"A": {"shape": [M, N], "dtype": "float64",
-  "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly), or,
+  "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly; a
+  complex ``A`` adds ``"imag"``: ``"data"`` holds the real parts), or,
   when written with :meth:`Decoder.save` ``(path, inline=False)``, a file reference
   ``"A": {"file": "dec.A.npy", "sha256": "..."}`` (relative to the config file);
   the ``sha256`` is required and checked on loading;
@@ -53,7 +56,16 @@ import numpy as np
 
 from .._validation import as_float_array
 from ..models.registry import file_sha256, is_model_path
-from .registry import RESERVED_SETTINGS, get_decoder_spec
+from ._complex import (
+    as_array,
+    complex_dtype,
+    decode_dtype,
+    from_inline,
+    inline_parts,
+    is_complex,
+    real_only_error,
+)
+from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
 
 __all__ = ["Decoder", "decoder"]
 
@@ -116,7 +128,7 @@ class Decoder:
                 raise ValueError(f"decoder {spec.name!r} takes a sensing matrix A, not a model")
             if A is None:
                 raise ValueError(f"decoder {spec.name!r} needs a sensing matrix A")
-            A = as_float_array("A", A, ndim=2)
+            A = self._checked_data("A", A, ndim=2)
             if A.shape[0] == 0 or A.shape[1] == 0:
                 raise ValueError(f"A must not be empty, got shape {A.shape}")
             self._A = np.array(A, copy=True)
@@ -161,6 +173,18 @@ class Decoder:
                 f"got {type(model).__name__}"
             )
         return model, None
+
+    def _checked_data(self, what: str, x: Any, *, ndim: int | tuple[int, ...]) -> np.ndarray:
+        """``x`` checked as a real array, or as a complex one where the decoder allows it."""
+        if is_complex(x):
+            if not self._spec.complex_ok:
+                raise self._real_only(what, x)
+            return as_array(what, x, ndim=ndim, dtype=complex_dtype(x))
+        return as_float_array(what, x, ndim=ndim)
+
+    def _real_only(self, what: str, x: Any) -> TypeError:
+        ok = [s.name for s in decoder_specs() if s.complex_ok]
+        return real_only_error(self._spec.name, what, x, ok)
 
     # -- properties -------------------------------------------------------
     @property
@@ -224,8 +248,22 @@ class Decoder:
 
         float32 when ``Y`` is float32 and so is the sensing matrix (matrix
         decoders) -- model decoders return float32 for float32 ``Y`` -- else float64.
+        For a decoder registered with ``complex_ok`` and complex ``Y`` or ``A``:
+        complex64 when both are complex64 or float32, else complex128.
+
+        Parameters
+        ----------
+        dtype : dtype
+            The dtype of the measurements.
+
+        Returns
+        -------
+        numpy.dtype
         """
-        f32 = np.dtype(dtype) == np.float32
+        dt = np.dtype(dtype)
+        if self._spec.complex_ok and (dt.kind == "c" or self._A.dtype.kind == "c"):
+            return decode_dtype(np.empty(0, dtype=dt), self._A)
+        f32 = dt == np.float32
         if self._spec.kind == "matrix":
             f32 = f32 and self._A.dtype == np.float32
         return np.dtype(np.float32) if f32 else np.dtype(np.float64)
@@ -245,11 +283,13 @@ class Decoder:
             (0, N, L).
         """
         arr = np.asarray(Y)
+        if arr.dtype.kind == "c" and not self._spec.complex_ok:
+            raise self._real_only("Y", arr)
         if arr.ndim == 3 and arr.shape[0] == 0:
             if arr.shape[1] != self.M:
                 raise ValueError(f"Y has {arr.shape[1]} rows per problem; A has M = {self.M}")
             return np.zeros((0, self.N, arr.shape[2]), dtype=self.output_dtype(arr.dtype))
-        Y = as_float_array("Y", Y, ndim=(2, 3))
+        Y = self._checked_data("Y", Y, ndim=(2, 3))
         spec = self._spec
         if spec.kind == "model":
             return np.asarray(spec.func(self._model, Y, **self._settings))
@@ -266,11 +306,10 @@ class Decoder:
 
     # -- configs ----------------------------------------------------------
     def _matrix_inline(self) -> dict[str, Any]:
-        return {
-            "shape": list(self._A.shape),
-            "dtype": str(self._A.dtype),
-            "data": self._A.tolist(),
-        }
+        head = {"shape": list(self._A.shape), "dtype": str(self._A.dtype)}
+        if self._A.dtype.kind == "c":  # JSON has no complex numbers: two real arrays
+            return {**head, **inline_parts(self._A)}
+        return {**head, "data": self._A.tolist()}
 
     @property
     def config(self) -> dict[str, Any]:
@@ -522,7 +561,8 @@ def _matrix_from_config(ref: Any, base: Path, inside: Path | None) -> np.ndarray
     if "file" in ref:
         return _load_npy(_checked_file(ref, base, "A", inside))
     try:
-        A = np.asarray(ref["data"], dtype=np.dtype(ref.get("dtype", "float64")))
+        dtype = np.dtype(ref.get("dtype", "float64"))
+        A = from_inline(ref, dtype) if dtype.kind == "c" else np.asarray(ref["data"], dtype=dtype)
     except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise ValueError(f"decoder config 'A' is malformed: {exc!r}") from None
     if list(A.shape) != list(ref.get("shape", A.shape)):

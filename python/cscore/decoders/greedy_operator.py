@@ -43,6 +43,20 @@ entries.  Columns of extreme scale are not rescaled as on the dense path.
 
 ``tol="auto"`` needs the greedy path to ``min(M - 1, N)`` atoms (one operator
 application each) and is refused for operators with a ``ValueError``.
+
+Complex data
+------------
+A complex operator (its ``dtype`` complex) or complex ``Y`` runs the same
+algorithm in complex128: correlations ``A^H r`` (``rmatvec``/``rmatmat`` are the
+adjoint, as in SciPy and PyLops; ``conj(A).T`` for sparse matrices), scores
+``sum_c |a_j^H r_c|^2 / ||a_j||^2``, Gram-Schmidt and the triangular solve with
+conjugate inner products, so the least squares are the Hermitian ones of the
+dense complex path.  A real operator with complex ``Y`` is applied to the real
+and imaginary parts separately (one block product), never to complex vectors.
+Outputs follow the dtype rule of :mod:`cscore.decoders._complex` (complex64
+when every input is complex64 or float32, else complex128); residual norms are
+real.  An operator whose ``dtype`` is real (or missing) but whose products
+return complex values is a ``TypeError``: give it a complex ``dtype``.
 """
 
 from __future__ import annotations
@@ -57,6 +71,7 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._validation import as_float_array, check_finite, transposed_hint
 from ..result import STOP_REASONS
+from ._complex import as_array
 
 __all__ = ["is_operator", "run_operator"]
 
@@ -69,6 +84,7 @@ _NORM_SAMPLES = 4
 _NORM_RTOL = 0.25
 
 _STOP = {name: i for i, name in enumerate(STOP_REASONS)}
+_SINGLE = (np.dtype(np.float32), np.dtype(np.complex64))
 
 _AUTO_MSG = (
     "{fn}: tol='auto' is not available when A is an operator or a sparse matrix: it "
@@ -108,7 +124,11 @@ def is_operator(A: Any) -> bool:
 
 
 class _Op:
-    """Products with ``A`` and ``A^T`` and cached columns, in float64 out."""
+    """Products with ``A`` and ``A^H`` and cached columns, in float64/complex128 out.
+
+    ``dtype`` is the output dtype, ``work`` the internal one (float64 or
+    complex128), ``in_dtype`` the dtype of the vectors given to the operator.
+    """
 
     def __init__(self, fn: str, A: Any, y_dtype: np.dtype) -> None:
         self.fn = fn
@@ -121,15 +141,33 @@ class _Op:
         a_dt = getattr(A, "dtype", None)
         a_dtype = np.dtype(a_dt) if a_dt is not None else np.dtype(np.float64)
         _check_kind("A", a_dtype)
-        single = a_dtype == np.float32 and y_dtype == np.float32
-        self.dtype = np.dtype(np.float32) if single else np.dtype(np.float64)
+        self.a_complex = a_dtype.kind == "c"
+        self.cplx = self.a_complex or y_dtype.kind == "c"
+        self.dtype: np.dtype[Any]
+        self.work: np.dtype[Any]
+        if self.cplx:
+            single = a_dtype in _SINGLE and y_dtype in _SINGLE
+            self.dtype = np.dtype(np.complex64 if single else np.complex128)
+            self.work = np.dtype(np.complex128)
+            part = np.dtype(np.float32 if single else np.float64)
+            self.in_dtype = self.dtype if self.a_complex else part
+        else:
+            single = a_dtype == np.float32 and y_dtype == np.float32
+            self.dtype = np.dtype(np.float32) if single else np.dtype(np.float64)
+            self.work = np.dtype(np.float64)
+            self.in_dtype = self.dtype
         self.cache: dict[int, np.ndarray] = {}
         self.norms_seen: list[float] = []
         if self.sparse:
-            self.S = sp.csc_matrix(A, dtype=self.dtype)
+            self.S = sp.csc_matrix(A, dtype=self.in_dtype)
             check_finite("A", np.asarray(self.S.data))
+            if self.a_complex:
+                self.SH = self.S.conj().T.tocsr()
+                sq = abs(self.S).power(2)
+            else:
+                sq = self.S.multiply(self.S)
             self.col_norms: np.ndarray | None = np.sqrt(
-                np.asarray(self.S.multiply(self.S).sum(axis=0), dtype=np.float64).ravel()
+                np.asarray(sq.sum(axis=0), dtype=np.float64).ravel()
             )
             _check_no_zero_column(self.col_norms)
         else:
@@ -137,44 +175,62 @@ class _Op:
             self.col_norms = None
 
     def rmatmat(self, R: np.ndarray) -> np.ndarray:
-        """``A^T R`` for ``R`` of shape (M, c), as float64 (N, c)."""
-        R = np.ascontiguousarray(R, dtype=self.dtype)
+        """``A^H R`` for ``R`` of shape (M, c), as (N, c) of the ``work`` dtype."""
+        if self.cplx and not self.a_complex:  # real A: its transpose on both parts
+            c = R.shape[1]
+            parts = self._adjoint(np.concatenate([R.real, R.imag], axis=1))
+            out = np.empty((self.N, c), dtype=self.work)
+            out.real, out.imag = parts[:, :c], parts[:, c:]
+            return out
+        return self._adjoint(R)
+
+    def _adjoint(self, R: np.ndarray) -> np.ndarray:
+        R = np.ascontiguousarray(R, dtype=self.in_dtype)
         if self.sparse:
-            out = np.asarray(self.S.T @ R)
+            out = np.asarray((self.SH if self.a_complex else self.S.T) @ R)
         elif hasattr(self.L, "rmatmat"):
             out = np.asarray(self.L.rmatmat(R))
         else:
             out = np.stack([np.ravel(self.L.rmatvec(c)) for c in R.T], axis=1)
-        if np.iscomplexobj(out):
-            raise TypeError(f"A must be real; its adjoint returned {out.dtype} values")
-        return out.astype(np.float64, copy=False).reshape(self.N, R.shape[1])
+        if np.iscomplexobj(out) and not self.a_complex:
+            raise TypeError(_REAL_DTYPE_MSG.format(what="adjoint", dt=out.dtype))
+        col_dt = self.work if self.a_complex else np.float64
+        return out.astype(col_dt, copy=False).reshape(self.N, R.shape[1])
 
     def column(self, j: int) -> np.ndarray:
-        """Column ``j`` of ``A`` (float64, shape (M,)), fetched once per call."""
+        """Column ``j`` of ``A`` (shape (M,)), fetched once per call.
+
+        float64, or complex128 for a complex ``A``.
+        """
         col = self.cache.get(j)
         if col is None:
             if self.sparse:
                 col = self.S[:, [j]].toarray().ravel()
             else:
-                e = np.zeros(self.N, dtype=self.dtype)
+                e = np.zeros(self.N, dtype=self.in_dtype)
                 e[j] = 1
                 col = np.asarray(self.L.matvec(e))
-                if np.iscomplexobj(col):
-                    raise TypeError(f"A must be real; its product returned {col.dtype} values")
-            col = col.astype(np.float64, copy=False).reshape(self.M)
+                if np.iscomplexobj(col) and not self.a_complex:
+                    raise TypeError(_REAL_DTYPE_MSG.format(what="product", dt=col.dtype))
+            col_dt = self.work if self.a_complex else np.float64
+            col = col.astype(col_dt, copy=False).reshape(self.M)
             check_finite(f"column {j} of A", col)
             self.cache[j] = col
             self.norms_seen.append(float(np.linalg.norm(col)))
         return col
 
 
+_REAL_DTYPE_MSG = (
+    "A has a real dtype (or none) but its {what} returned {dt} values; give a complex "
+    "operator a complex dtype"
+)
+
+
 def _check_kind(name: str, dtype: np.dtype) -> None:
-    if dtype.kind == "c":
-        raise TypeError(f"{name} must be real; got complex dtype {dtype}")
     if dtype.kind == "b":
         raise TypeError(f"{name} is boolean; convert explicitly (e.g. {name}.astype(float))")
-    if dtype.kind not in "fiu":
-        raise TypeError(f"{name} must be a real numeric operator/matrix; got dtype {dtype}")
+    if dtype.kind not in "fiuc":
+        raise TypeError(f"{name} must be a numeric operator/matrix; got dtype {dtype}")
 
 
 def _check_no_zero_column(norms: np.ndarray) -> None:
@@ -215,42 +271,56 @@ def _check_equal_norms(op: _Op, assumed: bool) -> None:
         warnings.warn(_NORMS_MSG.format(fn=op.fn, lo=lo, hi=hi), RuntimeWarning, stacklevel=4)
 
 
+def _sqsum(subscripts: str, X: np.ndarray) -> np.ndarray:
+    """``sum |X|^2`` over the axes that ``subscripts`` (``"pml->pl"``) drops; real."""
+    ins, out = subscripts.split("->")
+    if X.dtype.kind != "c":
+        return np.einsum(f"{ins},{ins}->{out}", X, X)
+    return np.einsum(f"{ins},{ins}->{out}", X.conj(), X).real
+
+
 class _State:
-    """The greedy state of a batch of P problems with L channels each."""
+    """The greedy state of a batch of P problems with L channels each.
+
+    Real (float64) or complex (complex128) as ``Y``; inner products conjugate
+    their first factor, so the basis ``Q`` is orthonormal in either case.
+    """
 
     def __init__(self, Y: np.ndarray, K: int, eps: float) -> None:
         P, M, L = Y.shape
         self.Y = Y
+        self.cplx = Y.dtype.kind == "c"
         self.res = Y.copy()
-        self.Q = np.zeros((P, K, M))  # orthonormal basis of the support, by rows
-        self.R = np.zeros((P, K, K))
-        self.z = np.zeros((P, K, L))
+        self.Q = np.zeros((P, K, M), dtype=Y.dtype)  # orthonormal basis of the support, by rows
+        self.R = np.zeros((P, K, K), dtype=Y.dtype)
+        self.z = np.zeros((P, K, L), dtype=Y.dtype)
         self.n = np.zeros(P, dtype=np.int64)
         self.atoms = np.full((P, K), -1, dtype=np.int64)
         self.stop = np.full(P, -1, dtype=np.int64)
         self.dependent = np.zeros(P, dtype=bool)
-        self.ytot2 = np.einsum("pml,pml->p", Y, Y)
+        self.ytot2 = _sqsum("pml->p", Y)
         self.eps = eps
 
     def add(self, p: int, j: int, a: np.ndarray) -> bool:
         """Append atom ``j`` (column ``a``) to problem ``p``; False if dependent."""
         n = int(self.n[p])
         Qn = self.Q[p, :n]
-        w = Qn @ a
+        Qh = Qn.conj() if self.cplx else Qn
+        w = Qh @ a
         v = a - w @ Qn
-        w2 = Qn @ v  # one re-orthogonalization ("twice is enough")
+        w2 = Qh @ v  # one re-orthogonalization ("twice is enough")
         v -= w2 @ Qn
         w += w2
         # einsum, not BLAS ddot: OpenBLAS threads a long ddot, slowly on busy machines
-        d = float(np.einsum("m,m->", v, v))
-        if not d > 64 * self.eps * float(np.einsum("m,m->", a, a)):
+        d = float(_sqsum("m->", v))
+        if not d > 64 * self.eps * float(_sqsum("m->", a)):
             return False
         rnn = np.sqrt(d)
         q = v / rnn
         self.Q[p, n] = q
         self.R[p, :n, n] = w
         self.R[p, n, n] = rnn
-        zc = np.einsum("m,ml->l", q, self.Y[p])
+        zc = np.einsum("m,ml->l", q.conj() if self.cplx else q, self.Y[p])
         self.z[p, n] = zc
         self.res[p] -= np.outer(q, zc)
         self.atoms[p, n] = j
@@ -260,16 +330,16 @@ class _State:
 
 def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
             tol: float) -> _State:
-    """Run the greedy loop on (P, M, L) float64 ``Y``; returns the final state."""
+    """Run the greedy loop on (P, M, L) ``Y`` (float64 or complex128); the final state."""
     L = Y.shape[2]
     st = _State(Y, K, float(np.finfo(op.dtype).eps))
     inv2 = 1.0 / norms**2
     vanish = (32 * st.eps) ** 2 * st.ytot2
-    block = max(1, _BLOCK_ENTRIES // (op.N * L))
+    block = max(1, _BLOCK_ENTRIES // (op.N * L * (2 if op.cplx else 1)))
     while True:
         active = st.stop < 0
         if tol >= 0:
-            measure = np.sqrt(np.einsum("pml,pml->pl", st.res, st.res)).sum(axis=1)
+            measure = np.sqrt(_sqsum("pml->pl", st.res)).sum(axis=1)
             st.stop[active & (measure <= tol)] = _STOP["tol"]
         full = (st.stop < 0) & (st.n >= K)
         st.stop[full] = _STOP["n_nonzero" if cap_is_k else "exhausted"]
@@ -280,7 +350,7 @@ def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
             ids = idx[b0:b0 + block]
             R = st.res[ids].transpose(1, 0, 2).reshape(op.M, ids.size * L)
             C = op.rmatmat(R).reshape(op.N, ids.size, L)
-            score = np.einsum("npl,npl->np", C, C) * inv2[:, None]
+            score = _sqsum("npl->np", C) * inv2[:, None]
             best_j = np.argmax(score, axis=0)
             for i, p in enumerate(ids):
                 j = int(best_j[i])
@@ -292,11 +362,11 @@ def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
 
 def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
              ) -> tuple[_Op, np.ndarray, np.ndarray]:
-    """Validate; return the operator, Y (checked), and its (P, M, L) float64 view."""
+    """Validate; return the operator, Y (checked), and its (P, M, L) view (``op.work``)."""
     y_dtype = np.asarray(Y).dtype if Y is not None else np.dtype(np.float64)
     op = _Op(fn, A, y_dtype)
     empty = (2, 1) if fn == "omp" else (3, 0)
-    Y_arr = as_float_array(y_name, Y, ndim=y_ndims, dtype=op.dtype, empty_batch=empty)
+    Y_arr = as_array(y_name, Y, ndim=y_ndims, dtype=op.dtype, empty_batch=empty)
     if Y_arr.shape[-2 if fn == "somp" else 0] != op.M:
         axis = "the second-to-last axis" if fn == "somp" else "the first axis"
         raise ValueError(
@@ -308,7 +378,7 @@ def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
         Yv = Y_arr[None, :, None] if Y_arr.ndim == 1 else Y_arr.T[:, :, None]
     else:
         Yv = Y_arr[None] if Y_arr.ndim == 2 else Y_arr
-    return op, Y_arr, np.array(Yv, dtype=np.float64)
+    return op, Y_arr, np.array(Yv, dtype=op.work)
 
 
 def run_operator(
@@ -330,7 +400,7 @@ def run_operator(
     fn : {"omp", "somp"}
         The calling decoder (shapes of ``Y`` and of the outputs follow it).
     A : LinearOperator or scipy sparse matrix, shape (M, N)
-        The sensing operator (real).
+        The sensing operator (real or complex).
     Y : array_like
         The measurements, shaped as :func:`cscore.omp` / :func:`cscore.somp` take them.
     y_name : str
@@ -362,7 +432,7 @@ def run_operator(
     st = _greedy(op, Yv, norms, K, cap_is_k, tol_value)
     _check_equal_norms(op, assumed)
     P, _, L = Yv.shape
-    Xp = np.zeros((P, op.N, L))
+    Xp = np.zeros((P, op.N, L), dtype=op.work)
     residual = np.zeros((P, L))
     warn = 0
     for p in range(P):
@@ -382,7 +452,7 @@ def run_operator(
     X = _output_layout(fn, Xp.astype(op.dtype), Y_arr.ndim)
     return {
         "X": X,
-        "residual": residual.astype(op.dtype),
+        "residual": residual.astype(np.finfo(op.dtype).dtype),
         "n_iter": st.n.copy(),
         "stop": np.asarray(STOP_REASONS, dtype=object)[st.stop].astype(str),
         "atoms": st.atoms,

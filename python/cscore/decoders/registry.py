@@ -68,6 +68,12 @@ class DecoderSpec:
     stopping : tuple of str
         The stopping rules of :data:`STOPPING_RULES` it supports; empty for a
         decoder with its own convergence rule (the Bayesian ones).
+    complex_ok : bool
+        Matrix decoders: whether ``func`` takes complex64/complex128 ``A`` and
+        measurements (OMP, SOMP, T-MSBL).  :class:`cscore.Decoder` passes
+        complex data through only then, with the dtype rule of
+        :mod:`cscore.decoders._complex`; otherwise complex data is a
+        ``TypeError`` naming the decoder.
     """
 
     name: str
@@ -80,6 +86,7 @@ class DecoderSpec:
     description: str = ""
     settings: tuple[str, ...] = field(default_factory=tuple)
     stopping: tuple[str, ...] = field(default_factory=tuple)
+    complex_ok: bool = False
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -140,6 +147,7 @@ def register_decoder(
     description: str = "",
     settings: tuple[str, ...] | None = None,
     stopping: Iterable[str] | None = None,
+    complex_ok: bool = False,
     replace: bool = False,
 ) -> DecoderSpec:
     """Add a decoder to the registry that every consumer reads.
@@ -178,6 +186,11 @@ def register_decoder(
         Supported stopping rules, from :data:`STOPPING_RULES`; default: those
         of ``n_nonzero`` and ``tol`` that are settings (``"auto"`` only when
         declared).
+    complex_ok : bool, default False
+        Matrix decoders: ``func`` accepts complex ``A`` and measurements, so
+        :class:`cscore.Decoder` passes complex data through instead of refusing
+        it (see :mod:`cscore.decoders._complex` for the dtype rule).  Not for
+        model decoders.
     replace : bool, default False
         Allow replacing an existing entry.
 
@@ -205,13 +218,15 @@ def register_decoder(
                 settings = _keyword_params(model_type.decode)
         if pretrained is None:
             pretrained = _default_pretrained
+    if complex_ok and kind != "matrix":
+        raise ValueError("complex_ok is for matrix decoders only")
     assert func is not None
     if settings is None:
         settings = _keyword_params(func) if func is not _model_decode else ()
     spec = DecoderSpec(
         name=name, func=func, kind=kind, layout=layout, load=load, pretrained=pretrained,
         model_type=model_type, description=description, settings=tuple(settings),
-        stopping=_stopping(stopping, tuple(settings)),
+        stopping=_stopping(stopping, tuple(settings)), complex_ok=bool(complex_ok),
     )  # fmt: skip
     _register_file_arch(spec)
     _REGISTRY[name] = spec
