@@ -104,7 +104,10 @@ def problem_sets(args: argparse.Namespace) -> tuple[Any, Any, int, str]:
 
 
 def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float], str]:
-    models = {Path(str(m)).stem: resolve_model(m)[0] for m in args.models}
+    stems = [Path(str(m)).stem for m in args.models]
+    labels = [s if stems.count(s) == 1 else f"{Path(str(m)).parent.name}/{s}"
+              for s, m in zip(stems, args.models)]  # files of one name: their folders tell
+    models = {lab: resolve_model(m)[0] for lab, m in zip(labels, args.models)}
     A = next(iter(models.values())).A
     for name, m in models.items():
         if not np.array_equal(m.A, A):
