@@ -11,10 +11,11 @@ Recipes (Adam, layer by layer then jointly, Borgerding et al.'s schedule, see
   benchmark (N=500, M=250, A iid N(0, 1/M) seed 0, Bernoulli-Gaussian rate 0.1,
   SNR 40 dB; :func:`~cscore.training.unrolled.train_bg_benchmark`), 14 layers;
   LISTA with one B and S shared by the layers (tied, so the file stays small).
-* ``lamp-bg-mnist-m72``, ``lista-mnist-m72``: the LSTM-CS paper's MNIST problems
-  for ``mnist-m72``'s matrix (``paper_matrix(72, 144, seed=72)``), channels
+* ``lamp-bg-mnist-m72``, ``lista-mnist-m72`` (and ``-m36``): the LSTM-CS paper's MNIST
+  problems for ``mnist-m72``'s matrix (``paper_matrix(72, 144, seed=72)``; M=36:
+  ``mnist-m36``'s, seed 36), channels
   decoded separately (``joint=False``), k ~ U[5, 40] per problem, sigma 0.005;
-  training digits 0..5399 only (40000 random 4-tuples; 5% of the drawn
+  (M=36: k ~ U[3, 24]) training digits 0..5399 only (40000 random 4-tuples; 5% of the drawn
   problems validate), so digits 5400..5999 (validation of the LSTM-CS models)
   and 6000..7999 (test) stay unseen; 10 layers.
 """
@@ -38,25 +39,28 @@ from cscore.training.unrolled import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = ("lamp-bg-n500-m250", "lista-n500-m250", "lamp-bg-mnist-m72", "lista-mnist-m72")
+RECIPES = ("lamp-bg-n500-m250", "lista-n500-m250", "lamp-bg-mnist-m72", "lista-mnist-m72",
+           "lamp-bg-mnist-m36", "lista-mnist-m36")
 
 
 def _mnist(name: str, data: Path, device: str, max_seconds: float, threads: int | None) -> object:
     arch = "lamp" if name.startswith("lamp") else "lista"
-    A = paper_matrix(72, 144, seed=72)
-    src = mnist_source(A, data, indices=np.arange(5400), n_tuples=40000, k_range=(5, 40))
+    M = 36 if name.endswith("m36") else 72
+    A = paper_matrix(M, 144, seed=M)  # == mnist-m72's / mnist-m36's matrix
+    k_range = (5, 40) if M == 72 else (3, 24)
+    src = mnist_source(A, data, indices=np.arange(5400), n_tuples=40000, k_range=k_range)
     cfg = UnrolledTrainConfig(n_layers=10, n_train=60000, val_fraction=0.05, batch_size=256,
                               lr=1e-3, refine=(0.5, 0.1), val_every=25, patience=8,
                               max_steps=4000, max_seconds=max_seconds, seed=0,
                               n_threads=threads, progress=False, device=device)
-    spec = ProblemSpec(M=72, N=144, L=4, block_size=12, image_size=24,
+    spec = ProblemSpec(M=M, N=144, L=4, block_size=12, image_size=24,
                        dataset="mnist digits 0-3 (channel j = digit j)")
     info = {"name": name,
-            "description": f"{arch.upper()} for MNIST M=72 (mnist-m72's matrix), channels apart",
+            "description": f"{arch.upper()} for MNIST M={M} (mnist-m{M}'s matrix), channels apart",
             "data": {"source": "MNIST IDX files (../shared/data/mnist)",
-                     "train_indices": "0..5399 (40000 random 4-tuples, k ~ U[5, 40])",
+                     "train_indices": f"0..5399 (40000 random 4-tuples, k ~ U{list(k_range)})",
                      "test_indices": "6000..7999 (not used)"},
-            "sensing_matrix": "paper_matrix(72, 144, seed=72)",
+            "sensing_matrix": f"paper_matrix({M}, 144, seed={M})",
             "machine": f"{platform.machine()} (torch, device {device})",
             "script": "scripts/train_unrolled.py"}
     return train_unrolled(arch, src, cfg, shrinkage="bg", joint=False, untied=True, spec=spec,
