@@ -161,3 +161,18 @@ def test_noise_experiment_with_two_models(models, tmp_path):
         outcome.tables[0][1]
     nmse = outcome.result.nmse  # type: ignore[union-attr]
     assert nmse["lamp[lamp-toy]"] != nmse["lista[lista-short]"]
+
+
+def test_figure_styles_keep_runs_apart():
+    from cscore.bench import SweepResult
+    from cscore.bench.plots import _curve_styles
+
+    labels = ["lstm-cs[a] (tol)", "lstm-cs[a] (k)", "lstm-cs[b] (tol)", "lamp[c]", "somp (k)"]
+    res = SweepResult("k", [5], nmse={lab: [0.1] for lab in labels},
+                      info={"models": ["a", "b", "c"]})
+    st = _curve_styles(res)
+    assert st["lstm-cs[a] (tol)"]["color"] == st["lstm-cs[a] (k)"]["color"]
+    assert (st["lstm-cs[a] (tol)"]["linestyle"], st["lstm-cs[a] (k)"]["linestyle"]) == ("-", ":")
+    assert len({st[lab]["color"] for lab in labels}) == 4
+    res.info = {}  # one model: matplotlib's own cycle, as before
+    assert _curve_styles(res) == {lab: {} for lab in labels}
