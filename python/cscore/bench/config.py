@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ..decoders import decoder_names, decoder_specs, get_decoder_spec
+from ..decoders import decoder_names, get_decoder_spec
+from .decoders import own_decoder
 from .experiments import STOP_RULES
 
 __all__ = [
@@ -164,7 +165,7 @@ class BenchConfig:
         Folder for ``train_models`` (default ``~/.cache/cscore``).
     model : str, optional
         A pretrained model name or a model file (the one resolver,
-        :func:`cscore.models.registry.resolve_model`).
+        :func:`cscore.models.registry.resolve_model`); see also ``models``.
     decoders : tuple of str, optional
         Registered decoder names (default: :func:`default_decoders`).
     k : tuple of int, optional
@@ -193,6 +194,10 @@ class BenchConfig:
         Show progress bars; draw the figures.
     argv : tuple of str, optional
         The command line, for ``report.md``.
+    models : tuple of str, optional
+        Several models (sparsity and noise), sharing one sensing matrix: each
+        model decoder runs once per model of its class, labelled
+        ``decoder[model]``; ``model`` is then taken as ``models[0]``.
     """
 
     experiment: str
@@ -222,6 +227,12 @@ class BenchConfig:
     progress: bool = True
     plot: bool = True
     argv: tuple[str, ...] | None = None
+    models: tuple[str, ...] | None = None
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """The run's models: ``models``, else ``(model,)``, else ``()``."""
+        return tuple(self.models) if self.models else ((self.model,) if self.model else ())
 
     @property
     def ks(self) -> tuple[int, ...]:
@@ -269,14 +280,7 @@ def model_decoder(model: Any) -> str | None:
     str or None
         The decoder's name; None when no model decoder takes this class.
     """
-    specs = [s for s in decoder_specs() if s.kind == "model" and s.model_type is not None]
-    for s in specs:
-        if type(model) is s.model_type:
-            return s.name
-    for s in specs:
-        if isinstance(model, s.model_type):  # type: ignore[arg-type]
-            return s.name
-    return None
+    return own_decoder(model)
 
 
 def default_decoders(model: Any) -> list[str]:

@@ -12,17 +12,23 @@ layout, which decodes each channel alone, gets ``tol / L`` per channel), or
 ``tol="auto"`` where it declares ``auto`` (the noise level estimated from the
 measurements, :mod:`cscore.decoders.stopping`).  Decoders with their own
 convergence rule (the Bayesian ones) ignore both.
+
+Several models (``cscore bench --model a,b``): :func:`pair_models` runs every
+model decoder once per model of its registered class, labelled
+``decoder[model]`` (:func:`run_label`); :func:`sweep_runs` adds the stopping rules.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
 import numpy as np
 
-from ..decoders import Decoder, decoder_names, get_decoder_spec
+from ..decoders import Decoder, decoder_names, decoder_specs, get_decoder_spec
 
-__all__ = ["decoder_names", "run_decoder", "uses_stopping_rule"]
+__all__ = ["SweepRun", "decoder_names", "own_decoder", "pair_models", "run_decoder", "run_label",
+           "sweep_runs", "uses_stopping_rule"]
 
 
 def uses_stopping_rule(name: str) -> bool:
@@ -97,3 +103,131 @@ def run_decoder(
             raise ValueError("the problems were not measured with the model's sensing matrix")
         return np.asarray(Decoder(name, model=model, **settings)(Y))
     return np.asarray(Decoder(name, A, **settings)(Y))
+
+
+def own_decoder(model: Any) -> str | None:
+    """The registered decoder that runs ``model`` (its class exactly, else a base class).
+
+    Parameters
+    ----------
+    model : object
+        A loaded model (LSTMCS, NWSOMP, ... or any registered model class).
+
+    Returns
+    -------
+    str or None
+        The decoder's name; None when no model decoder takes this class.
+    """
+    specs = [s for s in decoder_specs() if s.kind == "model" and s.model_type is not None]
+    for s in specs:
+        if type(model) is s.model_type:
+            return s.name
+    for s in specs:
+        if isinstance(model, s.model_type):  # type: ignore[arg-type]
+            return s.name
+    return None
+
+
+def run_label(decoder: str, model_name: str | None) -> str:
+    """The label of a decoder run in a multi-model bench: ``decoder[model_name]``.
+
+    Parameters
+    ----------
+    decoder : str
+        A registered decoder.
+    model_name : str or None
+        The model it runs with; None for a matrix decoder (the label is ``decoder``).
+
+    Returns
+    -------
+    str
+    """
+    return f"{decoder}[{model_name}]" if model_name is not None else decoder
+
+
+def pair_models(
+    decoders: Sequence[str], models: Mapping[str, Any]
+) -> list[tuple[str, str, str | None]]:
+    """The runs of a multi-model bench: each model decoder once per model of its class.
+
+    A model goes to its own decoder (:func:`own_decoder`); a decoder whose
+    registered ``model_type`` is a base class of the model's (``lstm-cs`` for a
+    BLSTM-CS model) also takes it when the model's own decoder is not in
+    ``decoders``, as a single ``--model`` would.
+
+    Parameters
+    ----------
+    decoders : sequence of str
+        Registered decoder names.
+    models : mapping
+        Model name -> loaded model, in the order given.
+
+    Returns
+    -------
+    list of (str, str, str or None)
+        ``(label, decoder, model name)``: :func:`run_label` labels; a matrix
+        decoder runs once, with no model.
+
+    Raises
+    ------
+    ValueError
+        A model decoder with no model of its class among ``models``.
+    """
+    runs: list[tuple[str, str, str | None]] = []
+    for d in decoders:
+        spec = get_decoder_spec(d)
+        if spec.kind != "model":
+            runs.append((d, d, None))
+            continue
+        mine = [n for n, m in models.items() if own_decoder(m) == d or (
+            own_decoder(m) not in decoders
+            and (spec.model_type is None or isinstance(m, spec.model_type)))]
+        if not mine:
+            kind = spec.model_type.__name__ if spec.model_type is not None else "suitable"
+            have = ", ".join(f"{n} ({type(m).__name__})" for n, m in models.items())
+            raise ValueError(f"{d} needs a {kind} model, but none of the models is one: {have}")
+        runs += [(run_label(d, n), d, n) for n in mine]
+    return runs
+
+
+#: One decoder run of a sweep: (label, label without the stopping rule, decoder,
+#: stopping rule or None, model or None, model name or None).
+SweepRun = tuple[str, str, str, Optional[str], Any, Optional[str]]
+
+
+def sweep_runs(
+    decoders: Sequence[str],
+    stop: Sequence[str],
+    model: Any = None,
+    models: Mapping[str, Any] | None = None,
+) -> list[SweepRun]:
+    """The runs of a sweep: every decoder (and model) once per stopping rule it takes.
+
+    Parameters
+    ----------
+    decoders : sequence of str
+        Registered decoder names.
+    stop : sequence of str
+        Stopping rules; a greedy decoder's label gets `` (rule)``.
+    model : object, optional
+        The one model of the model decoders (``models`` None).
+    models : mapping, optional
+        Model name -> model: each model decoder runs once per model of its
+        class, labelled ``decoder[name]`` (:func:`pair_models`).
+
+    Returns
+    -------
+    list of SweepRun
+    """
+    if models is None:
+        pairs: list[tuple[str, str, str | None]] = [(d, d, None) for d in decoders]
+    else:
+        pairs = pair_models(decoders, models)
+    runs: list[SweepRun] = []
+    for base, name, model_name in pairs:
+        m = model if models is None else (models[model_name] if model_name else None)
+        if uses_stopping_rule(name):
+            runs += [(f"{base} ({r})", base, name, r, m, model_name) for r in stop]
+        else:
+            runs.append((base, base, name, None, m, model_name))
+    return runs

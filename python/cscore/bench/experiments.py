@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +21,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..metrics import nmse_per_item
-from .decoders import decoder_names, run_decoder, uses_stopping_rule
+from .decoders import decoder_names, run_decoder, sweep_runs, uses_stopping_rule
 from .tally import WarningTally
 
 #: Stopping rules of the greedy decoders in :func:`sweep`.
@@ -418,6 +418,7 @@ def sweep(
     model: Any = None,
     progress: bool = True,
     tally: WarningTally | None = None,
+    models: Mapping[str, Any] | None = None,
 ) -> SweepResult:
     """Run ``decoders`` on ``make_problems(value)`` for every value.
 
@@ -445,6 +446,12 @@ def sweep(
     tally : WarningTally, optional
         Catch the decoders' warnings and count them here per run label
         (default: they are shown as usual).
+    models : mapping, optional
+        Model name -> model, all measuring with ``A``, instead of ``model``:
+        each model decoder runs once per model of its class, labelled
+        ``decoder[name]`` in the results and in the rows' ``decoder`` column,
+        and the rows get a ``model`` column
+        (:func:`cscore.bench.decoders.pair_models`).
 
     Returns
     -------
@@ -463,35 +470,30 @@ def sweep(
         if stop_rule not in STOP_RULES:
             raise ValueError(f"stop rules are {', '.join(STOP_RULES)}; got {stop_rule!r}")
     result = SweepResult(param=param, values=list(values), info={"stop": list(stop)})
-    runs: list[tuple[str, str, str | None]] = []
-    for name in decoders:
-        if uses_stopping_rule(name):
-            runs += [(f"{name} ({r})", name, r) for r in stop]
-        else:
-            runs.append((name, name, None))
-    for label, _, _ in runs:
+    runs = sweep_runs(decoders, stop, model, models)
+    for label, *_ in runs:
         result.nmse[label] = []
         result.seconds[label] = []
     bar = tqdm(total=len(values) * len(runs), disable=not progress, desc=f"sweep {param}")
     for value in values:
         ps = make_problems(value)
-        for label, name, rule in runs:
+        for label, base, name, rule, run_model, model_name in runs:
             bar.set_postfix_str(f"{param}={value} {label}")
             k = ps.k if rule == "k" else None
             rules: dict[str, float | str] = {"tol": ps.tol, "auto": "auto"}
             tol = rules.get(rule or "")
             with tally.catch(label) if tally is not None else nullcontext():
                 t0 = time.perf_counter()
-                S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=model)
+                S_hat = run_decoder(name, ps.A, ps.Y, k=k, tol=tol, model=run_model)
                 dt = time.perf_counter() - t0
             per = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S, zero="nan")
             result.nmse[label].append(float(np.nanmean(per)) if np.isfinite(per).any() else
                                       float("nan"))
             result.seconds[label].append(dt / ps.S.shape[0])
             result.rows += [
-                {"decoder": name, "stop": rule or "own", "k": ps.k, "m": ps.A.shape[0],
+                {"decoder": base, "stop": rule or "own", "k": ps.k, "m": ps.A.shape[0],
                  "sigma": ps.sigma, param: value, "problem": i, "nmse": float(e),
-                 "seconds": dt / ps.S.shape[0]}
+                 "seconds": dt / ps.S.shape[0], **({"model": model_name} if models else {})}
                 for i, e in enumerate(per)
             ]  # fmt: skip
             bar.update()

@@ -44,25 +44,56 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
         ``path``.
     """
     plt = _pyplot()
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    styles = _curve_styles(result)
+    multi = any(styles.values())
+    rows = -(-len(result.nmse) // 4) if multi else 0  # legend rows below the axes
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2 + 0.22 * rows))
     for label, ys in result.nmse.items():
-        ax1.semilogy(result.values, ys, marker="o", label=label)
+        ax1.semilogy(result.values, ys, label=label, **{"marker": "o", **styles[label]})
     ax1.set_xlabel(result.param)
     ax1.set_ylabel("NMSE  ||S_hat - S||_F / ||S||_F")
     ax1.grid(True, which="both", alpha=0.3)
-    ax1.legend(fontsize=8)
+    if not multi:
+        ax1.legend(fontsize=8)
     for label, ts in result.seconds.items():
-        ax2.semilogy(result.values, np.asarray(ts) * 1e3, marker="o", label=label)
+        ax2.semilogy(result.values, np.asarray(ts) * 1e3, label=label,
+                     **{"marker": "o", **styles[label]})
     ax2.set_xlabel(result.param)
     ax2.set_ylabel("time per problem [ms]")
     ax2.grid(True, which="both", alpha=0.3)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
+    if multi:
+        bottom = 0.22 * rows / (4.2 + 0.22 * rows) + 0.02
+        fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8,
+                   frameon=False)
+        fig.tight_layout(rect=(0, bottom, 1, 1))
+    else:
+        fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def _curve_styles(result: SweepResult) -> dict[str, dict[str, Any]]:
+    """Line styles of a sweep's curves: matplotlib's cycle, as always, for one model;
+    with several models (``info["models"]``) one colour (and marker) per decoder run
+    ``decoder[model]`` and one line style per stopping rule, so the many curves stay
+    apart (and the legend goes below the axes)."""
+    if not result.info.get("models"):
+        return {label: {} for label in result.nmse}
+    dashes = {"tol": "-", "auto": "--", "k": ":"}
+    bases: list[str] = []
+    styles: dict[str, dict[str, Any]] = {}
+    for label in result.nmse:
+        base, _, rule = label.partition(" (")
+        if base not in bases:
+            bases.append(base)
+        i = bases.index(base)
+        styles[label] = {"color": f"C{i % 10}", "marker": "osD^v"[i // 10 % 5],
+                         "linestyle": dashes.get(rule.rstrip(")"), "-")}
+    return styles
 
 
 def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:

@@ -174,6 +174,8 @@ class BenchPlan:
         The problems of a sweep (None for ``phase``).
     t0 : float
         ``time.perf_counter()`` when the run began.
+    models : dict, optional
+        A multi-model run's models by label (``model`` is the first), else None.
     """
 
     config: BenchConfig
@@ -182,6 +184,7 @@ class BenchPlan:
     out: Path
     factory: ProblemFactory | None = None
     t0: float = field(default_factory=time.perf_counter)
+    models: dict[str, Any] | None = None
 
 
 @dataclass
@@ -237,19 +240,23 @@ def prepare(config: BenchConfig) -> BenchPlan:
         unreadable files).
     """
     t0 = time.perf_counter()
-    if config.data == "demo" and not config.model and config.experiment != "phase":
+    if config.data == "demo" and not config.model_names and config.experiment != "phase":
         config = dataclasses.replace(config, model=DEMO_MODEL)
-    model = load_bench_model(config.model)
-    check_config(config, model)
-    trained = None
-    if config.experiment == "phase" and config.train_models:
-        from .phase_mnist import small_model_decoder
+    models = None
+    if len(config.model_names) > 1:
+        config, model, models, decoders = _load_models(config)
+    else:
+        model = load_bench_model(config.model)
+        check_config(config, model)
+        trained = None
+        if config.experiment == "phase" and config.train_models:
+            from .phase_mnist import small_model_decoder
 
-        trained = small_model_decoder()
-    decoders = choose_decoders(config, model, trained=trained)
+            trained = small_model_decoder()
+        decoders = choose_decoders(config, model, trained=trained)
     check_paths(config)
     plan = BenchPlan(config=config, model=model, decoders=decoders, out=config.output_dir(),
-                     t0=t0)
+                     t0=t0, models=models)
     if config.experiment == "bg":
         return plan
     if config.experiment == "phase":
@@ -263,6 +270,25 @@ def prepare(config: BenchConfig) -> BenchPlan:
     ks, sigmas = _sweep_values(config)
     plan.factory.prime(ks[0], sigmas[0])  # bad data fails here, before any output
     return plan
+
+
+def _load_models(config: BenchConfig) -> tuple[BenchConfig, Any, dict[str, Any], list[str]]:
+    """Load and check the models of a multi-model run (:mod:`cscore.bench.multi`).
+
+    Returns the config with ``model`` set to the first model, that model, the
+    models by label and the decoders.
+    """
+    from .multi import check_experiment, check_shared_matrix, choose_model_decoders, model_labels
+
+    check_experiment(config)
+    names = config.model_names
+    models = {label: load_bench_model(n) for label, n in zip(model_labels(names), names)}
+    check_shared_matrix(models)
+    config = dataclasses.replace(config, model=names[0], models=names)
+    for n, m in zip(names, models.values()):
+        check_config(dataclasses.replace(config, model=n, models=None), m)
+    decoders = choose_model_decoders(config, models)
+    return config, next(iter(models.values())), models, decoders
 
 
 def _sweep_values(config: BenchConfig) -> tuple[list[int], list[float]]:
@@ -320,7 +346,7 @@ def _run_sweep(plan: BenchPlan) -> BenchOutcome:
     tally = WarningTally()
     ks, sigmas = _sweep_values(c)
     kw: dict[str, Any] = {"stop": list(c.stop), "model": model, "progress": c.progress,
-                          "tally": tally}
+                          "tally": tally, "models": plan.models}
     if c.experiment == "sparsity":
         res = ex.sweep("k", ks, lambda k: factory(k, sigmas[0]), plan.decoders, **kw)
     else:
@@ -331,6 +357,10 @@ def _run_sweep(plan: BenchPlan) -> BenchOutcome:
          "first_index": c.first_index if c.data == "mnist" else None,
          "images_dir": c.images_dir, "transform": transform if c.data == "images" else None}
     )  # fmt: skip
+    model_txt = f"model {c.model}" if c.model else "no model"
+    if plan.models is not None:
+        res.info["models"] = list(plan.models)
+        model_txt = f"models {', '.join(plan.models)}"
     name = f"{c.experiment}-{c.data}"
     plan.out.mkdir(parents=True, exist_ok=True)
     res.save(plan.out / f"{name}.json")
@@ -344,13 +374,13 @@ def _run_sweep(plan: BenchPlan) -> BenchOutcome:
             title = (f"{name}: {Path(str(c.images_dir)).name}, {transform.upper()}, "
                      f"M = {factory.A_img.shape[0]}")
         elif c.data == "mnist":
-            title = f"{name}: digits from {c.first_index}, {c.model}"
+            title = f"{name}: digits from {c.first_index}, " + \
+                (", ".join(plan.models) if plan.models is not None else f"{c.model}")
         figs.append(plot_sweep(res, plan.out / f"{name}.png", title=title))
     what = {"mnist": f"MNIST digits from index {c.first_index} ({c.data_dir})",
             "demo": "the bundled demo images (PyWavelets)",
             "images": f"pictures in {c.images_dir} ({transform.upper()} blocks)",
             "synthetic": "random problems"}[c.data]  # fmt: skip
-    model_txt = f"model {c.model}" if c.model else "no model"
     tables = [("NMSE (mean over problems):", res.table("nmse")),
               ("seconds per problem:", res.table("seconds"))]
     return finish_run(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from ..bench.config import (
     DATA_SOURCES,
@@ -95,12 +96,16 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "cached; default: off)")
     p.add_argument("--model-cache",
                    help="folder for --train-models (default $CSCORE_CACHE or ~/.cache/cscore)")
-    p.add_argument("--model", help="pretrained model name or .npz file (needed by the model "
+    p.add_argument("--model", action="append", default=None,
+                   help="pretrained model name or .npz file (needed by the model "
                    "decoders; its A is used for mnist/demo problems; default: none, "
-                   "demo-dct-m32 for --data demo)")
+                   "demo-dct-m32 for --data demo). sparsity/noise: several models, "
+                   "comma-separated or repeated, sharing one A: each model decoder runs "
+                   "once per model of its class, labelled decoder[model]")
     p.add_argument("--decoders", default=None,
                    help=f"comma-separated, from: {', '.join(decoder_names())} (default: the "
-                   "model's own decoder, somp, omp with a model, else somp, omp, tmsbl)")
+                   "model's own decoder (each model's, with several), somp, omp with a "
+                   "model, else somp, omp, tmsbl)")
     p.add_argument("--k", default=None,
                    help=f"sparsities, '5,10,20' or '5:30:5' (default {DEFAULT_K})")
     p.add_argument("--sigma", default="0.005",
@@ -148,6 +153,19 @@ def _names(text: str | None) -> tuple[str, ...] | None:
     return tuple(d.strip() for d in text.split(",") if d.strip())
 
 
+def _model_names(values: list[str] | str | None) -> tuple[str, ...]:
+    """The ``--model`` values (repeated, comma-separated) as one tuple of names.
+
+    A value naming an existing file is kept whole (a file name may hold a comma).
+    """
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    parts = [[v] if Path(v).is_file() else v.split(",") for v in values]
+    return tuple(n.strip() for p in parts for n in p if n.strip())
+
+
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     """The run's :class:`~cscore.bench.config.BenchConfig` from the parsed options.
 
@@ -165,11 +183,13 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         ``--k`` or ``--sigma`` that are not numbers.
     """
     argv = getattr(args, "_argv", None)
+    models = _model_names(args.model)
     return BenchConfig(
         experiment=args.experiment, data=args.data, data_dir=args.data_dir,
         first_index=args.first_index, images_dir=args.images_dir, transform=args.transform,
         image_size=args.image_size, quick=args.quick, train_models=args.train_models,
-        model_cache=args.model_cache, model=args.model, decoders=_names(args.decoders),
+        model_cache=args.model_cache, model=models[0] if models else None,
+        models=models if len(models) > 1 else None, decoders=_names(args.decoders),
         k=parse_ints("--k", args.k) if args.k is not None else None,
         sigma=parse_floats("--sigma", args.sigma),
         stop=tuple(s.strip() for s in args.stop.split(",") if s.strip()),
