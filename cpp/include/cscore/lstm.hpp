@@ -723,40 +723,36 @@ CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, const float* X, int ld
                                    : _mm256_setzero_ps();
     for (int kk = 0; kk < k; ++kk) {
         const Wt* wr = Wp + static_cast<idx>(kk) * kPanel;
-        __m256 w[V];
-        for (int v = 0; v < V; ++v) w[v] = load_w8(wr + 8 * v);
-        for (int c = 0; c < NC; ++c) {
-            const __m256 x = _mm256_broadcast_ss(X + static_cast<idx>(c) * ldx + kk);
-            for (int v = 0; v < V; ++v) acc[c][v] = _mm256_fmadd_ps(w[v], x, acc[c][v]);
+        __m256 x[NC];
+        for (int c = 0; c < NC; ++c) x[c] = _mm256_broadcast_ss(X + static_cast<idx>(c) * ldx + kk);
+        for (int v = 0; v < V; ++v) {
+            const __m256 w = load_w8(wr + 8 * v);
+            for (int c = 0; c < NC; ++c) acc[c][v] = _mm256_fmadd_ps(w, x[c], acc[c][v]);
         }
     }
     for (int c = 0; c < NC; ++c)
         for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + static_cast<idx>(c) * ldc + 8 * v, acc[c][v]);
 }
 
-// Columns in groups of up to 4, each panel swept in sub-blocks that keep 6 to 8
-// accumulators in registers.
+// Each panel in sub-blocks that keep 8 accumulators in registers: columns in
+// pairs (32 rows at a time; a sub-block is read once per pair, from L1 or L2
+// after the first), a last odd column alone (the whole panel).  (Wider column
+// groups made GCC keep the accumulators on the stack.)
 template <class Wt>
 CSCORE_F16C_FN inline void panel_times_fma(int nc, int np, int kfull, int k0, int k,
                                            const Wt* Wp, const float* X, int ldx, float* C,
                                            int ldc, bool acc) {
-    for (int c0 = 0; c0 < nc; c0 += 4) {
-        const int g = std::min(4, nc - c0);
-        const float* x = X + static_cast<idx>(c0) * ldx;
-        float* cc = C + static_cast<idx>(c0) * ldc;
-        for (int p = 0; p < np; ++p) {
-            const Wt* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
-            float* cp = cc + static_cast<idx>(p) * kPanel;
-            if (g == 1) {
-                panel_fma<1, 8>(k, wp, x, ldx, cp, ldc, acc);
-            } else if (g == 2) {
-                for (int s = 0; s < kPanel; s += 32) panel_fma<2, 4>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            } else if (g == 3) {
-                for (int s = 0; s < kPanel; s += 16) panel_fma<3, 2>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            } else {
-                for (int s = 0; s < kPanel; s += 16) panel_fma<4, 2>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            }
-        }
+    for (int p = 0; p < np; ++p) {
+        const Wt* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
+        float* cp = C + static_cast<idx>(p) * kPanel;
+        const int pairs = nc / 2 * 2;
+        for (int s = 0; s < kPanel && pairs > 0; s += 32)
+            for (int c = 0; c < pairs; c += 2)
+                panel_fma<2, 4>(k, wp + s, X + static_cast<idx>(c) * ldx, ldx,
+                                cp + static_cast<idx>(c) * ldc + s, ldc, acc);
+        if (pairs < nc)
+            panel_fma<1, 8>(k, wp, X + static_cast<idx>(pairs) * ldx, ldx,
+                            cp + static_cast<idx>(pairs) * ldc, ldc, acc);
     }
 }
 #endif
@@ -773,11 +769,11 @@ inline void panel_mul_add(int k, const float* Wp, const float* X, int ldx, float
             acc[c][v] = accumulate ? load4(C + static_cast<idx>(c) * ldc + 4 * v) : bcast4(0.0f);
     for (int kk = 0; kk < k; ++kk) {
         const float* wr = Wp + static_cast<idx>(kk) * kPanel;
-        vf4 w[V];
-        for (int v = 0; v < V; ++v) w[v] = load4(wr + 4 * v);
-        for (int c = 0; c < NC; ++c) {
-            const float x = X[static_cast<idx>(c) * ldx + kk];
-            for (int v = 0; v < V; ++v) acc[c][v] = acc[c][v] + w[v] * x;
+        float x[NC];
+        for (int c = 0; c < NC; ++c) x[c] = X[static_cast<idx>(c) * ldx + kk];
+        for (int v = 0; v < V; ++v) {
+            const vf4 w = load4(wr + 4 * v);
+            for (int c = 0; c < NC; ++c) acc[c][v] = acc[c][v] + w * x[c];
         }
     }
     for (int c = 0; c < NC; ++c)
@@ -786,23 +782,18 @@ inline void panel_mul_add(int k, const float* Wp, const float* X, int ldx, float
 
 inline void panel_times_generic(int nc, int np, int kfull, int k0, int k, const float* Wp,
                                 const float* X, int ldx, float* C, int ldc, bool acc) {
-    for (int c0 = 0; c0 < nc; c0 += 4) {
-        const int g = std::min(4, nc - c0);
-        const float* x = X + static_cast<idx>(c0) * ldx;
-        float* cc = C + static_cast<idx>(c0) * ldc;
-        for (int p = 0; p < np; ++p) {
-            const float* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
-            float* cp = cc + static_cast<idx>(p) * kPanel;
-            if (g == 1) {
-                for (int s = 0; s < kPanel; s += 32) panel_mul_add<1, 8>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            } else if (g == 2) {
-                for (int s = 0; s < kPanel; s += 16) panel_mul_add<2, 4>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            } else if (g == 3) {
-                for (int s = 0; s < kPanel; s += 8) panel_mul_add<3, 2>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            } else {
-                for (int s = 0; s < kPanel; s += 8) panel_mul_add<4, 2>(k, wp + s, x, ldx, cp + s, ldc, acc);
-            }
-        }
+    for (int p = 0; p < np; ++p) {
+        const float* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
+        float* cp = C + static_cast<idx>(p) * kPanel;
+        const int pairs = nc / 2 * 2;
+        for (int s = 0; s < kPanel && pairs > 0; s += 16)
+            for (int c = 0; c < pairs; c += 2)
+                panel_mul_add<2, 4>(k, wp + s, X + static_cast<idx>(c) * ldx, ldx,
+                                    cp + static_cast<idx>(c) * ldc + s, ldc, acc);
+        if (pairs < nc)
+            for (int s = 0; s < kPanel; s += 32)
+                panel_mul_add<1, 8>(k, wp + s, X + static_cast<idx>(pairs) * ldx, ldx,
+                                    cp + static_cast<idx>(pairs) * ldc + s, ldc, acc);
     }
 }
 #endif
