@@ -24,8 +24,9 @@ from cscore.problem import ProblemSpec
 
 SMALL = int(_core._lstm_small_max)
 
-# Odd sizes: G*H and N are not whole panels (64 rows), M is odd.
-M, N, L, H = 9, 70, 3, 23
+# Odd sizes: G*H and N are not whole panels of 64 rows (last panels of 16, 32
+# and 48 rows: G*H = 69 or 92, N = 110), M is odd.
+M, N, L, H = 9, 110, 3, 23
 
 
 def _model(rng: np.random.Generator, kind: str, cell: str = "paper") -> LSTMCS:

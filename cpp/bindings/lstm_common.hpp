@@ -41,10 +41,10 @@ inline lstm::Cell parse_cell(const std::string& cell) {
 }
 
 // The optional panel layout of one LSTM direction (lstm::Weights::WRp / Up or
-// their float16 bits WRh / Uh): `panels` is None or a pair (WRp, Up) of float32
-// or of uint16 arrays, shapes (ceil(G*H / kPanel), M+H, kPanel) and
-// (ceil(N / kPanel), H, kPanel).  The arrays are kept in `keep` for the call.
-// Float64 decodes (T = double) take None only.
+// their float16 bits WRh / Uh): `panels` is None or a pair (WRp, Up) of 1-D
+// float32 or uint16 arrays of panel_rows(G*H) * (M+H) and panel_rows(N) * H
+// numbers.  The arrays are kept in `keep` for the call.  Float64 decodes
+// (T = double) take None only.
 struct PanelHolder {
     py::array WR, U;
 };
@@ -52,13 +52,11 @@ struct PanelHolder {
 template <class T>
 void attach_panels(lstm::Weights<T>& w, const py::object& panels, PanelHolder& keep) {
     if (panels.is_none()) return;
-    const py::tuple pair = panels.cast<py::tuple>();
-    if (pair.size() != 2) throw std::invalid_argument("panels must be a pair (WR, U)");
-    const py::ssize_t P = lstm::kPanel;
-    const py::ssize_t GHp = lstm::panel_rows(w.gates() * w.H), Np = lstm::panel_rows(w.N);
-    const bool half = py::isinstance<py::array_t<std::uint16_t>>(pair[0]);
     if (!std::is_same<T, float>::value)
         throw std::invalid_argument("panels: only float32 decodes take a panel layout");
+    const py::tuple pair = panels.cast<py::tuple>();
+    if (pair.size() != 2) throw std::invalid_argument("panels must be a pair (WR, U)");
+    const bool half = py::isinstance<py::array_t<std::uint16_t>>(pair[0]);
     if (half) {
         keep.WR = carr<std::uint16_t>::ensure(pair[0]);
         keep.U = carr<std::uint16_t>::ensure(pair[1]);
@@ -67,8 +65,9 @@ void attach_panels(lstm::Weights<T>& w, const py::object& panels, PanelHolder& k
         keep.U = carr<float>::ensure(pair[1]);
     }
     if (!keep.WR || !keep.U) throw std::invalid_argument("panels: arrays expected");
-    expect_shape("panels WR", keep.WR, {GHp / P, static_cast<py::ssize_t>(w.M) + w.H, P});
-    expect_shape("panels U", keep.U, {Np / P, static_cast<py::ssize_t>(w.H), P});
+    const py::ssize_t GHp = lstm::panel_rows(w.gates() * w.H), Np = lstm::panel_rows(w.N);
+    expect_shape("panels WR", keep.WR, {GHp * (static_cast<py::ssize_t>(w.M) + w.H)});
+    expect_shape("panels U", keep.U, {Np * static_cast<py::ssize_t>(w.H)});
     if (half) {
         w.WRh = static_cast<const std::uint16_t*>(keep.WR.data());
         w.Uh = static_cast<const std::uint16_t*>(keep.U.data());

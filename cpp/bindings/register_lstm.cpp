@@ -85,6 +85,7 @@ void def_typed(py::module_& m, const char* suffix) {
           "or the float16 bits as uint16) that decodes of at most _lstm_small_max problems "
           "use (same results).");
     m.attr("_lstm_panel") = static_cast<int>(lstm::kPanel);
+    m.attr("_lstm_panel_step") = static_cast<int>(lstm::kPanelStep);
     m.attr("_lstm_small_max") = static_cast<int>(lstm::kSmallMax);
 }
 

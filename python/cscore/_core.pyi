@@ -37,6 +37,7 @@ def _sbl_solve(
 
 # LSTM-CS (cpp/bindings/register_lstm.cpp); suffix = LSTM precision
 _lstm_panel: int  # output rows per panel of the few-problems layout
+_lstm_panel_step: int  # its rows are padded to a multiple of this
 _lstm_small_max: int  # problems per call up to which that layout is used
 def _lstm_logits_f32(
     WR: Any, b: Any, U: Any, c_out: Any, cell: str, X: Any, n_threads: int

@@ -73,9 +73,12 @@ struct Weights {
     const T* c_out = nullptr;
     int ldU = 0;  // row stride of U (0: H; 2H when U is one half of a BLSTM's (N, 2H))
     // Optional second layout for few problems per call (see "Few problems" below):
-    // [W | R] and U (this direction's half of it for a BLSTM) in panels of
-    // kPanel output rows, each panel stored input-major, rows past G*H (N) zero:
-    //   WRp (ceil(G*H / kPanel), M+H, kPanel),  Up (ceil(N / kPanel), H, kPanel).
+    // [W | R] and U (this direction's half of it for a BLSTM) with their rows
+    // padded with zeros to panel_rows(G*H) (panel_rows(N)) and cut into panels of
+    // kPanel rows (the last one narrower when the rows are not whole panels),
+    // panel after panel, each stored input-major: entry (row j, input kk) of
+    // panel p, width w, at p * kPanel * K + kk * w + (j - p * kPanel), K = M+H
+    // (H for U); WRp holds panel_rows(G*H) * (M+H) numbers, Up panel_rows(N) * H.
     // The same numbers as WR and U (float32), or their IEEE half-precision bits
     // (WRh, Uh) when WR and U hold float16-representable values (the
     // weights_dtype="float16" option).  Null: the batch kernel only.
@@ -695,11 +698,12 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
 // accumulator in memory between the two parts is exact (it is a float), so the
 // split changes no bit either.  The cell update runs over the cells with the
 // operations of activate_scalar / activate_sse / activate_avx2, in their order.
-constexpr int kPanel = 64;    // output rows per panel of WRp / Up
-constexpr int kSmallMax = 4;  // problems per call up to which the few-problems path runs
+constexpr int kPanel = 64;     // output rows per panel of WRp / Up
+constexpr int kPanelStep = 16; // rows are padded to a multiple of this (the last panel's width)
+constexpr int kSmallMax = 4;   // problems per call up to which the few-problems path runs
 
-// m rounded up to whole panels.
-inline int panel_rows(int m) { return (m + kPanel - 1) / kPanel * kPanel; }
+// m rounded up to whole kPanelStep (the rows of a panel layout).
+inline int panel_rows(int m) { return (m + kPanelStep - 1) / kPanelStep * kPanelStep; }
 
 namespace detail {
 
@@ -711,18 +715,18 @@ CSCORE_F16C_FN inline __m256 load_w8(const std::uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));  // exact
 }
 
-// NC columns times 8 * V rows of one panel: C[c * ldc + r] (+)= sum over kk of
-// Wp[kk * kPanel + r] * X[c * ldx + kk], one FMA per kk in order.
+// NC columns times 8 * V rows of one panel (row stride ldp): C[c * ldc + r] (+)=
+// sum over kk of Wp[kk * ldp + r] * X[c * ldx + kk], one FMA per kk in order.
 template <int NC, int V, class Wt>
-CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, const float* X, int ldx, float* C,
-                                     int ldc, bool accumulate) {
+CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, int ldp, const float* X, int ldx,
+                                     float* C, int ldc, bool accumulate) {
     __m256 acc[NC][V];
     for (int c = 0; c < NC; ++c)
         for (int v = 0; v < V; ++v)
             acc[c][v] = accumulate ? _mm256_loadu_ps(C + static_cast<idx>(c) * ldc + 8 * v)
                                    : _mm256_setzero_ps();
     for (int kk = 0; kk < k; ++kk) {
-        const Wt* wr = Wp + static_cast<idx>(kk) * kPanel;
+        const Wt* wr = Wp + static_cast<idx>(kk) * ldp;
         __m256 x[NC];
         for (int c = 0; c < NC; ++c) x[c] = _mm256_broadcast_ss(X + static_cast<idx>(c) * ldx + kk);
         for (int v = 0; v < V; ++v) {
@@ -734,25 +738,40 @@ CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, const float* X, int ld
         for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + static_cast<idx>(c) * ldc + 8 * v, acc[c][v]);
 }
 
-// Each panel in sub-blocks that keep 8 accumulators in registers: columns in
-// pairs (32 rows at a time; a sub-block is read once per pair, from L1 or L2
-// after the first), a last odd column alone (the whole panel).  (Wider column
-// groups made GCC keep the accumulators on the stack.)
+// Each panel in sub-blocks that keep up to 8 accumulators in registers: columns
+// in pairs (32 rows at a time; a sub-block is read once per pair, from L1 or L2
+// after the first), a last odd column alone (a whole panel at a time).  (Wider
+// column groups made GCC keep the accumulators on the stack.)  mp: rows
+// (panel_rows), kfull: inputs per row in the layout.
 template <class Wt>
-CSCORE_F16C_FN inline void panel_times_fma(int nc, int np, int kfull, int k0, int k,
+CSCORE_F16C_FN inline void panel_times_fma(int nc, int mp, int kfull, int k0, int k,
                                            const Wt* Wp, const float* X, int ldx, float* C,
                                            int ldc, bool acc) {
-    for (int p = 0; p < np; ++p) {
-        const Wt* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
-        float* cp = C + static_cast<idx>(p) * kPanel;
-        const int pairs = nc / 2 * 2;
-        for (int s = 0; s < kPanel && pairs > 0; s += 32)
-            for (int c = 0; c < pairs; c += 2)
-                panel_fma<2, 4>(k, wp + s, X + static_cast<idx>(c) * ldx, ldx,
-                                cp + static_cast<idx>(c) * ldc + s, ldc, acc);
-        if (pairs < nc)
-            panel_fma<1, 8>(k, wp, X + static_cast<idx>(pairs) * ldx, ldx,
-                            cp + static_cast<idx>(pairs) * ldc, ldc, acc);
+    const int pairs = nc / 2 * 2;
+    const float* xs = X + static_cast<idx>(pairs) * ldx;
+    for (int p0 = 0; p0 < mp; p0 += kPanel) {
+        const int wd = std::min(kPanel, mp - p0);  // this panel's width (row stride)
+        const Wt* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
+        float* cp = C + p0;
+        for (int s = 0; s < wd && pairs > 0; s += 32)
+            for (int c = 0; c < pairs; c += 2) {
+                const float* xc = X + static_cast<idx>(c) * ldx;
+                float* cc = cp + static_cast<idx>(c) * ldc + s;
+                if (wd - s >= 32) {
+                    panel_fma<2, 4>(k, wp + s, wd, xc, ldx, cc, ldc, acc);
+                } else {
+                    panel_fma<2, 2>(k, wp + s, wd, xc, ldx, cc, ldc, acc);
+                }
+            }
+        if (pairs == nc) continue;
+        float* cs = cp + static_cast<idx>(pairs) * ldc;
+        if (wd == kPanel) {
+            panel_fma<1, 8>(k, wp, wd, xs, ldx, cs, ldc, acc);
+        } else {
+            int s = 0;
+            for (; wd - s >= 32; s += 32) panel_fma<1, 4>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
+            for (; s < wd; s += 16) panel_fma<1, 2>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
+        }
     }
 }
 #endif
@@ -761,14 +780,14 @@ CSCORE_F16C_FN inline void panel_times_fma(int nc, int np, int kfull, int k0, in
 // The generic path's chain (acc = acc + w * x: a rounded multiply, then a rounded
 // add) on 4 rows at a time; otherwise as panel_fma.
 template <int NC, int V>
-inline void panel_mul_add(int k, const float* Wp, const float* X, int ldx, float* C, int ldc,
-                          bool accumulate) {
+inline void panel_mul_add(int k, const float* Wp, int ldp, const float* X, int ldx, float* C,
+                          int ldc, bool accumulate) {
     vf4 acc[NC][V];
     for (int c = 0; c < NC; ++c)
         for (int v = 0; v < V; ++v)
             acc[c][v] = accumulate ? load4(C + static_cast<idx>(c) * ldc + 4 * v) : bcast4(0.0f);
     for (int kk = 0; kk < k; ++kk) {
-        const float* wr = Wp + static_cast<idx>(kk) * kPanel;
+        const float* wr = Wp + static_cast<idx>(kk) * ldp;
         float x[NC];
         for (int c = 0; c < NC; ++c) x[c] = X[static_cast<idx>(c) * ldx + kk];
         for (int v = 0; v < V; ++v) {
@@ -780,20 +799,23 @@ inline void panel_mul_add(int k, const float* Wp, const float* X, int ldx, float
         for (int v = 0; v < V; ++v) store4(C + static_cast<idx>(c) * ldc + 4 * v, acc[c][v]);
 }
 
-inline void panel_times_generic(int nc, int np, int kfull, int k0, int k, const float* Wp,
+inline void panel_times_generic(int nc, int mp, int kfull, int k0, int k, const float* Wp,
                                 const float* X, int ldx, float* C, int ldc, bool acc) {
-    for (int p = 0; p < np; ++p) {
-        const float* wp = Wp + (static_cast<idx>(p) * kfull + k0) * kPanel;
-        float* cp = C + static_cast<idx>(p) * kPanel;
-        const int pairs = nc / 2 * 2;
-        for (int s = 0; s < kPanel && pairs > 0; s += 16)
+    const int pairs = nc / 2 * 2;
+    const float* xs = X + static_cast<idx>(pairs) * ldx;
+    for (int p0 = 0; p0 < mp; p0 += kPanel) {
+        const int wd = std::min(kPanel, mp - p0);
+        const float* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
+        float* cp = C + p0;
+        for (int s = 0; s < wd && pairs > 0; s += 16)
             for (int c = 0; c < pairs; c += 2)
-                panel_mul_add<2, 4>(k, wp + s, X + static_cast<idx>(c) * ldx, ldx,
+                panel_mul_add<2, 4>(k, wp + s, wd, X + static_cast<idx>(c) * ldx, ldx,
                                     cp + static_cast<idx>(c) * ldc + s, ldc, acc);
-        if (pairs < nc)
-            for (int s = 0; s < kPanel; s += 32)
-                panel_mul_add<1, 8>(k, wp + s, X + static_cast<idx>(pairs) * ldx, ldx,
-                                    cp + static_cast<idx>(pairs) * ldc + s, ldc, acc);
+        if (pairs == nc) continue;
+        float* cs = cp + static_cast<idx>(pairs) * ldc;
+        int s = 0;
+        for (; wd - s >= 32; s += 32) panel_mul_add<1, 8>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
+        for (; s < wd; s += 16) panel_mul_add<1, 4>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
     }
 }
 #endif
@@ -816,32 +838,32 @@ inline PanelKernel panel_kernel(const Weights<float>& w) {
     return PanelKernel::none;
 }
 
-// C (nc columns, column c at C + c * ldc, panel_rows(m) rows) (+)= rows k0..k0+k-1
-// of a panel layout (float Wp or float16 Wh, kfull rows per panel) times X
-// (column c at X + c * ldx).
+// C (nc columns, column c at C + c * ldc, panel_rows(m) rows) (+)= inputs
+// k0..k0+k-1 of a panel layout (float Wp or float16 Wh, kfull inputs per row)
+// times X (column c at X + c * ldx).
 inline void panel_times(PanelKernel kern, int nc, int m, int kfull, int k0, int k,
                         const float* Wp, const std::uint16_t* Wh, const float* X, int ldx,
                         float* C, int ldc, bool acc) {
-    const int np = panel_rows(m) / kPanel;
+    const int mp = panel_rows(m);
     switch (kern) {
 #ifdef CSCORE_LSTM_FMA
         case PanelKernel::fma_f16:
-            panel_times_fma(nc, np, kfull, k0, k, Wh, X, ldx, C, ldc, acc);
+            panel_times_fma(nc, mp, kfull, k0, k, Wh, X, ldx, C, ldc, acc);
             return;
         case PanelKernel::fma_f32:
-            panel_times_fma(nc, np, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
+            panel_times_fma(nc, mp, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
             return;
 #endif
 #ifdef CSCORE_LSTM_SIMD
         case PanelKernel::generic:
-            panel_times_generic(nc, np, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
+            panel_times_generic(nc, mp, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
             return;
 #endif
         default:
             break;
     }
     (void)Wp, (void)Wh, (void)X, (void)C, (void)ldx, (void)ldc, (void)acc, (void)nc, (void)k;
-    (void)kfull, (void)k0, (void)np;
+    (void)kfull, (void)k0, (void)mp;
     throw std::logic_error("lstm: no panel kernel");
 }
 

@@ -57,14 +57,14 @@ def _round_to_half(w: Any) -> Any:
 
 def _panels(mat: np.ndarray, half: bool) -> np.ndarray:
     """``mat`` (m, k) in the compiled few-problems layout (``lstm::Weights::WRp``):
-    panels of ``_core._lstm_panel`` rows, each stored input-major, rows past m
-    zero; float32, or the float16 bits as uint16 when ``half``."""
-    P = int(_core._lstm_panel)
+    rows zero-padded to a multiple of ``_core._lstm_panel_step``, cut into panels
+    of ``_core._lstm_panel`` rows (the last one narrower), panel after panel, each
+    stored input-major; 1-D, float32, or the float16 bits as uint16 when ``half``."""
+    P, step = int(_core._lstm_panel), int(_core._lstm_panel_step)
     m, k = mat.shape
-    mp = -(-m // P) * P
-    out = np.zeros((mp, k), dtype=np.float16 if half else np.float32)
-    out[:m] = mat
-    out = np.ascontiguousarray(out.reshape(mp // P, P, k).transpose(0, 2, 1))
+    padded = np.zeros((-(-m // step) * step, k), dtype=np.float16 if half else np.float32)
+    padded[:m] = mat
+    out = np.concatenate([padded[p : p + P].T.ravel() for p in range(0, len(padded), P)])
     return out.view(np.uint16) if half else out
 
 
