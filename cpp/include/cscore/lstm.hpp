@@ -715,62 +715,50 @@ CSCORE_F16C_FN inline __m256 load_w8(const std::uint16_t* p) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));  // exact
 }
 
-// NC columns times 8 * V rows of one panel (row stride ldp): C[c * ldc + r] (+)=
-// sum over kk of Wp[kk * ldp + r] * X[c * ldx + kk], one FMA per kk in order.
-template <int NC, int V, class Wt>
-CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, int ldp, const float* X, int ldx,
-                                     float* C, int ldc, bool accumulate) {
-    __m256 acc[NC][V];
-    for (int c = 0; c < NC; ++c)
-        for (int v = 0; v < V; ++v)
-            acc[c][v] = accumulate ? _mm256_loadu_ps(C + static_cast<idx>(c) * ldc + 8 * v)
-                                   : _mm256_setzero_ps();
+// One column times 8 * V rows of one panel (row stride ldp): C[r] (+)= sum over
+// kk of Wp[kk * ldp + r] * X[kk], one FMA per kk in order.
+template <int V, class Wt>
+CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, int ldp, const float* X, float* C,
+                                     bool accumulate) {
+    // (loops unrolled by hand-set pragmas: left to itself GCC keeps acc on the
+    // stack and stores it every step)
+    __m256 acc[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+        acc[v] = accumulate ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
     for (int kk = 0; kk < k; ++kk) {
         const Wt* wr = Wp + static_cast<idx>(kk) * ldp;
-        __m256 x[NC];
-        for (int c = 0; c < NC; ++c) x[c] = _mm256_broadcast_ss(X + static_cast<idx>(c) * ldx + kk);
-        for (int v = 0; v < V; ++v) {
-            const __m256 w = load_w8(wr + 8 * v);
-            for (int c = 0; c < NC; ++c) acc[c][v] = _mm256_fmadd_ps(w, x[c], acc[c][v]);
-        }
+        const __m256 x = _mm256_broadcast_ss(X + kk);
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(load_w8(wr + 8 * v), x, acc[v]);
     }
-    for (int c = 0; c < NC; ++c)
-        for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + static_cast<idx>(c) * ldc + 8 * v, acc[c][v]);
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
 }
 
-// Each panel in sub-blocks that keep up to 8 accumulators in registers: columns
-// in pairs (32 rows at a time; a sub-block is read once per pair, from L1 or L2
-// after the first), a last odd column alone (a whole panel at a time).  (Wider
-// column groups made GCC keep the accumulators on the stack.)  mp: rows
-// (panel_rows), kfull: inputs per row in the layout.
+// Panel after panel, column after column: one panel (up to kPanel * kfull
+// weights, 150 KB for the 512-cell R) is read from memory once and from L2 for
+// the further columns, with 8 accumulators (64 rows) in registers.  (Measured:
+// faster than pairs of columns on 32-row sub-blocks, and wider column groups
+// made GCC keep the accumulators on the stack.)  mp: rows (panel_rows), kfull:
+// inputs per row in the layout.
 template <class Wt>
 CSCORE_F16C_FN inline void panel_times_fma(int nc, int mp, int kfull, int k0, int k,
                                            const Wt* Wp, const float* X, int ldx, float* C,
                                            int ldc, bool acc) {
-    const int pairs = nc / 2 * 2;
-    const float* xs = X + static_cast<idx>(pairs) * ldx;
     for (int p0 = 0; p0 < mp; p0 += kPanel) {
         const int wd = std::min(kPanel, mp - p0);  // this panel's width (row stride)
         const Wt* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
-        float* cp = C + p0;
-        for (int s = 0; s < wd && pairs > 0; s += 32)
-            for (int c = 0; c < pairs; c += 2) {
-                const float* xc = X + static_cast<idx>(c) * ldx;
-                float* cc = cp + static_cast<idx>(c) * ldc + s;
-                if (wd - s >= 32) {
-                    panel_fma<2, 4>(k, wp + s, wd, xc, ldx, cc, ldc, acc);
-                } else {
-                    panel_fma<2, 2>(k, wp + s, wd, xc, ldx, cc, ldc, acc);
-                }
+        for (int c = 0; c < nc; ++c) {
+            const float* x = X + static_cast<idx>(c) * ldx;
+            float* cc = C + static_cast<idx>(c) * ldc + p0;
+            if (wd == kPanel) {
+                panel_fma<8>(k, wp, wd, x, cc, acc);
+                continue;
             }
-        if (pairs == nc) continue;
-        float* cs = cp + static_cast<idx>(pairs) * ldc;
-        if (wd == kPanel) {
-            panel_fma<1, 8>(k, wp, wd, xs, ldx, cs, ldc, acc);
-        } else {
             int s = 0;
-            for (; wd - s >= 32; s += 32) panel_fma<1, 4>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
-            for (; s < wd; s += 16) panel_fma<1, 2>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
+            for (; wd - s >= 32; s += 32) panel_fma<4>(k, wp + s, wd, x, cc + s, acc);
+            for (; s < wd; s += 16) panel_fma<2>(k, wp + s, wd, x, cc + s, acc);
         }
     }
 }
@@ -779,43 +767,31 @@ CSCORE_F16C_FN inline void panel_times_fma(int nc, int mp, int kfull, int k0, in
 #ifdef CSCORE_LSTM_SIMD
 // The generic path's chain (acc = acc + w * x: a rounded multiply, then a rounded
 // add) on 4 rows at a time; otherwise as panel_fma.
-template <int NC, int V>
-inline void panel_mul_add(int k, const float* Wp, int ldp, const float* X, int ldx, float* C,
-                          int ldc, bool accumulate) {
-    vf4 acc[NC][V];
-    for (int c = 0; c < NC; ++c)
-        for (int v = 0; v < V; ++v)
-            acc[c][v] = accumulate ? load4(C + static_cast<idx>(c) * ldc + 4 * v) : bcast4(0.0f);
+template <int V>
+inline void panel_mul_add(int k, const float* Wp, int ldp, const float* X, float* C,
+                          bool accumulate) {
+    vf4 acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = accumulate ? load4(C + 4 * v) : bcast4(0.0f);
     for (int kk = 0; kk < k; ++kk) {
         const float* wr = Wp + static_cast<idx>(kk) * ldp;
-        float x[NC];
-        for (int c = 0; c < NC; ++c) x[c] = X[static_cast<idx>(c) * ldx + kk];
-        for (int v = 0; v < V; ++v) {
-            const vf4 w = load4(wr + 4 * v);
-            for (int c = 0; c < NC; ++c) acc[c][v] = acc[c][v] + w * x[c];
-        }
+        const float x = X[kk];
+        for (int v = 0; v < V; ++v) acc[v] = acc[v] + load4(wr + 4 * v) * x;
     }
-    for (int c = 0; c < NC; ++c)
-        for (int v = 0; v < V; ++v) store4(C + static_cast<idx>(c) * ldc + 4 * v, acc[c][v]);
+    for (int v = 0; v < V; ++v) store4(C + 4 * v, acc[v]);
 }
 
 inline void panel_times_generic(int nc, int mp, int kfull, int k0, int k, const float* Wp,
                                 const float* X, int ldx, float* C, int ldc, bool acc) {
-    const int pairs = nc / 2 * 2;
-    const float* xs = X + static_cast<idx>(pairs) * ldx;
     for (int p0 = 0; p0 < mp; p0 += kPanel) {
         const int wd = std::min(kPanel, mp - p0);
         const float* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
-        float* cp = C + p0;
-        for (int s = 0; s < wd && pairs > 0; s += 16)
-            for (int c = 0; c < pairs; c += 2)
-                panel_mul_add<2, 4>(k, wp + s, wd, X + static_cast<idx>(c) * ldx, ldx,
-                                    cp + static_cast<idx>(c) * ldc + s, ldc, acc);
-        if (pairs == nc) continue;
-        float* cs = cp + static_cast<idx>(pairs) * ldc;
-        int s = 0;
-        for (; wd - s >= 32; s += 32) panel_mul_add<1, 8>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
-        for (; s < wd; s += 16) panel_mul_add<1, 4>(k, wp + s, wd, xs, ldx, cs + s, ldc, acc);
+        for (int c = 0; c < nc; ++c) {
+            const float* x = X + static_cast<idx>(c) * ldx;
+            float* cc = C + static_cast<idx>(c) * ldc + p0;
+            int s = 0;
+            for (; wd - s >= 32; s += 32) panel_mul_add<8>(k, wp + s, wd, x, cc + s, acc);
+            for (; s < wd; s += 16) panel_mul_add<4>(k, wp + s, wd, x, cc + s, acc);
+        }
     }
 }
 #endif
