@@ -13,8 +13,10 @@
 //
 //   g++ -std=c++17 -O3 -fno-math-errno -Icpp/include -pthread
 //       benchmarks/lstm_latency_native.cpp -o /tmp/lstm_latency      (one line)
-//   CSCORE_ISA=avx2 /tmp/lstm_latency
+//   CSCORE_ISA=avx2 /tmp/lstm_latency [H N]
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -127,8 +129,10 @@ struct Outputs {
 
 }  // namespace
 
-int main() {
-    const int M = 72, N = 144, Lc = 4, H = 512, G = 3, k = 20, B = 16;
+int main(int argc, char** argv) {
+    // optional: H N (other sizes, e.g. for a sanitizer run over narrower last panels)
+    const int H = argc > 2 ? std::atoi(argv[1]) : 512, N = argc > 2 ? std::atoi(argv[2]) : 144;
+    const int M = 72, Lc = 4, G = 3, k = 20, B = 16;
     std::mt19937 gen(20161122);
     std::normal_distribution<float> nd(0.0f, 1.0f);
     const int K = M + H;
@@ -190,8 +194,8 @@ int main() {
     const Outputs batch = decode_batch(w), batch16 = decode_batch(w16);
     const bool ok32 = decode_alone(wp) == batch && decode_alone(w) == batch;
     const bool ok16 = decode_alone(wh) == batch16;
-    std::printf("instruction set %s; 512 cells, M=72, N=144, L=4, k=20, %d problems\n",
-                cscore::cpu::isa_name(cscore::cpu::active_isa()), B);
+    std::printf("instruction set %s; %d cells, M=72, N=%d, L=4, k=20, %d problems\n",
+                cscore::cpu::isa_name(cscore::cpu::active_isa()), H, N, B);
     std::printf("alone (few-problems path and batch kernel) == batch: float32 %s, float16 %s\n",
                 ok32 ? "yes" : "NO", ok16 ? "yes" : "NO");
     std::printf("batch output hash: float32 %016llx float16 %016llx\n",
