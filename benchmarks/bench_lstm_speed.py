@@ -14,9 +14,17 @@ M = 72, L = 4), decoding k = 20 atoms per channel.  Reported in one run:
 Timings are the best of ``--repeats`` runs (wall clock), plus the process CPU
 time of that best run, because the machine may be shared.
 
+``--latency`` measures only one problem per call (a stream's frames), in one
+run: the public ``decode`` (the few-problems path, float32 weights and the
+``weights_dtype="float16"`` option) next to the batch kernel given the same
+single problem (the compiled call without the panel layout: what one problem
+per call ran on before the few-problems path), with a check that both give the
+same bits.  Run it once per instruction set (``CSCORE_ISA=generic|avx2|avx512``).
+
 Usage::
 
     PYTHONPATH=python python benchmarks/bench_lstm_speed.py [--batch 256] [--repeats 5]
+    PYTHONPATH=python python benchmarks/bench_lstm_speed.py --latency [--single 16]
 """
 
 from __future__ import annotations
@@ -119,6 +127,52 @@ def sgemm_rate(m: int, k: int, n: int, repeats: int) -> tuple[float, float]:
     return fl / t / 1e9, fl / c / 1e9
 
 
+def latency(model: LSTMCS, Y: np.ndarray, k: int, repeats: int) -> None:
+    """One problem per call: ms per call of the public decode (float32 and
+    float16 weights) and of the batch kernel on the same problems (same bits
+    as the float32 decode, checked)."""
+    from cscore import _core
+
+    prep = model._prep(np.float32)
+    fn = getattr(_core, f"_{model._kernel}_decode_f32")
+    singles = [np.ascontiguousarray(Y[b : b + 1]) for b in range(Y.shape[0])]
+
+    def batch_kernel(y: np.ndarray) -> tuple[Any, ...]:
+        args = (model._At, model._norms, y, k, -1.0, True, True, 1, 64)
+        return tuple(fn(*prep.args(), *args))
+
+    for y in singles:  # the few-problems path gives the batch kernel's bits
+        fast = model.decode(y, n_nonzero=k, n_threads=1, return_result=True)
+        assert np.array_equal(fast.x, batch_kernel(y)[0]), "paths differ"
+    runs: dict[str, Callable[[], Any]] = {
+        "decode, one problem per call (few-problems path)": lambda: [
+            model.decode(y, n_nonzero=k, n_threads=1) for y in singles
+        ],
+        'decode, one problem per call, weights_dtype="float16"': lambda: [
+            model.decode(y, n_nonzero=k, n_threads=1, weights_dtype="float16")
+            for y in singles
+        ],
+        "batch kernel, one problem per call (before)": lambda: [
+            batch_kernel(y) for y in singles
+        ],
+    }
+    for fn_ in runs.values():  # warm-up (prepared layouts, caches)
+        fn_()
+    print("| one problem per call | ms/call (wall) | CPU ms/call |")
+    print("|---|---:|---:|")
+    res: dict[str, float] = {}
+    for name, fn_ in runs.items():
+        t, c = best_of(fn_, repeats)
+        res[name] = 1e3 * t / len(singles)
+        print(f"| {name} | {res[name]:.2f} | {1e3 * c / len(singles):.2f} |")
+    names = list(runs)
+    print(
+        f"speed-up over the batch kernel: {res[names[2]] / res[names[0]]:.1f}x (float32), "
+        f"{res[names[2]] / res[names[1]]:.1f}x (float16); target <= 3 ms, stretch 1.5 ms"
+    )
+    print(f"load average after the run: {os.getloadavg()[0]:.2f}")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batch", type=int, default=256, help="problems per batch")
@@ -131,15 +185,21 @@ def main(argv: list[str] | None = None) -> None:
         action="store_true",
         help="only the batch decode on 1 thread and the sgemm reference (short run)",
     )
+    p.add_argument(
+        "--latency",
+        action="store_true",
+        help="only one problem per call (--single problems): few-problems path vs batch kernel",
+    )
     args = p.parse_args(argv)
     load_before = os.getloadavg()
 
     M, N, L, H, k = 72, 144, 4, args.cells, args.k
     rng = np.random.default_rng(20161122)
     model = random_model(rng, M, N, L, H)
-    Y = problems(rng, model.A, args.batch, L, k)
+    Y = problems(rng, model.A, args.single if args.latency else args.batch, L, k)
     B = Y.shape[0]
-    print(f"# LSTM-CS decode speed: {H} cells, M={M}, N={N}, L={L}, k={k}, batch {B}")
+    what = "one problem per call" if args.latency else f"batch {B}"
+    print(f"# LSTM-CS decode speed: {H} cells, M={M}, N={N}, L={L}, k={k}, {what}")
     print(
         f"# {cpu_model()}, {os.cpu_count()} CPUs, instruction set "
         f"{cscore.instruction_set()}, decode threads 1 (and 2 where stated), "
@@ -150,6 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         f"# load average before the run: {load_before[0]:.2f} {load_before[1]:.2f} "
         f"{load_before[2]:.2f} ({'idle' if idle else 'NOT idle: machine shared'})"
     )
+    if args.latency:
+        return latency(model, Y, k, args.repeats)
 
     res = model.decode(Y, n_nonzero=k, return_result=True, n_threads=1)
     flops = lstm_flops(model, res.n_iter)

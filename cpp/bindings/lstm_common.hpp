@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cscore/lstm.hpp"
 #include "common.hpp"
@@ -37,6 +38,43 @@ inline lstm::Cell parse_cell(const std::string& cell) {
     if (cell == "paper") return lstm::Cell::paper;
     if (cell == "lstm") return lstm::Cell::lstm;
     throw std::invalid_argument("unknown cell type: " + cell);
+}
+
+// The optional panel layout of one LSTM direction (lstm::Weights::WRp / Up or
+// their float16 bits WRh / Uh): `panels` is None or a pair (WRp, Up) of 1-D
+// float32 or uint16 arrays of panel_rows(G*H) * (M+H) and panel_rows(N) * H
+// numbers.  The arrays are kept in `keep` for the call.  Float64 decodes
+// (T = double) take None only.
+struct PanelHolder {
+    py::array WR, U;
+};
+
+template <class T>
+void attach_panels(lstm::Weights<T>& w, const py::object& panels, PanelHolder& keep) {
+    if (panels.is_none()) return;
+    if (!std::is_same<T, float>::value)
+        throw std::invalid_argument("panels: only float32 decodes take a panel layout");
+    const py::tuple pair = panels.cast<py::tuple>();
+    if (pair.size() != 2) throw std::invalid_argument("panels must be a pair (WR, U)");
+    const bool half = py::isinstance<py::array_t<std::uint16_t>>(pair[0]);
+    if (half) {
+        keep.WR = carr<std::uint16_t>::ensure(pair[0]);
+        keep.U = carr<std::uint16_t>::ensure(pair[1]);
+    } else {
+        keep.WR = carr<float>::ensure(pair[0]);
+        keep.U = carr<float>::ensure(pair[1]);
+    }
+    if (!keep.WR || !keep.U) throw std::invalid_argument("panels: arrays expected");
+    const py::ssize_t GHp = lstm::panel_rows(w.gates() * w.H), Np = lstm::panel_rows(w.N);
+    expect_shape("panels WR", keep.WR, {GHp * (static_cast<py::ssize_t>(w.M) + w.H)});
+    expect_shape("panels U", keep.U, {Np * static_cast<py::ssize_t>(w.H)});
+    if (half) {
+        w.WRh = static_cast<const std::uint16_t*>(keep.WR.data());
+        w.Uh = static_cast<const std::uint16_t*>(keep.U.data());
+    } else {
+        w.WRp = static_cast<const T*>(keep.WR.data());
+        w.Up = static_cast<const T*>(keep.U.data());
+    }
 }
 
 // Allocates the (B, L, N) logits of X (B, L, M) and runs

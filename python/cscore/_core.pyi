@@ -40,6 +40,9 @@ def _sbl_solve_complex(
 ) -> tuple[Any, Any, Any, Any, Any, Any]: ...
 
 # LSTM-CS (cpp/bindings/register_lstm.cpp); suffix = LSTM precision
+_lstm_panel: int  # output rows per panel of the few-problems layout
+_lstm_panel_step: int  # its rows are padded to a multiple of this
+_lstm_small_max: int  # problems per call up to which that layout is used
 def _lstm_logits_f32(
     WR: Any, b: Any, U: Any, c_out: Any, cell: str, X: Any, n_threads: int
 ) -> Any: ...
@@ -61,6 +64,7 @@ def _lstm_decode_f32(
     k_from_user: bool,
     n_threads: int,
     chunk: int = 64,
+    panels: tuple[Any, Any] | None = None,
 ) -> tuple[Any, Any, Any, Any, Any]: ...
 def _lstm_decode_f64(
     WR: Any,

@@ -120,10 +120,13 @@ template <class T>
 void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
             idx B, int L, const lstm::DecodeOptions& opt, const lstm::DecodeOutput& out,
             Control* ctl = nullptr) {
-    const int chunk = lstm::padded_chunk(opt.chunk);
+    const int chunk = lstm::decode_chunk(opt.chunk, B);
     lstm::greedy_decode<T>(w.M(), w.N(), w.c_out(), At, col_norms, Y, B, L, opt, out, [&]() {
-        return [&w, L, work = BiWork<T>(w, chunk)](int n, const T* xin, T* zall) mutable {
-            bilstm_logits_chunk(w, work, n, L, xin, zall);
+        return [&w, L, chunk, few = lstm::FewProblems<T>(w.fw, &w.bw, L),
+                work = std::vector<BiWork<T>>()](int n, const T* xin, T* zall) mutable {
+            if (few.run(n, xin, zall, chunk)) return;  // few problems: same bits
+            if (work.empty()) work.emplace_back(w, chunk);  // set up on first use
+            bilstm_logits_chunk(w, work.front(), n, L, xin, zall);
         };
     }, ctl);
 }

@@ -50,6 +50,13 @@ constexpr int kPadRows = 32;
 // lanes past the last problem stay inside them.
 inline int padded_chunk(int chunk) { return (chunk + kPadRows - 1) / kPadRows * kPadRows; }
 
+// The leading dimension a decode of B problems uses: padded_chunk(chunk), or of
+// B when the whole batch is smaller than a chunk (fewer bytes to set up per call;
+// no result depends on it).
+inline int decode_chunk(int chunk, std::ptrdiff_t B) {
+    return padded_chunk(static_cast<int>(std::min<std::ptrdiff_t>(chunk, std::max<std::ptrdiff_t>(B, 1))));
+}
+
 // Relative size below which a new atom's component orthogonal to the support
 // counts as zero (the atom is linearly dependent on the support).
 constexpr double kDependentTol = 1e-10;
@@ -65,6 +72,20 @@ struct Weights {
     const T* U = nullptr;
     const T* c_out = nullptr;
     int ldU = 0;  // row stride of U (0: H; 2H when U is one half of a BLSTM's (N, 2H))
+    // Optional second layout for few problems per call (see "Few problems" below):
+    // [W | R] and U (this direction's half of it for a BLSTM) with their rows
+    // padded with zeros to panel_rows(G*H) (panel_rows(N)) and cut into panels of
+    // kPanel rows (the last one narrower when the rows are not whole panels),
+    // panel after panel, each stored input-major: entry (row j, input kk) of
+    // panel p, width w, at p * kPanel * K + kk * w + (j - p * kPanel), K = M+H
+    // (H for U); WRp holds panel_rows(G*H) * (M+H) numbers, Up panel_rows(N) * H.
+    // The same numbers as WR and U (float32), or their IEEE half-precision bits
+    // (WRh, Uh) when WR and U hold float16-representable values (the
+    // weights_dtype="float16" option).  Null: the batch kernel only.
+    const T* WRp = nullptr;
+    const T* Up = nullptr;
+    const std::uint16_t* WRh = nullptr;
+    const std::uint16_t* Uh = nullptr;
     int gates() const { return cell == Cell::paper ? 3 : 4; }
     int u_ld() const { return ldU > 0 ? ldU : H; }
 };
@@ -657,6 +678,347 @@ inline void times_weights<float>(int n, int m, int k, const float* X, int chunk,
     detail::times_weights_generic<float>(n, m, k, X, chunk, Wt, ldw, C, acc);
 }
 
+// ---------------------------------------------------------------------------
+// Few problems per call (a stream decoding frames one at a time).
+//
+// With fewer problems than SIMD lanes the batch kernel above leaves most lanes
+// idle and broadcasts every weight.  Here the vector runs over output rows
+// instead.  Each output entry (one problem, one channel, one row j) is still the
+// batch kernel's chain: acc = 0 (or its stored value), then
+// acc = acc + W[j, kk] * x[kk] for kk in order -- one FMA per step when
+// cpu::active_isa() is avx2 or above, a rounded multiply then a rounded add on the
+// generic path -- so the bits are the batch kernel's, whatever the batch, the
+// thread count, or which path ran.  The weights come from the panel layout
+// (Weights::WRp / Up, or their float16 bits WRh / Uh): each panel of kPanel rows
+// is one contiguous stream.
+//
+// Per greedy iteration, x W^T of all L channels (the first M steps of every gate
+// chain) is one pass over W; each channel then continues its chains with R v
+// (none at the first channel, as lstm_cell with `first`).  Keeping the
+// accumulator in memory between the two parts is exact (it is a float), so the
+// split changes no bit either.  The cell update runs over the cells with the
+// operations of activate_scalar / activate_sse / activate_avx2, in their order.
+constexpr int kPanel = 64;     // output rows per panel of WRp / Up
+constexpr int kPanelStep = 16; // rows are padded to a multiple of this (the last panel's width)
+constexpr int kSmallMax = 4;   // problems per call up to which the few-problems path runs
+
+// m rounded up to whole kPanelStep (the rows of a panel layout).
+inline int panel_rows(int m) { return (m + kPanelStep - 1) / kPanelStep * kPanelStep; }
+
+namespace detail {
+
+#ifdef CSCORE_LSTM_FMA
+#define CSCORE_F16C_FN __attribute__((target("avx2,fma,f16c")))
+
+CSCORE_F16C_FN inline __m256 load_w8(const float* p) { return _mm256_loadu_ps(p); }
+CSCORE_F16C_FN inline __m256 load_w8(const std::uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));  // exact
+}
+
+// One column times 8 * V rows of one panel (row stride ldp): C[r] (+)= sum over
+// kk of Wp[kk * ldp + r] * X[kk], one FMA per kk in order.
+template <int V, class Wt>
+CSCORE_F16C_FN inline void panel_fma(int k, const Wt* Wp, int ldp, const float* X, float* C,
+                                     bool accumulate) {
+    // (loops unrolled by hand-set pragmas: left to itself GCC keeps acc on the
+    // stack and stores it every step)
+    __m256 acc[V];
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v)
+        acc[v] = accumulate ? _mm256_loadu_ps(C + 8 * v) : _mm256_setzero_ps();
+    for (int kk = 0; kk < k; ++kk) {
+        const Wt* wr = Wp + static_cast<idx>(kk) * ldp;
+        const __m256 x = _mm256_broadcast_ss(X + kk);
+#pragma GCC unroll 8
+        for (int v = 0; v < V; ++v) acc[v] = _mm256_fmadd_ps(load_w8(wr + 8 * v), x, acc[v]);
+    }
+#pragma GCC unroll 8
+    for (int v = 0; v < V; ++v) _mm256_storeu_ps(C + 8 * v, acc[v]);
+}
+
+// Panel after panel, column after column: one panel (up to kPanel * kfull
+// weights, 150 KB for the 512-cell R) is read from memory once and from L2 for
+// the further columns, with 8 accumulators (64 rows) in registers.  (Measured:
+// faster than pairs of columns on 32-row sub-blocks, and wider column groups
+// made GCC keep the accumulators on the stack.)  mp: rows (panel_rows), kfull:
+// inputs per row in the layout.
+template <class Wt>
+CSCORE_F16C_FN inline void panel_times_fma(int nc, int mp, int kfull, int k0, int k,
+                                           const Wt* Wp, const float* X, int ldx, float* C,
+                                           int ldc, bool acc) {
+    for (int p0 = 0; p0 < mp; p0 += kPanel) {
+        const int wd = std::min(kPanel, mp - p0);  // this panel's width (row stride)
+        const Wt* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
+        for (int c = 0; c < nc; ++c) {
+            const float* x = X + static_cast<idx>(c) * ldx;
+            float* cc = C + static_cast<idx>(c) * ldc + p0;
+            if (wd == kPanel) {
+                panel_fma<8>(k, wp, wd, x, cc, acc);
+                continue;
+            }
+            int s = 0;
+            for (; wd - s >= 32; s += 32) panel_fma<4>(k, wp + s, wd, x, cc + s, acc);
+            for (; s < wd; s += 16) panel_fma<2>(k, wp + s, wd, x, cc + s, acc);
+        }
+    }
+}
+#endif
+
+#ifdef CSCORE_LSTM_SIMD
+// The generic path's chain (acc = acc + w * x: a rounded multiply, then a rounded
+// add) on 4 rows at a time; otherwise as panel_fma.
+template <int V>
+inline void panel_mul_add(int k, const float* Wp, int ldp, const float* X, float* C,
+                          bool accumulate) {
+    vf4 acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = accumulate ? load4(C + 4 * v) : bcast4(0.0f);
+    for (int kk = 0; kk < k; ++kk) {
+        const float* wr = Wp + static_cast<idx>(kk) * ldp;
+        const float x = X[kk];
+        for (int v = 0; v < V; ++v) acc[v] = acc[v] + load4(wr + 4 * v) * x;
+    }
+    for (int v = 0; v < V; ++v) store4(C + 4 * v, acc[v]);
+}
+
+inline void panel_times_generic(int nc, int mp, int kfull, int k0, int k, const float* Wp,
+                                const float* X, int ldx, float* C, int ldc, bool acc) {
+    for (int p0 = 0; p0 < mp; p0 += kPanel) {
+        const int wd = std::min(kPanel, mp - p0);
+        const float* wp = Wp + static_cast<idx>(p0) * kfull + static_cast<idx>(k0) * wd;
+        for (int c = 0; c < nc; ++c) {
+            const float* x = X + static_cast<idx>(c) * ldx;
+            float* cc = C + static_cast<idx>(c) * ldc + p0;
+            int s = 0;
+            for (; wd - s >= 32; s += 32) panel_mul_add<8>(k, wp + s, wd, x, cc + s, acc);
+            for (; s < wd; s += 16) panel_mul_add<4>(k, wp + s, wd, x, cc + s, acc);
+        }
+    }
+}
+#endif
+
+// Which kernel the few-problems path uses for these weights (none: batch kernel).
+enum class PanelKernel : int { none = 0, generic = 1, fma_f32 = 2, fma_f16 = 3 };
+
+inline PanelKernel panel_kernel(const Weights<float>& w) {
+#ifdef CSCORE_LSTM_FMA
+    if (cpu::isa_at_least(cpu::Isa::avx2)) {
+        if (w.WRh != nullptr && w.Uh != nullptr) return PanelKernel::fma_f16;
+        if (w.WRp != nullptr && w.Up != nullptr) return PanelKernel::fma_f32;
+        return PanelKernel::none;
+    }
+#endif
+#ifdef CSCORE_LSTM_SIMD
+    if (w.WRp != nullptr && w.Up != nullptr) return PanelKernel::generic;
+#endif
+    (void)w;
+    return PanelKernel::none;
+}
+
+// C (nc columns, column c at C + c * ldc, panel_rows(m) rows) (+)= inputs
+// k0..k0+k-1 of a panel layout (float Wp or float16 Wh, kfull inputs per row)
+// times X (column c at X + c * ldx).
+inline void panel_times(PanelKernel kern, int nc, int m, int kfull, int k0, int k,
+                        const float* Wp, const std::uint16_t* Wh, const float* X, int ldx,
+                        float* C, int ldc, bool acc) {
+    const int mp = panel_rows(m);
+    switch (kern) {
+#ifdef CSCORE_LSTM_FMA
+        case PanelKernel::fma_f16:
+            panel_times_fma(nc, mp, kfull, k0, k, Wh, X, ldx, C, ldc, acc);
+            return;
+        case PanelKernel::fma_f32:
+            panel_times_fma(nc, mp, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
+            return;
+#endif
+#ifdef CSCORE_LSTM_SIMD
+        case PanelKernel::generic:
+            panel_times_generic(nc, mp, kfull, k0, k, Wp, X, ldx, C, ldc, acc);
+            return;
+#endif
+        default:
+            break;
+    }
+    (void)Wp, (void)Wh, (void)X, (void)C, (void)ldx, (void)ldc, (void)acc, (void)nc, (void)k;
+    (void)kfull, (void)k0, (void)mp;
+    throw std::logic_error("lstm: no panel kernel");
+}
+
+// One problem's cell update over cells h0..H-1: g holds the G*H gate
+// pre-activations (gate-major, without bias), b the biases, c and v the cell
+// state and output (H each).  Per cell, activate_scalar's operations.
+inline void activate_cells_scalar(Cell cell, int h0, int H, const float* g, const float* b,
+                                  float* c, float* v, bool first) {
+    const bool paper = cell == Cell::paper;
+    const int gi = 0, gf = paper ? 0 : 1, gg = paper ? 1 : 2, go = paper ? 2 : 3;
+    for (int h = h0; h < H; ++h) {
+        const GateRows<float> r{g + gi * H + h, g + gf * H + h, g + gg * H + h, g + go * H + h,
+                                b[gi * H + h],  b[gf * H + h],  b[gg * H + h],  b[go * H + h]};
+        activate_scalar(cell, 0, 1, r, c + h, v + h, first);
+    }
+}
+
+#ifdef CSCORE_LSTM_SIMD
+// The same, 4 cells at a time (activate_sse's operations).
+inline void activate_cells_sse(Cell cell, int h0, int H, const float* g, const float* b,
+                               float* c, float* v, bool first) {
+    const bool paper = cell == Cell::paper;
+    const int gi = 0, gf = paper ? 0 : 1, gg = paper ? 1 : 2, go = paper ? 2 : 3;
+    const vf4 zero = bcast4(0.0f);
+    int h = h0;
+    for (; h + 4 <= H; h += 4) {
+        const vf4 i = sigmoid(load4(g + gi * H + h) + load4(b + gi * H + h));
+        const vf4 gv = tanh_(load4(g + gg * H + h) + load4(b + gg * H + h));
+        const vf4 o = sigmoid(load4(g + go * H + h) + load4(b + go * H + h));
+        vf4 cn;
+        if (paper) {
+            cn = (first ? zero : load4(c + h)) + i * gv;
+        } else {
+            const vf4 f = sigmoid(load4(g + gf * H + h) + load4(b + gf * H + h));
+            cn = (first ? zero : f * load4(c + h)) + i * gv;
+        }
+        store4(c + h, cn);
+        store4(v + h, o * tanh_(cn));
+    }
+    activate_cells_scalar(cell, h, H, g, b, c, v, first);
+}
+#endif
+
+#ifdef CSCORE_LSTM_AVX2
+// 8 cells at a time (activate_avx2's operations).
+CSCORE_AVX2_FN inline void activate_cells_avx2(Cell cell, int H, const float* g, const float* b,
+                                               float* c, float* v, bool first) {
+    const bool paper = cell == Cell::paper;
+    const int gi = 0, gf = paper ? 0 : 1, gg = paper ? 1 : 2, go = paper ? 2 : 3;
+    const vf8 zero = bcast8(0.0f);
+    int h = 0;
+    for (; h + 8 <= H; h += 8) {
+        const vf8 i = sigmoid8(load8(g + gi * H + h) + load8(b + gi * H + h));
+        const vf8 gv = tanh8(load8(g + gg * H + h) + load8(b + gg * H + h));
+        const vf8 o = sigmoid8(load8(g + go * H + h) + load8(b + go * H + h));
+        vf8 cn;
+        if (paper) {
+            cn = (first ? zero : load8(c + h)) + i * gv;
+        } else {
+            const vf8 f = sigmoid8(load8(g + gf * H + h) + load8(b + gf * H + h));
+            cn = (first ? zero : f * load8(c + h)) + i * gv;
+        }
+        store8(c + h, cn);
+        store8(v + h, o * tanh8(cn));
+    }
+    activate_cells_sse(cell, h, H, g, b, c, v, first);
+}
+#endif
+
+inline void activate_cells(Cell cell, int H, const float* g, const float* b, float* c, float* v,
+                           bool first) {
+#ifdef CSCORE_LSTM_AVX2
+    if (cpu::isa_at_least(cpu::Isa::avx2)) {
+        activate_cells_avx2(cell, H, g, b, c, v, first);
+        return;
+    }
+#endif
+#ifdef CSCORE_LSTM_SIMD
+    activate_cells_sse(cell, 0, H, g, b, c, v, first);
+#else
+    activate_cells_scalar(cell, 0, H, g, b, c, v, first);
+#endif
+}
+
+}  // namespace detail
+
+// Work buffers of the few-problems path: up to kSmallMax problems times L
+// channels, one column per (channel j, problem col) at index j * n + col.
+struct SmallWork {
+    int L = 0, M = 0, H = 0, GHp = 0, Np = 0;
+    std::vector<float> x;  // inputs, M per column
+    std::vector<float> g;  // gate pre-activations, GHp per column
+    std::vector<float> c;  // cell state, H per problem
+    std::vector<float> v;  // cell output, H per problem
+    std::vector<float> z;  // logits (without c_out), Np per column
+
+    SmallWork() = default;
+    SmallWork(const Weights<float>& w, int L_)
+        : L(L_),
+          M(w.M),
+          H(w.H),
+          GHp(panel_rows(w.gates() * w.H)),
+          Np(panel_rows(w.N)),
+          x(static_cast<std::size_t>(L_) * kSmallMax * static_cast<std::size_t>(w.M)),
+          g(static_cast<std::size_t>(L_) * kSmallMax * static_cast<std::size_t>(GHp)),
+          c(static_cast<std::size_t>(kSmallMax) * static_cast<std::size_t>(w.H)),
+          v(static_cast<std::size_t>(kSmallMax) * static_cast<std::size_t>(w.H)),
+          z(static_cast<std::size_t>(L_) * kSmallMax * static_cast<std::size_t>(Np)) {}
+};
+
+// One direction of the LSTM over the channels (reverse: L-1..0, else 0..L-1)
+// for the n <= kSmallMax problems whose inputs are in s.x; logits into s.z,
+// added to what is there when add_logits (a BLSTM's backward direction).
+inline void small_direction(detail::PanelKernel kern, const Weights<float>& w, SmallWork& s,
+                            int n, bool reverse, bool add_logits) {
+    const int M = w.M, H = w.H, L = s.L, kf = M + H, GH = w.gates() * w.H;
+    const idx GHp = s.GHp, Np = s.Np;
+    // x W^T of every channel: the first M steps of each gate chain
+    detail::panel_times(kern, n * L, GH, kf, 0, M, w.WRp, w.WRh, s.x.data(), M, s.g.data(),
+                        s.GHp, false);
+    for (int t = 0; t < L; ++t) {
+        const int j = reverse ? L - 1 - t : t;
+        float* gj = s.g.data() + static_cast<idx>(j) * n * GHp;
+        if (t > 0)  // the chains go on with R v (zero state at the first channel)
+            detail::panel_times(kern, n, GH, kf, M, H, w.WRp, w.WRh, s.v.data(), H, gj, s.GHp,
+                                true);
+        for (int col = 0; col < n; ++col)
+            detail::activate_cells(w.cell, H, gj + col * GHp, w.b, s.c.data() + static_cast<idx>(col) * H,
+                                   s.v.data() + static_cast<idx>(col) * H, t == 0);
+        detail::panel_times(kern, n, w.N, H, 0, H, w.Up, w.Uh, s.v.data(), H,
+                            s.z.data() + static_cast<idx>(j) * n * Np, s.Np, add_logits);
+    }
+}
+
+// The few-problems predictor of lstm::decode and blstm::decode: one direction,
+// or two (bw non-null: the backward one, whose logits are added).  run() returns
+// false (and does nothing) when the batch kernel must run instead: more than
+// kSmallMax problems, precision T other than float, or no panel layout/kernel.
+template <class T>
+struct FewProblems {
+    FewProblems(const Weights<T>&, const Weights<T>*, int) {}
+    bool run(int, const T*, T*, idx) { return false; }
+};
+
+template <>
+struct FewProblems<float> {
+    const Weights<float>* fw;
+    const Weights<float>* bw;
+    detail::PanelKernel kern;
+    SmallWork s;
+
+    FewProblems(const Weights<float>& f, const Weights<float>* b, int L)
+        : fw(&f), bw(b), kern(detail::panel_kernel(f)) {
+        if (b != nullptr && detail::panel_kernel(*b) != kern) kern = detail::PanelKernel::none;
+        if (kern != detail::PanelKernel::none) s = SmallWork(f, L);
+    }
+
+    // xin: L blocks of chunk x M, zall: L blocks of chunk x N (problem-fastest).
+    bool run(int n, const float* xin, float* zall, idx chunk) {
+        if (kern == detail::PanelKernel::none || n > kSmallMax) return false;
+        const int L = s.L, M = s.M, N = fw->N;
+        for (int j = 0; j < L; ++j)
+            for (int col = 0; col < n; ++col) {
+                const float* src = xin + static_cast<idx>(j) * chunk * M + col;
+                float* dst = s.x.data() + (static_cast<idx>(j) * n + col) * M;
+                for (int m = 0; m < M; ++m) dst[m] = src[static_cast<idx>(m) * chunk];
+            }
+        small_direction(kern, *fw, s, n, false, false);
+        if (bw != nullptr) small_direction(kern, *bw, s, n, true, true);
+        for (int j = 0; j < L; ++j)
+            for (int col = 0; col < n; ++col) {
+                const float* src = s.z.data() + (static_cast<idx>(j) * n + col) * s.Np;
+                float* dst = zall + static_cast<idx>(j) * chunk * N + col;
+                for (int a = 0; a < N; ++a) dst[static_cast<idx>(a) * chunk] = src[a];
+            }
+        return true;
+    }
+};
+
 // The cell part of one LSTM step for problems 0..n-1 of `work` (inputs set by the
 // caller): gates and state update, no logits.  first: zero incoming state, so
 // R v is skipped.  On return the new state v is in columns M.. of xv.
@@ -856,7 +1218,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                    const DecodeOutput& out, MakePredictor make_predictor,
                    Control* ctl = nullptr) {
     const int k_max = opt.k_max;
-    const idx chunk = padded_chunk(opt.chunk);
+    const idx chunk = decode_chunk(opt.chunk, B);
     const idx n_chunks = (B + chunk - 1) / chunk;
     parallel_for(n_chunks, opt.n_threads, [&](idx c0, idx c1, int) {
         auto predict = make_predictor();
@@ -971,14 +1333,17 @@ template <class T>
 void decode(const Weights<T>& w, const double* At, const double* col_norms, const double* Y,
             idx B, int L, const DecodeOptions& opt, const DecodeOutput& out,
             Control* ctl = nullptr) {
-    const int chunk = padded_chunk(opt.chunk), M = w.M, N = w.N;
+    const int chunk = decode_chunk(opt.chunk, B), M = w.M, N = w.N;
     greedy_decode<T>(M, N, w.c_out, At, col_norms, Y, B, L, opt, out, [&]() {
-        return [&w, chunk, L, M, N, work = LstmWork<T>(w, chunk)](int n, const T* xin,
-                                                                  T* zall) mutable {
+        return [&w, chunk, L, M, N, few = FewProblems<T>(w, nullptr, L),
+                work = std::vector<LstmWork<T>>()](int n, const T* xin, T* zall) mutable {
+            if (few.run(n, xin, zall, chunk)) return;  // few problems: same bits
+            if (work.empty()) work.emplace_back(w, chunk);  // set up on first use
+            LstmWork<T>& wk = work.front();
             for (int j = 0; j < L; ++j) {
-                set_input(work, xin + static_cast<idx>(j) * chunk * M, M);
-                lstm_cell(w, work, n, j == 0);
-                add_logits(w, work, n, zall + static_cast<idx>(j) * chunk * N, T(0));
+                set_input(wk, xin + static_cast<idx>(j) * chunk * M, M);
+                lstm_cell(w, wk, n, j == 0);
+                add_logits(w, wk, n, zall + static_cast<idx>(j) * chunk * N, T(0));
             }
         };
     }, ctl);

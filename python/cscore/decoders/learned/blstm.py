@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .lstm import LSTMCS, _native_logits, _Prepared
+from .lstm import LSTMCS, _native_logits, _panels, _Prepared
 from .weights import BLSTMCSWeights
 
 __all__ = ["BLSTMCS", "blstm_logits_native"]
@@ -29,7 +29,8 @@ __all__ = ["BLSTMCS", "blstm_logits_native"]
 class _BiPrepared(_Prepared):
     """BLSTM weights laid out for the compiled kernels, in one precision.
 
-    ``args()``: ``(WRf, bf, WRb, bb, U, c_out, cell)``.
+    ``args()``: ``(WRf, bf, WRb, bb, U, c_out, cell)``; ``panels``: the decode
+    kernel's ``panels_f`` and ``panels_b``.
     """
 
     @staticmethod
@@ -39,6 +40,14 @@ class _BiPrepared(_Prepared):
             np.ascontiguousarray(np.hstack([w.W, w.R])), w.b,
             np.ascontiguousarray(np.hstack([w.Wb, w.Rb])), w.bb,
         )  # fmt: skip
+
+    def _panel_args(self, w: Any, half: bool) -> dict[str, Any]:
+        """Each direction's ``[W | R]`` and half of ``U`` as panels."""
+        H = w.U.shape[1] // 2
+        return {
+            "panels_f": (_panels(self.recurrent[0], half), _panels(w.U[:, :H], half)),
+            "panels_b": (_panels(self.recurrent[2], half), _panels(w.U[:, H:], half)),
+        }
 
 
 def blstm_logits_native(

@@ -14,7 +14,7 @@ import numpy as np
 
 from ... import _core
 from ..._blas import single_threaded_blas
-from ..._config import resolve_threads
+from ..._config import instruction_set, resolve_threads
 from ..._validation import as_float_array, check_bool
 from ...models.format import ARCHITECTURES, ModelFileError
 from ...problem import ProblemSpec
@@ -32,26 +32,77 @@ from .weights import (
 __all__ = ["LSTMCS", "lstm_logits_native"]
 
 
+#: Values of ``LSTMCS.decode(weights_dtype=...)``: the precision the LSTM's
+#: matrices (W, R, U) are stored in; the arithmetic stays float32.
+WEIGHTS_DTYPES = ("float32", "float16")
+
+#: The matrices that ``weights_dtype="float16"`` rounds (biases and c_out stay).
+_MATRICES = ("W", "R", "Wb", "Rb", "U")
+
+
+def _round_to_half(w: Any) -> Any:
+    """A copy of the weights ``w`` with every matrix rounded to float16 values
+    (held in ``w``'s dtype); ValueError if one does not fit float16's range."""
+    arrays = {k: getattr(w, k) for k in w._ARRAYS}
+    for k in _MATRICES:
+        if k in arrays:
+            a = arrays[k]
+            if a.size and float(np.max(np.abs(a))) > float(np.finfo(np.float16).max):
+                raise ValueError(
+                    f'weights_dtype="float16": weight {k} exceeds the float16 range (65504)'
+                )
+            arrays[k] = a.astype(np.float16).astype(a.dtype)
+    return type(w)(**arrays, cell=w.cell, extra=dict(w.extra))
+
+
+def _panels(mat: np.ndarray, half: bool) -> np.ndarray:
+    """``mat`` (m, k) in the compiled few-problems layout (``lstm::Weights::WRp``):
+    rows zero-padded to a multiple of ``_core._lstm_panel_step``, cut into panels
+    of ``_core._lstm_panel`` rows (the last one narrower), panel after panel, each
+    stored input-major; 1-D, float32, or the float16 bits as uint16 when ``half``."""
+    P, step = int(_core._lstm_panel), int(_core._lstm_panel_step)
+    m, k = mat.shape
+    padded = np.zeros((-(-m // step) * step, k), dtype=np.float16 if half else np.float32)
+    padded[:m] = mat
+    out = np.concatenate([padded[p : p + P].T.ravel() for p in range(0, len(padded), P)])
+    return out.view(np.uint16) if half else out
+
+
 class _Prepared:
     """Weights laid out for the compiled kernels, in one precision.
 
     ``args()`` is what the ``_lstm_*`` kernels take before their own arguments:
     ``(WR, b, U, c_out, cell)``; :class:`~cscore.decoders.learned.blstm._BiPrepared`
-    overrides :meth:`_recurrent` for the ``_blstm_*`` ones.
+    overrides :meth:`_recurrent` and :meth:`_panel_args` for the ``_blstm_*`` ones.
+    ``panels`` (keywords of the decode kernels, float32 only) is the second layout
+    of the matrices that decodes of a few problems stream (same results);
+    ``weights_dtype="float16"`` rounds the matrices to float16 values for every
+    path, and stores the panels as float16 where the instruction set converts
+    them (avx2 and above).
     """
 
-    def __init__(self, weights: Any, dtype: type) -> None:
+    def __init__(self, weights: Any, dtype: type, weights_dtype: str = "float32") -> None:
         w = weights.astype(dtype)
+        half = weights_dtype == "float16"
+        if half:
+            w = _round_to_half(w)
         self.recurrent = self._recurrent(w)
         self.U = w.U
         self.c_out = w.c_out
         self.cell = weights.cell
         self.suffix = "f32" if dtype == np.float32 else "f64"
+        self.panels: dict[str, Any] = {}
+        if dtype == np.float32:
+            self.panels = self._panel_args(w, half and instruction_set() != "generic")
 
     @staticmethod
     def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
         """The LSTM's input and recurrent weights side by side, and its bias."""
         return (np.ascontiguousarray(np.hstack([w.W, w.R])), w.b)
+
+    def _panel_args(self, w: Any, half: bool) -> dict[str, Any]:
+        """The decode kernel's ``panels`` keyword: ``[W | R]`` and ``U`` as panels."""
+        return {"panels": (_panels(self.recurrent[0], half), _panels(w.U, half))}
 
     def args(self) -> tuple[Any, ...]:
         return (*self.recurrent, self.U, self.c_out, self.cell)
@@ -253,10 +304,10 @@ class LSTMCS(GreedyModel):
         save_model_file(path, self._weights, self._A, self._spec, self._info)
 
     # -- decoding -------------------------------------------------------------
-    def _prep(self, dtype: type) -> Any:
-        key = np.dtype(dtype).name
+    def _prep(self, dtype: type, weights_dtype: str = "float32") -> Any:
+        key = f"{np.dtype(dtype).name}/{weights_dtype}"
         if key not in self._prepared:
-            self._prepared[key] = self._prepared_type(self._weights, dtype)
+            self._prepared[key] = self._prepared_type(self._weights, dtype, weights_dtype)
         return self._prepared[key]
 
     def decode(
@@ -268,6 +319,7 @@ class LSTMCS(GreedyModel):
         exclude_selected: bool = True,
         n_threads: int | None = None,
         return_result: bool = False,
+        weights_dtype: str = "float32",
         _lstm_dtype: type = np.float32,
         _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
@@ -300,6 +352,14 @@ class LSTMCS(GreedyModel):
             Results do not depend on it.
         return_result : bool, default False
             Return a :class:`cscore.DecodeResult` instead of the array.
+        weights_dtype : {"float32", "float16"}, default "float32"
+            Precision the LSTM's matrices (W, R, U) are read in.  "float16"
+            rounds them to half precision (biases stay float32; the arithmetic
+            stays float32) and, with avx2 and above, streams them as half
+            precision (F16C conversion): about half the memory traffic of a
+            one-problem decode.  It changes results slightly, identically for
+            every batch (see ``docs/performance.md`` for its measured quality);
+            ValueError if a weight exceeds 65504.
 
         Returns
         -------
@@ -319,7 +379,11 @@ class LSTMCS(GreedyModel):
         The LSTM runs in float32 over chunks of 64 problems, with cscore's own
         matrix kernel: every logit is the same chain of fused multiply-adds
         whatever the batch, so a problem decodes bit-identically alone or in
-        any batch (and with any thread count).  The least squares run in
+        any batch (and with any thread count).  Up to ``_core._lstm_small_max``
+        problems per call (a stream's frames) take a path that vectorizes over
+        the LSTM's output rows instead of over problems, on a second layout of
+        the weights made once per model: the same chains, so the same bits.
+        The least squares run in
         float64, on a thin QR of the support grown by one column per atom.
         ``n_threads`` workers take whole chunks; Ctrl-C stops the call within
         a fraction of a second (``KeyboardInterrupt``).  An empty batch
@@ -329,7 +393,8 @@ class LSTMCS(GreedyModel):
         """
         return self._decode(
             Y, n_nonzero, tol, return_result, exclude_selected=exclude_selected,
-            n_threads=n_threads, _lstm_dtype=_lstm_dtype, _chunk=_chunk,
+            n_threads=n_threads, weights_dtype=weights_dtype, _lstm_dtype=_lstm_dtype,
+            _chunk=_chunk,
         )  # fmt: skip
 
     def _run(
@@ -337,12 +402,15 @@ class LSTMCS(GreedyModel):
     ) -> GreedyOutput:
         exclude = check_bool("exclude_selected", options["exclude_selected"])
         threads = resolve_threads(options["n_threads"])
-        prep = self._prep(options["_lstm_dtype"])
+        wdt = options["weights_dtype"]
+        if wdt not in WEIGHTS_DTYPES:
+            raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, got {wdt!r}")
+        prep = self._prep(options["_lstm_dtype"], wdt)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
         with single_threaded_blas():
             S, atoms, resid, n_iter, stop = fn(
                 *prep.args(), self._At, self._norms, Y, k_max, tol, exclude, k_from_user,
-                threads, options["_chunk"],
+                threads, options["_chunk"], **prep.panels,
             )  # fmt: skip
         return S, atoms, resid, n_iter, stop
 
