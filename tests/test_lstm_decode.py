@@ -371,7 +371,7 @@ def test_registry_empty(model_dir, capsys):
     with pytest.raises(ValueError, match="unknown pretrained model 'nope'; known models: none"):
         cscore.pretrained("nope")
     assert cli_main(["models"]) == 0
-    assert "no pretrained models installed" in capsys.readouterr().out
+    assert "no pretrained decoder models installed" in capsys.readouterr().out
 
 
 def test_registry_lists_and_loads(rng, model_dir, capsys):
@@ -393,7 +393,8 @@ def test_registry_lists_and_loads(rng, model_dir, capsys):
     assert cli_main(["models"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["name", "decoder", "M", "N", "L", "cells", "transform",
+    assert lines[0].startswith("decoder models")  # then the table; text models after it
+    assert lines[1].split() == ["name", "decoder", "M", "N", "L", "cells", "transform",
                                 "dataset", "size"]
     alpha = next(line for line in lines if line.startswith("alpha"))
     assert alpha.split()[:9] == ["alpha", "lstm-cs", "20", "40", "3", "16", "(paper)", "none",
