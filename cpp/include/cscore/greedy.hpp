@@ -179,97 +179,6 @@ struct Workspace {
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
 };
 
-// The fused-multiply-add build of the kernel (kFma: the AVX2/FMA path, where the
-// compiler contracts a * b + c in linalg's loops into one FMA) spells the FMAs
-// out in the helpers below: GCC would otherwise vectorize a chain of them as
-// products then sums, which rounds differently.  The other build keeps linalg's
-// loops as they are.
-
-// z <- L^{-T} z for one right-hand side: linalg::backward_subst_t's operations
-// in its order (same bits), with the running value in a register.
-template <class T>
-CSCORE_FORCE_INLINE void solve_lt_one_fma(const linalg::GrowingCholesky<T>& chol, T* z) {
-    const T* Lf = chol.data();
-    const std::ptrdiff_t ld = chol.ld(), n = chol.size();
-    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
-        T acc = z[i];
-        for (std::ptrdiff_t j = i + 1; j < n; ++j) acc = std::fma(-Lf[j * ld + i], z[j], acc);
-        const T inv = T(1) / Lf[i * ld + i];
-        z[i] = acc * inv;
-    }
-}
-
-// r = y - sum_i g[i * L] At[atoms[i]]: linalg::axpy's operations in its order
-// (r[m] += (-g_i) * a_i[m], atom by atom, fused), kRows entries at a time kept
-// in registers across the atoms.
-template <class T>
-CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdiff_t M,
-                                             const std::int64_t* atoms, const T* g, std::ptrdiff_t L,
-                                             std::ptrdiff_t n, T* r) {
-    constexpr std::ptrdiff_t kRows = 32;
-    std::ptrdiff_t m0 = 0;
-    for (; m0 < M; m0 += kRows) {
-        const std::ptrdiff_t rows = std::min(kRows, M - m0);
-        T acc[kRows];
-        if (rows == kRows) {
-            for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = y[m0 + t];
-            for (std::ptrdiff_t i = 0; i < n; ++i) {
-                const T alpha = -g[i * L];
-                const T* col = At + atoms[i] * M + m0;
-                for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
-            }
-        } else {
-            for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = y[m0 + t];
-            for (std::ptrdiff_t i = 0; i < n; ++i) {
-                const T alpha = -g[i * L];
-                const T* col = At + atoms[i] * M + m0;
-                for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
-            }
-        }
-        for (std::ptrdiff_t t = 0; t < rows; ++t) r[m0 + t] = acc[t];
-    }
-}
-
-// gamma = L^{-T} z for the current support, then the explicit residual norm of
-// every channel into ws.res; returns their sum.
-template <class T, bool kFma>
-CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
-    const std::ptrdiff_t M = D.M, L = ws.L;
-    std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
-    if (kFma && L == 1)
-        solve_lt_one_fma(ws.chol, ws.gamma.data());
-    else
-        ws.chol.solve_lt(ws.gamma.data(), L);
-    T total = T(0);
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        T* r = ws.r.data();
-        const T* yc = ws.y + c * M;
-        if constexpr (kFma) {
-            residual_vector_fma(yc, D.At.data(), M, ws.atoms.data(), ws.gamma.data() + c, L, n, r);
-        } else {
-            std::copy(yc, yc + M, r);
-            for (std::ptrdiff_t i = 0; i < n; ++i)
-                linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
-                             D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, r);
-        }
-        // Scaled norm, so tiny or huge residuals neither underflow nor overflow.
-        T amax = T(0);
-        for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
-        T nrm = T(0);
-        if (amax > T(0)) {
-            T ss = T(0);
-            for (std::ptrdiff_t i = 0; i < M; ++i) {
-                const T v = r[i] / amax;
-                ss += v * v;
-            }
-            nrm = amax * std::sqrt(ss);
-        }
-        ws.res[static_cast<std::size_t>(c)] = nrm;
-        total += nrm;
-    }
-    return total;
-}
-
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #define CSCORE_GREEDY_AVX2 1
 // Hand-vectorized double-precision kernels for the AVX2 path (compilers do not
@@ -479,79 +388,81 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double
     return lane_max_reduce(m0, m1, sq_tail, j, n, best);
 }
 
+// acc[v] = g[j + 4v .. +4) - sum_c w[c] X[c][j + 4v ..] for v < kV, the columns
+// in order (each output's operations exactly as in scaled_residual_gemv), two
+// columns per iteration.
+template <int kV>
+__attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t ncols,
+                                                               const double* g, const double* X,
+                                                               std::ptrdiff_t ldx, const double* w,
+                                                               std::ptrdiff_t j, __m256d* acc) {
+    for (int v = 0; v < kV; ++v) acc[v] = _mm256_loadu_pd(g + j + 4 * v);
+    std::ptrdiff_t c = 0;
+    for (; c + 2 <= ncols; c += 2) {
+        const __m256d w0 = _mm256_broadcast_sd(w + c), w1 = _mm256_broadcast_sd(w + c + 1);
+        const double* col0 = X + c * ldx + j;
+        const double* col1 = col0 + ldx;
+        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w0, _mm256_loadu_pd(col0 + 4 * v), acc[v]);
+        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w1, _mm256_loadu_pd(col1 + 4 * v), acc[v]);
+    }
+    if (c < ncols) {
+        const __m256d w0 = _mm256_broadcast_sd(w + c);
+        const double* col0 = X + c * ldx + j;
+        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w0, _mm256_loadu_pd(col0 + 4 * v), acc[v]);
+    }
+}
+
+// The rest of an OMP step for the outputs acc (kV vectors from j): q = s * acc
+// (stored), a = a - z q (stored, one fused operation as in update_scores), and
+// a^2 into the running lane maxima (vectors alternate between m0 and m1).
+template <int kV>
+__attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc, __m256d vs,
+                                                             __m256d vz, double* q, double* a,
+                                                             std::ptrdiff_t j, LaneMax& m0,
+                                                             LaneMax& m1, __m256d& idx) {
+    const __m256d four = _mm256_set1_pd(4.0);
+    for (int v = 0; v < kV; ++v) {
+        const __m256d qv = _mm256_mul_pd(acc[v], vs);
+        _mm256_storeu_pd(q + j + 4 * v, qv);
+        const __m256d av = _mm256_fnmadd_pd(vz, qv, _mm256_loadu_pd(a + j + 4 * v));
+        _mm256_storeu_pd(a + j + 4 * v, av);
+        lane_max_update((v & 1) ? m1 : m0, _mm256_mul_pd(av, av), idx);
+        idx = _mm256_add_pd(idx, four);
+    }
+}
+
 // One OMP step (L = 1) in a single pass over the N atoms:
 //     q = s * (g - X w)          (exactly as scaled_residual_gemv)
 //     a = a - z q                (exactly as update_scores: one fused operation)
 // and the first index of the largest a[j]^2 (exactly as argmax_first over the
 // scores), returned with that maximum in *best.  q and a are stored; the scores
-// are not (tail entries beyond the last multiple of 8 go to sq_tail).
+// are not (tail entries beyond the last multiple of 8 go to sq_tail).  Outputs
+// go 32 at a time (8 registers), then 16, then 8.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* q, double z, double* a, double* sq_tail, double* best) {
     const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
-    const __m256d four = _mm256_set1_pd(4.0);
     LaneMax m0{_mm256_set1_pd(-1.0), _mm256_setzero_pd()}, m1 = m0;
     __m256d idx = _mm256_setr_pd(0.0, 1.0, 2.0, 3.0);
+    __m256d acc[8];
     std::ptrdiff_t j = 0;
+    for (; j + 32 <= n; j += 32) {
+        residual_block<8>(ncols, g, X, ldx, w, j, acc);
+        finish_block<8>(acc, vs, vz, q, a, j, m0, m1, idx);
+    }
     for (; j + 16 <= n; j += 16) {
-        __m256d a0 = _mm256_loadu_pd(g + j), a1 = _mm256_loadu_pd(g + j + 4);
-        __m256d a2 = _mm256_loadu_pd(g + j + 8), a3 = _mm256_loadu_pd(g + j + 12);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) {
-            const __m256d wc = _mm256_broadcast_sd(w + c);
-            const double* col = X + c * ldx + j;
-            a0 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col), a0);
-            a1 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 4), a1);
-            a2 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 8), a2);
-            a3 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 12), a3);
-        }
-        const __m256d q0 = _mm256_mul_pd(a0, vs), q1 = _mm256_mul_pd(a1, vs);
-        const __m256d q2 = _mm256_mul_pd(a2, vs), q3 = _mm256_mul_pd(a3, vs);
-        _mm256_storeu_pd(q + j, q0);
-        _mm256_storeu_pd(q + j + 4, q1);
-        _mm256_storeu_pd(q + j + 8, q2);
-        _mm256_storeu_pd(q + j + 12, q3);
-        const __m256d v0 = _mm256_fnmadd_pd(vz, q0, _mm256_loadu_pd(a + j));
-        const __m256d v1 = _mm256_fnmadd_pd(vz, q1, _mm256_loadu_pd(a + j + 4));
-        const __m256d v2 = _mm256_fnmadd_pd(vz, q2, _mm256_loadu_pd(a + j + 8));
-        const __m256d v3 = _mm256_fnmadd_pd(vz, q3, _mm256_loadu_pd(a + j + 12));
-        _mm256_storeu_pd(a + j, v0);
-        _mm256_storeu_pd(a + j + 4, v1);
-        _mm256_storeu_pd(a + j + 8, v2);
-        _mm256_storeu_pd(a + j + 12, v3);
-        lane_max_update(m0, _mm256_mul_pd(v0, v0), idx);
-        idx = _mm256_add_pd(idx, four);
-        lane_max_update(m1, _mm256_mul_pd(v1, v1), idx);
-        idx = _mm256_add_pd(idx, four);
-        lane_max_update(m0, _mm256_mul_pd(v2, v2), idx);
-        idx = _mm256_add_pd(idx, four);
-        lane_max_update(m1, _mm256_mul_pd(v3, v3), idx);
-        idx = _mm256_add_pd(idx, four);
+        residual_block<4>(ncols, g, X, ldx, w, j, acc);
+        finish_block<4>(acc, vs, vz, q, a, j, m0, m1, idx);
     }
     for (; j + 8 <= n; j += 8) {
-        __m256d a0 = _mm256_loadu_pd(g + j), a1 = _mm256_loadu_pd(g + j + 4);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) {
-            const __m256d wc = _mm256_broadcast_sd(w + c);
-            const double* col = X + c * ldx + j;
-            a0 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col), a0);
-            a1 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 4), a1);
-        }
-        const __m256d q0 = _mm256_mul_pd(a0, vs), q1 = _mm256_mul_pd(a1, vs);
-        _mm256_storeu_pd(q + j, q0);
-        _mm256_storeu_pd(q + j + 4, q1);
-        const __m256d v0 = _mm256_fnmadd_pd(vz, q0, _mm256_loadu_pd(a + j));
-        const __m256d v1 = _mm256_fnmadd_pd(vz, q1, _mm256_loadu_pd(a + j + 4));
-        _mm256_storeu_pd(a + j, v0);
-        _mm256_storeu_pd(a + j + 4, v1);
-        lane_max_update(m0, _mm256_mul_pd(v0, v0), idx);
-        idx = _mm256_add_pd(idx, four);
-        lane_max_update(m1, _mm256_mul_pd(v1, v1), idx);
-        idx = _mm256_add_pd(idx, four);
+        residual_block<2>(ncols, g, X, ldx, w, j, acc);
+        finish_block<2>(acc, vs, vz, q, a, j, m0, m1, idx);
     }
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) {
-        double acc = g[j];
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
-        const double qj = acc * s;
+        double r = g[j];
+        for (std::ptrdiff_t c = 0; c < ncols; ++c) r = std::fma(-w[c], X[c * ldx + j], r);
+        const double qj = r * s;
         q[j] = qj;
         const double v = std::fma(-z, qj, a[j]);
         a[j] = v;
@@ -560,8 +471,135 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
     return lane_max_reduce(m0, m1, sq_tail, vec_end, n, best);
 }
 
+// residual_vector_fma for double: r = y - sum_i g[i * L] At[atoms[i]], the
+// atoms in order, 32 rows (8 registers) at a time.
+__attribute__((target("avx2,fma"))) inline void residual_vector(const double* y, const double* At,
+                                                                std::ptrdiff_t M,
+                                                                const std::int64_t* atoms,
+                                                                const double* g, std::ptrdiff_t L,
+                                                                std::ptrdiff_t n, double* r) {
+    std::ptrdiff_t m0 = 0;
+    for (; m0 + 32 <= M; m0 += 32) {
+        __m256d acc[8];
+        for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_pd(y + m0 + 4 * v);
+        for (std::ptrdiff_t i = 0; i < n; ++i) {
+            const __m256d gi = _mm256_broadcast_sd(g + i * L);
+            const double* col = At + atoms[i] * M + m0;
+            for (int v = 0; v < 8; ++v) acc[v] = _mm256_fnmadd_pd(gi, _mm256_loadu_pd(col + 4 * v), acc[v]);
+        }
+        for (int v = 0; v < 8; ++v) _mm256_storeu_pd(r + m0 + 4 * v, acc[v]);
+    }
+    for (; m0 + 4 <= M; m0 += 4) {
+        __m256d acc = _mm256_loadu_pd(y + m0);
+        for (std::ptrdiff_t i = 0; i < n; ++i)
+            acc = _mm256_fnmadd_pd(_mm256_broadcast_sd(g + i * L), _mm256_loadu_pd(At + atoms[i] * M + m0), acc);
+        _mm256_storeu_pd(r + m0, acc);
+    }
+    for (; m0 < M; ++m0) {
+        double acc = y[m0];
+        for (std::ptrdiff_t i = 0; i < n; ++i) acc = std::fma(-g[i * L], At[atoms[i] * M + m0], acc);
+        r[m0] = acc;
+    }
+}
+
 }  // namespace avx2
 #endif
+
+// The fused-multiply-add build of the kernel (kFma: the AVX2/FMA path, where the
+// compiler contracts a * b + c in linalg's loops into one FMA) spells the FMAs
+// out in the helpers below: GCC would otherwise vectorize a chain of them as
+// products then sums, which rounds differently.  The other build keeps linalg's
+// loops as they are.
+
+// z <- L^{-T} z for one right-hand side: linalg::backward_subst_t's operations
+// in its order (same bits), with the running value in a register.
+template <class T>
+CSCORE_FORCE_INLINE void solve_lt_one_fma(const linalg::GrowingCholesky<T>& chol, T* z) {
+    const T* Lf = chol.data();
+    const std::ptrdiff_t ld = chol.ld(), n = chol.size();
+    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
+        T acc = z[i];
+        for (std::ptrdiff_t j = i + 1; j < n; ++j) acc = std::fma(-Lf[j * ld + i], z[j], acc);
+        const T inv = T(1) / Lf[i * ld + i];
+        z[i] = acc * inv;
+    }
+}
+
+// r = y - sum_i g[i * L] At[atoms[i]]: linalg::axpy's operations in its order
+// (r[m] += (-g_i) * a_i[m], atom by atom, fused), kRows entries at a time kept
+// in registers across the atoms.
+template <class T>
+CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdiff_t M,
+                                             const std::int64_t* atoms, const T* g, std::ptrdiff_t L,
+                                             std::ptrdiff_t n, T* r) {
+    constexpr std::ptrdiff_t kRows = 32;
+    std::ptrdiff_t m0 = 0;
+    for (; m0 < M; m0 += kRows) {
+        const std::ptrdiff_t rows = std::min(kRows, M - m0);
+        T acc[kRows];
+        if (rows == kRows) {
+            for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = y[m0 + t];
+            for (std::ptrdiff_t i = 0; i < n; ++i) {
+                const T alpha = -g[i * L];
+                const T* col = At + atoms[i] * M + m0;
+                for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
+            }
+        } else {
+            for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = y[m0 + t];
+            for (std::ptrdiff_t i = 0; i < n; ++i) {
+                const T alpha = -g[i * L];
+                const T* col = At + atoms[i] * M + m0;
+                for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
+            }
+        }
+        for (std::ptrdiff_t t = 0; t < rows; ++t) r[m0 + t] = acc[t];
+    }
+}
+
+// gamma = L^{-T} z for the current support, then the explicit residual norm of
+// every channel into ws.res; returns their sum.
+template <class T, bool kFma>
+CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
+    const std::ptrdiff_t M = D.M, L = ws.L;
+    std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
+    if (kFma && L == 1)
+        solve_lt_one_fma(ws.chol, ws.gamma.data());
+    else
+        ws.chol.solve_lt(ws.gamma.data(), L);
+    T total = T(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        T* r = ws.r.data();
+        const T* yc = ws.y + c * M;
+        if constexpr (kFma) {
+#ifdef CSCORE_GREEDY_AVX2
+            if constexpr (std::is_same_v<T, double>)
+                avx2::residual_vector(yc, D.At.data(), M, ws.atoms.data(), ws.gamma.data() + c, L, n, r);
+            else
+#endif
+                residual_vector_fma(yc, D.At.data(), M, ws.atoms.data(), ws.gamma.data() + c, L, n, r);
+        } else {
+            std::copy(yc, yc + M, r);
+            for (std::ptrdiff_t i = 0; i < n; ++i)
+                linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
+                             D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, r);
+        }
+        // Scaled norm, so tiny or huge residuals neither underflow nor overflow.
+        T amax = T(0);
+        for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
+        T nrm = T(0);
+        if (amax > T(0)) {
+            T ss = T(0);
+            for (std::ptrdiff_t i = 0; i < M; ++i) {
+                const T v = r[i] / amax;
+                ss += v * v;
+            }
+            nrm = amax * std::sqrt(ss);
+        }
+        ws.res[static_cast<std::size_t>(c)] = nrm;
+        total += nrm;
+    }
+    return total;
+}
 
 // alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
 // same pass, score[j] = sum_c alpha[j, c]^2.
