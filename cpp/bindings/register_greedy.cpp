@@ -23,11 +23,19 @@ constexpr const char* kFn = "_greedy_decode";
 
 void require(bool ok, const std::string& what) { bindings::require(ok, kFn, what); }
 
+// tol="auto" inputs and outputs (see greedy::Options); absent for the other rules.
+struct AutoArgs {
+    py::array gamma2, a, lnbeta, logu;  // (max_atoms,) float64
+    double b = 0.5;
+    std::ptrdiff_t cap = 1;
+    py::array sigma, tol, n_signal;  // (P,) outputs
+};
+
 template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
          py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
          std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
-         std::ptrdiff_t gram_limit) {
+         std::ptrdiff_t gram_limit, AutoArgs* autos = nullptr) {
     require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
     require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
     require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<T>(residual),
@@ -72,6 +80,28 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     opt.cap_is_n_nonzero = cap_is_n_nonzero;
     opt.tol = tol;
     opt.gram_limit = gram_limit;
+    if (autos != nullptr) {
+        for (const py::array* arr : {&autos->gamma2, &autos->a, &autos->lnbeta, &autos->logu})
+            require(has_dtype<double>(*arr) && arr->ndim() == 1 && arr->shape(0) == max_atoms &&
+                        (arr->flags() & c_contig),
+                    "auto thresholds must be C-contiguous float64 (max_atoms,)");
+        require(has_dtype<T>(autos->sigma) && has_dtype<T>(autos->tol) &&
+                    has_dtype<std::int64_t>(autos->n_signal),
+                "bad dtype for sigma/tol/n_signal");
+        for (const py::array* arr : {&autos->sigma, &autos->tol, &autos->n_signal})
+            require(arr->ndim() == 1 && arr->shape(0) == P && (arr->flags() & c_contig) && arr->writeable(),
+                    "sigma, tol, n_signal must be writeable C-contiguous (P,)");
+        require(autos->cap >= 1 && autos->cap <= max_atoms, "auto cap out of range");
+        opt.auto_gamma2 = static_cast<const double*>(autos->gamma2.data());
+        opt.auto_a = static_cast<const double*>(autos->a.data());
+        opt.auto_lnbeta = static_cast<const double*>(autos->lnbeta.data());
+        opt.auto_logu = static_cast<const double*>(autos->logu.data());
+        opt.auto_b = autos->b;
+        opt.auto_cap = autos->cap;
+        out.sigma = static_cast<T*>(autos->sigma.mutable_data());
+        out.tol = static_cast<T*>(autos->tol.mutable_data());
+        out.n_signal = static_cast<std::int64_t*>(autos->n_signal.mutable_data());
+    }
     const T* a = static_cast<const T*>(A.data());
     // Raw pointers into arrays the caller keeps alive from here on.
     run_released([&](Control* ctl) {
@@ -94,6 +124,24 @@ void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::arra
     }
 }
 
+void greedy_decode_auto(const py::array& A, const py::array& Y, py::array X, py::array residual,
+                        py::array n_iter, py::array stop, py::array warn, py::array atoms,
+                        py::array sigma, py::array tol, py::array n_signal, std::ptrdiff_t max_atoms,
+                        std::ptrdiff_t cap, py::array gamma2, py::array a,
+                        py::array lnbeta, py::array logu, double b, int n_threads,
+                        std::ptrdiff_t gram_limit) {
+    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal};
+    if (has_dtype<double>(A)) {
+        run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
+                    n_threads, gram_limit, &autos);
+    } else if (has_dtype<float>(A)) {
+        run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
+                   n_threads, gram_limit, &autos);
+    } else {
+        throw std::invalid_argument("_greedy_decode_auto: A must be float32 or float64");
+    }
+}
+
 }  // namespace
 
 void register_greedy(py::module_& m) {
@@ -103,6 +151,15 @@ void register_greedy(py::module_& m) {
           py::arg("n_threads"), py::arg("gram_limit"),
           "Greedy (S)OMP decode of P problems Y (P, M, L) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp).");
+    m.def("_greedy_decode_auto", &greedy_decode_auto, py::arg("A"), py::arg("Y"), py::arg("X"),
+          py::arg("residual"), py::arg("n_iter"), py::arg("stop"), py::arg("warn"),
+          py::arg("atoms"), py::arg("sigma"), py::arg("tol"), py::arg("n_signal"),
+          py::arg("max_atoms"), py::arg("cap"), py::arg("gamma2"),
+          py::arg("a"), py::arg("lnbeta"), py::arg("logu"), py::arg("b"), py::arg("n_threads"),
+          py::arg("gram_limit"),
+          "Greedy (S)OMP decode with tol='auto' (residual ratio thresholding on the path, "
+          "then the paper's rule on the estimated noise) into preallocated outputs "
+          "(internal; use cscore.omp / cscore.somp with tol='auto').");
 }
 
 }  // namespace cscore::bindings

@@ -131,6 +131,17 @@ struct Options {
     bool cap_is_n_nonzero = true;  // report reaching the cap as "n_nonzero" (else "exhausted")
     double tol = -1.0;             // stop when the residual measure <= tol; < 0: unused
     std::ptrdiff_t gram_limit = std::ptrdiff_t{1} << 25;  // store G up to this many entries
+    // tol="auto" (see auto_cut): set auto_gamma2 to run it.  The path runs up to
+    // max_atoms steps; at most auto_cap atoms are kept.  Per step k = 1..max_atoms (index
+    // k - 1): auto_gamma2 the squared residual-ratio threshold, auto_a the first
+    // parameter of the ratio's Beta law, (M - k) L / 2, auto_lnbeta ln B(a_k, b)
+    // and auto_logu the log of the union bound's factor; auto_b is b = L / 2.
+    const double* auto_gamma2 = nullptr;
+    const double* auto_a = nullptr;
+    const double* auto_lnbeta = nullptr;
+    const double* auto_logu = nullptr;
+    double auto_b = 0.5;
+    std::ptrdiff_t auto_cap = 1;
 };
 
 // Per-problem outputs (caller memory).
@@ -142,6 +153,9 @@ struct Outputs {
     std::int8_t* stop = nullptr;       // (P,) StopReason code
     std::uint8_t* warn = nullptr;      // (P,) 1: stopped "dependent" with a residual left
     std::int64_t* atoms = nullptr;     // (P, max_atoms) selection order, -1 padded
+    T* sigma = nullptr;                // (P,) tol="auto": estimated noise level
+    T* tol = nullptr;                  // (P,) tol="auto": the threshold used
+    std::int64_t* n_signal = nullptr;  // (P,) tol="auto": steps judged to add signal
 };
 
 // Problems are handed to the workers in chunks of this many (see decode()).
@@ -166,6 +180,7 @@ struct Workspace {
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
     std::vector<T> res;     // L  explicit residual norms
+    std::vector<T> epath;   // (K + 1) x L  tol="auto": residual energy after each step
     std::vector<std::int64_t> atoms;  // K
     std::vector<unsigned char> selected;  // N
     linalg::GrowingCholesky<T> chol;
@@ -174,7 +189,7 @@ struct Workspace {
         : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
           scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * k)), z(sz(k * l)),
           gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
-          atoms(sz(k)), selected(sz(n)), chol(k) {}
+          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
 };
@@ -325,46 +340,28 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const dou
     return 0;
 }
 
-// Running first-index maximum over 4 lanes: lane l sees indices in increasing
-// order, so a strict > keeps the first index of that lane's maximum.
-struct LaneMax {
-    __m256d value, index;
-};
-
-__attribute__((target("avx2,fma"))) inline void lane_max_update(LaneMax& m, __m256d v,
-                                                                __m256d idx) {
-    const __m256d gt = _mm256_cmp_pd(v, m.value, _CMP_GT_OQ);
-    m.value = _mm256_blendv_pd(m.value, v, gt);
-    m.index = _mm256_blendv_pd(m.index, idx, gt);
-}
-
-// First index of the maximum over two LaneMax and the scalar entries s[from..n)
-// (which all come after the lanes' indices); the maximum goes to *best.
-__attribute__((target("avx2,fma"))) inline std::ptrdiff_t lane_max_reduce(
-    const LaneMax& m0, const LaneMax& m1, const double* s, std::ptrdiff_t from, std::ptrdiff_t n,
-    double* best) {
-    alignas(32) double v[8], ix[8];
-    _mm256_store_pd(v, m0.value);
-    _mm256_store_pd(v + 4, m1.value);
-    _mm256_store_pd(ix, m0.index);
-    _mm256_store_pd(ix + 4, m1.index);
-    double b = v[0];
-    double bi = ix[0];
-    for (int l = 1; l < 8; ++l) {
-        if (v[l] > b || (v[l] == b && ix[l] < bi)) {
-            b = v[l];
-            bi = ix[l];
-        }
-    }
-    std::ptrdiff_t k = static_cast<std::ptrdiff_t>(bi);
-    for (std::ptrdiff_t j = from; j < n; ++j) {
-        if (s[j] > b) {
-            b = s[j];
-            k = j;
-        }
-    }
+// The maximum of the squares a[j]^2, j < n (the OMP scores, finite), from lane
+// maxima m0, m1 over the squares of a[0..vec_end) and the squares of the rest,
+// already in sq_tail[vec_end..n); then the first index holding it (the squares
+// recomputed with the same product, so equality is exact).  The maximum goes to
+// *best.  Same result as argmax_first over the stored scores.
+__attribute__((target("avx2,fma"))) inline std::ptrdiff_t first_max_sq(
+    __m256d m0, __m256d m1, const double* a, std::ptrdiff_t vec_end, const double* sq_tail,
+    std::ptrdiff_t n, double* best) {
+    alignas(32) double v[4];
+    _mm256_store_pd(v, _mm256_max_pd(m0, m1));
+    double b = vec_end > 0 ? std::max(std::max(v[0], v[1]), std::max(v[2], v[3])) : sq_tail[0];
+    for (std::ptrdiff_t j = vec_end; j < n; ++j) b = sq_tail[j] > b ? sq_tail[j] : b;
     *best = b;
-    return k;
+    const __m256d vb = _mm256_set1_pd(b);
+    for (std::ptrdiff_t j = 0; j < vec_end; j += 4) {
+        const __m256d x = _mm256_loadu_pd(a + j);
+        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_mul_pd(x, x), vb, _CMP_EQ_OQ));
+        if (mask != 0) return j + __builtin_ctz(static_cast<unsigned>(mask));
+    }
+    for (std::ptrdiff_t j = vec_end; j < n; ++j)
+        if (sq_tail[j] == b) return j;
+    return 0;
 }
 
 // First index of the maximum of a[j]^2 over j < n (the OMP score of the
@@ -373,19 +370,16 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double
                                                                    std::ptrdiff_t n,
                                                                    double* sq_tail,
                                                                    double* best) {
-    LaneMax m0{_mm256_set1_pd(-1.0), _mm256_setzero_pd()}, m1 = m0;
-    __m256d idx = _mm256_setr_pd(0.0, 1.0, 2.0, 3.0);
-    const __m256d four = _mm256_set1_pd(4.0);
+    __m256d m0 = _mm256_setzero_pd(), m1 = m0;
     std::ptrdiff_t j = 0;
     for (; j + 8 <= n; j += 8) {
         const __m256d v0 = _mm256_loadu_pd(a + j), v1 = _mm256_loadu_pd(a + j + 4);
-        lane_max_update(m0, _mm256_mul_pd(v0, v0), idx);
-        idx = _mm256_add_pd(idx, four);
-        lane_max_update(m1, _mm256_mul_pd(v1, v1), idx);
-        idx = _mm256_add_pd(idx, four);
+        m0 = _mm256_max_pd(m0, _mm256_mul_pd(v0, v0));
+        m1 = _mm256_max_pd(m1, _mm256_mul_pd(v1, v1));
     }
-    for (std::ptrdiff_t i = j; i < n; ++i) sq_tail[i] = a[i] * a[i];
-    return lane_max_reduce(m0, m1, sq_tail, j, n, best);
+    const std::ptrdiff_t vec_end = j;
+    for (; j < n; ++j) sq_tail[j] = a[j] * a[j];
+    return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
 }
 
 // acc[v] = g[j + 4v .. +4) - sum_c w[c] X[c][j + 4v ..] for v < kV, the columns
@@ -414,20 +408,19 @@ __attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t nc
 
 // The rest of an OMP step for the outputs acc (kV vectors from j): q = s * acc
 // (stored), a = a - z q (stored, one fused operation as in update_scores), and
-// a^2 into the running lane maxima (vectors alternate between m0 and m1).
+// a^2 into the running maxima (vectors alternate between m0 and m1).
 template <int kV>
 __attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc, __m256d vs,
                                                              __m256d vz, double* q, double* a,
-                                                             std::ptrdiff_t j, LaneMax& m0,
-                                                             LaneMax& m1, __m256d& idx) {
-    const __m256d four = _mm256_set1_pd(4.0);
+                                                             std::ptrdiff_t j, __m256d& m0,
+                                                             __m256d& m1) {
     for (int v = 0; v < kV; ++v) {
         const __m256d qv = _mm256_mul_pd(acc[v], vs);
         _mm256_storeu_pd(q + j + 4 * v, qv);
         const __m256d av = _mm256_fnmadd_pd(vz, qv, _mm256_loadu_pd(a + j + 4 * v));
         _mm256_storeu_pd(a + j + 4 * v, av);
-        lane_max_update((v & 1) ? m1 : m0, _mm256_mul_pd(av, av), idx);
-        idx = _mm256_add_pd(idx, four);
+        __m256d& m = (v & 1) ? m1 : m0;
+        m = _mm256_max_pd(m, _mm256_mul_pd(av, av));
     }
 }
 
@@ -442,21 +435,20 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* q, double z, double* a, double* sq_tail, double* best) {
     const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
-    LaneMax m0{_mm256_set1_pd(-1.0), _mm256_setzero_pd()}, m1 = m0;
-    __m256d idx = _mm256_setr_pd(0.0, 1.0, 2.0, 3.0);
+    __m256d m0 = _mm256_setzero_pd(), m1 = m0;
     __m256d acc[8];
     std::ptrdiff_t j = 0;
     for (; j + 32 <= n; j += 32) {
         residual_block<8>(ncols, g, X, ldx, w, j, acc);
-        finish_block<8>(acc, vs, vz, q, a, j, m0, m1, idx);
+        finish_block<8>(acc, vs, vz, q, a, j, m0, m1);
     }
     for (; j + 16 <= n; j += 16) {
         residual_block<4>(ncols, g, X, ldx, w, j, acc);
-        finish_block<4>(acc, vs, vz, q, a, j, m0, m1, idx);
+        finish_block<4>(acc, vs, vz, q, a, j, m0, m1);
     }
     for (; j + 8 <= n; j += 8) {
         residual_block<2>(ncols, g, X, ldx, w, j, acc);
-        finish_block<2>(acc, vs, vz, q, a, j, m0, m1, idx);
+        finish_block<2>(acc, vs, vz, q, a, j, m0, m1);
     }
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) {
@@ -468,7 +460,7 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
         a[j] = v;
         sq_tail[j] = v * v;
     }
-    return lane_max_reduce(m0, m1, sq_tail, vec_end, n, best);
+    return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
 }
 
 // residual_vector_fma for double: r = y - sum_i g[i * L] At[atoms[i]], the
@@ -514,14 +506,35 @@ __attribute__((target("avx2,fma"))) inline void residual_vector(const double* y,
 // z <- L^{-T} z for one right-hand side: linalg::backward_subst_t's operations
 // in its order (same bits), with the running value in a register.
 template <class T>
-CSCORE_FORCE_INLINE void solve_lt_one_fma(const linalg::GrowingCholesky<T>& chol, T* z) {
+CSCORE_FORCE_INLINE void solve_lt_one_fma(const linalg::GrowingCholesky<T>& chol, std::ptrdiff_t n,
+                                          T* z) {
     const T* Lf = chol.data();
-    const std::ptrdiff_t ld = chol.ld(), n = chol.size();
+    const std::ptrdiff_t ld = chol.ld();
     for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
         T acc = z[i];
         for (std::ptrdiff_t j = i + 1; j < n; ++j) acc = std::fma(-Lf[j * ld + i], z[j], acc);
         const T inv = T(1) / Lf[i * ld + i];
         z[i] = acc * inv;
+    }
+}
+
+// z <- L_n^{-T} z for the leading n x n block of the factor (tol="auto"'s cut),
+// nrhs right-hand sides stored row-major.  Kept apart from linalg's solver so
+// that the compiler's choices for the latter (which fix the bits of every other
+// decode) stay as they were.
+template <class T>
+inline void solve_lt_prefix(const linalg::GrowingCholesky<T>& chol, std::ptrdiff_t n, T* z,
+                            std::ptrdiff_t nrhs) {
+    const T* Lf = chol.data();
+    const std::ptrdiff_t ld = chol.ld();
+    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
+        T* zi = z + i * nrhs;
+        for (std::ptrdiff_t j = i + 1; j < n; ++j) {
+            const T lji = Lf[j * ld + i];
+            for (std::ptrdiff_t r = 0; r < nrhs; ++r) zi[r] -= lji * z[j * nrhs + r];
+        }
+        const T inv = T(1) / Lf[i * ld + i];
+        for (std::ptrdiff_t r = 0; r < nrhs; ++r) zi[r] *= inv;
     }
 }
 
@@ -556,16 +569,19 @@ CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdi
     }
 }
 
-// gamma = L^{-T} z for the current support, then the explicit residual norm of
-// every channel into ws.res; returns their sum.
+// gamma = L^{-T} z for the first n atoms of the support (all of it but in
+// tol="auto"'s cut), then the explicit residual norm of every channel into
+// ws.res; returns their sum.
 template <class T, bool kFma>
 CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
     const std::ptrdiff_t M = D.M, L = ws.L;
     std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
     if (kFma && L == 1)
-        solve_lt_one_fma(ws.chol, ws.gamma.data());
-    else
+        solve_lt_one_fma(ws.chol, n, ws.gamma.data());
+    else if (n == ws.chol.size())
         ws.chol.solve_lt(ws.gamma.data(), L);
+    else
+        solve_lt_prefix(ws.chol, n, ws.gamma.data(), L);
     T total = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
         T* r = ws.r.data();
@@ -743,6 +759,117 @@ CSCORE_FORCE_INLINE bool residual_below(const Dictionary<T>& D, Workspace<T>& ws
     return explicit_residual<T, kFma>(D, ws, n) <= tol;
 }
 
+// ln I_x(a, b), the regularized incomplete beta function, given
+// log_front = a ln x + b ln(1 - x) - ln B(a, b), for 0 < x < 1: the continued
+// fraction (modified Lentz) on the side of the mean where it converges fast.
+inline double log_ibeta(double a, double b, double x, double log_front) {
+    const auto cf = [](double p, double q, double t) {
+        constexpr double tiny = 1e-300;
+        double c = 1.0, d = 1.0 - (p + q) * t / (p + 1.0);
+        d = 1.0 / (std::abs(d) < tiny ? tiny : d);
+        double h = d;
+        for (int m = 1; m <= 300; ++m) {
+            const double m2 = 2.0 * m;
+            const double num_even = m * (q - m) * t / ((p + m2 - 1.0) * (p + m2));
+            const double num_odd = -(p + m) * (p + q + m) * t / ((p + m2) * (p + m2 + 1.0));
+            double delta = 1.0;
+            for (const double num : {num_even, num_odd}) {
+                d = 1.0 + num * d;
+                d = 1.0 / (std::abs(d) < tiny ? tiny : d);
+                c = 1.0 + num / c;
+                if (std::abs(c) < tiny) c = tiny;
+                delta = d * c;
+                h *= delta;
+            }
+            if (std::abs(delta - 1.0) < 1e-15) break;
+        }
+        return h;
+    };
+    if (x < (a + 1.0) / (a + b + 2.0)) return log_front + std::log(cf(a, b, x) / a);
+    return std::log1p(-std::exp(log_front + std::log(cf(b, a, 1.0 - x) / b)));
+}
+
+// The step k_rrt of residual ratio thresholding on a path with squared residual
+// norms E(0..n) (summed over channels): the last step whose ratio
+// RR(k)^2 = E(k) / E(k - 1) is below its threshold; when none is, the step with
+// the smallest union-bound p-value (see python/cscore/decoders/stopping.py).
+template <class Energy>
+std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, const Energy& energy) {
+    const auto ratio = [&](std::ptrdiff_t k) {
+        const double prev = energy(k - 1);
+        const double rr2 = prev > 0.0 ? energy(k) / prev : 1.0;
+        return std::isnan(rr2) ? 1.0 : std::min(std::max(rr2, 0.0), 1.0);
+    };
+    for (std::ptrdiff_t k = n; k >= 1; --k)
+        if (ratio(k) < opt.auto_gamma2[k - 1]) return k;
+    std::ptrdiff_t best_k = 0;
+    double best = std::numeric_limits<double>::infinity();
+    for (std::ptrdiff_t k = 1; k <= n; ++k) {
+        const double x = ratio(k), a = opt.auto_a[k - 1], b = opt.auto_b;
+        double log_i = 0.0;  // ln I_x(a, b): 0 at x = 1
+        if (!(x > 0.0)) {
+            log_i = -std::numeric_limits<double>::infinity();
+        } else if (x < 1.0) {
+            log_i = log_ibeta(a, b, x, a * std::log(x) + b * std::log1p(-x) - opt.auto_lnbeta[k - 1]);
+        }
+        const double logp = log_i + opt.auto_logu[k - 1];
+        if (logp < best || best_k == 0) {
+            best = logp;
+            best_k = k;
+        }
+    }
+    return best_k;
+}
+
+// tol="auto" once the greedy path (n steps) has ended: residual ratio
+// thresholding on the path, the noise level from the residual after the signal
+// steps, the paper's threshold from it, and the cut: the first step whose summed
+// channel residual norms are <= the threshold, at most opt.auto_cap atoms.
+// Leaves gamma and res for the cut and returns its length; the noise level, the
+// threshold and the signal steps go to *sigma, *tol, *n_signal (scaled units).
+template <class T, bool kFma>
+std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n,
+                        const Options& opt, T* sigma, T* tol, std::int64_t* n_signal) {
+    const std::ptrdiff_t M = D.M, L = ws.L;
+    // Residual energies after every prefix, channel by channel: the explicit
+    // residual at the end plus the tail of z (sums of squares: no cancellation).
+    explicit_residual<T, kFma>(D, ws, n);
+    T* E = ws.epath.data();
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        T acc = ws.res[static_cast<std::size_t>(c)] * ws.res[static_cast<std::size_t>(c)];
+        E[n * L + c] = acc;
+        for (std::ptrdiff_t k = n - 1; k >= 0; --k) {
+            const T zk = ws.z[static_cast<std::size_t>(k * L + c)];
+            acc += zk * zk;
+            E[k * L + c] = acc;
+        }
+    }
+    const auto energy = [&](std::ptrdiff_t k) {
+        double e = 0.0;
+        for (std::ptrdiff_t c = 0; c < L; ++c) e += static_cast<double>(E[k * L + c]);
+        return e;
+    };
+    const std::ptrdiff_t k_sig = rrt_signal_steps(opt, n, energy);
+    const double dof = static_cast<double>(L * std::max<std::ptrdiff_t>(M - k_sig, 1));
+    const double s = std::sqrt(energy(k_sig) / dof);
+    const double t = static_cast<double>(L) * s * std::sqrt(static_cast<double>(M * L));
+    std::ptrdiff_t cut = n;
+    for (std::ptrdiff_t k = 0; k <= n; ++k) {
+        double total = 0.0;
+        for (std::ptrdiff_t c = 0; c < L; ++c) total += std::sqrt(static_cast<double>(E[k * L + c]));
+        if (total <= t * (1.0 + 1e-12)) {
+            cut = k;
+            break;
+        }
+    }
+    cut = std::min(cut, opt.auto_cap);
+    if (cut < n) explicit_residual<T, kFma>(D, ws, cut);
+    *sigma = static_cast<T>(s);
+    *tol = static_cast<T>(t);
+    *n_signal = k_sig;
+    return cut;
+}
+
 // Writes problem p's outputs (X was zeroed by zero_chunk); gamma and res must be
 // those of the final support.
 template <class T>
@@ -817,6 +944,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
     bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
     std::ptrdiff_t k_next = 0;   // fused: the next atom, found by the last step
     T best_next = T(0);
+    const bool use_auto = opt.auto_gamma2 != nullptr;  // tol="auto": the path, then auto_cut
     for (;;) {
         if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
             reason = StopReason::tol;
@@ -897,6 +1025,18 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
         ++n;
     }
 
+    if (use_auto) {
+        T s = T(0), t = T(0);
+        std::int64_t k_sig = 0;
+        const std::ptrdiff_t cut = auto_cut<T, kFma>(D, ws, n, opt, &s, &t, &k_sig);
+        stopped_dependent = stopped_dependent && cut == n;
+        reason = StopReason::tol;
+        n = cut;
+        have_explicit = true;
+        out.sigma[p] = scale_exp == 0 ? s : std::ldexp(s, -scale_exp);
+        out.tol[p] = scale_exp == 0 ? t : std::ldexp(t, -scale_exp);
+        out.n_signal[p] = k_sig;
+    }
     if (!have_explicit) explicit_residual<T, kFma>(D, ws, n);
     write_problem(D, ws, p, n, scale_exp, reason, stopped_dependent, ytot2, out);
 }

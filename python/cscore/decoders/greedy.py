@@ -36,7 +36,7 @@ from .._validation import (
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
 from .greedy_operator import is_operator, run_operator
-from .stopping import auto_decode_mmv, auto_decode_omp, is_auto
+from .stopping import is_auto, path_length, rrt_tables
 
 __all__ = ["omp", "somp"]
 
@@ -67,6 +67,22 @@ def _resolve_stopping(n_nonzero: Any, tol: Any, M: int, N: int) -> tuple[int, bo
     if tol is not None:
         return cap, False, tol_value
     return min(cap, max(1, int(0.1 * N))), True, tol_value
+
+
+def _stopping(
+    n_nonzero: Any, tol: Any, auto: bool, M: int, N: int
+) -> tuple[int, bool, float, int]:
+    """:func:`_resolve_stopping`, and the atoms kept at most (``tol="auto"``'s cap).
+
+    With ``tol="auto"`` the path runs up to :func:`~.stopping.path_length` steps
+    and at most ``n_nonzero`` atoms (when given) are kept.
+    """
+    if not auto:
+        max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
+        return max_atoms, cap_is_n_nonzero, tol_value, max_atoms
+    K = path_length(M, N)
+    cap = K if n_nonzero is None else min(_resolve_stopping(n_nonzero, None, M, N)[0], K)
+    return K, False, -1.0, cap
 
 
 def _run(
@@ -105,7 +121,8 @@ def _run(
         A_arr = np.ascontiguousarray(
             np.ldexp(A_arr, -np.where(extreme, e, 0)).astype(dtype, copy=False)
         )
-    max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
+    auto = is_auto(tol)
+    max_atoms, cap_is_n_nonzero, tol_value, cap = _stopping(n_nonzero, tol, auto, M, N)
     threads = resolve_threads(n_threads)
 
     # Strided (P, M, L) views of the measurements and (P, N, L) views of the output,
@@ -130,11 +147,14 @@ def _run(
     stop = np.zeros(P, dtype=np.int8)
     warn = np.zeros(P, dtype=np.uint8)
     atoms = np.full((P, max_atoms), -1, dtype=np.int64)
-    if P:
+    outs: _Outputs = (Xv, residual, n_iter, stop, warn, atoms)
+    extra: dict[str, np.ndarray] = {}
+    if auto:
+        extra = _decode_auto(A_arr, Yv, outs, max_atoms, cap, threads)
+    elif P:
         _core._greedy_decode(
-            A_arr, Yv, Xv, residual, n_iter, stop, warn, atoms,
-            max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT,
-        )  # fmt: skip
+            A_arr, Yv, *outs, max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT
+        )
     if col_scale is not None:
         with np.errstate(over="ignore"):
             # X[..., n, l]: atoms on the second-to-last axis, or the last for omp's (N,)
@@ -150,8 +170,35 @@ def _run(
         "n_iter": n_iter,
         "stop": np.asarray(STOP_REASONS, dtype=object)[stop].astype(str),
         "atoms": atoms,
+        "extra": extra,
         "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
     }
+
+
+#: The output arrays of ``_core._greedy_decode``: X view, residual, n_iter, stop, warn, atoms.
+_Outputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _decode_auto(
+    A: np.ndarray, Yv: np.ndarray, outs: _Outputs, max_atoms: int, cap: int, threads: int
+) -> dict[str, np.ndarray]:
+    """``tol="auto"`` in the compiled kernel; returns the per-problem estimates.
+
+    ``outs`` are the outputs of ``_core._greedy_decode`` (X view, residual,
+    n_iter, stop, warn, atoms); the path runs up to ``max_atoms`` steps and at
+    most ``cap`` atoms are kept (see :mod:`cscore.decoders.stopping`).
+    """
+    P, M, L = Yv.shape
+    dtype = outs[0].dtype
+    extra = {"sigma_hat": np.zeros(P, dtype=dtype), "tol_auto": np.zeros(P, dtype=dtype),
+             "n_signal": np.zeros(P, dtype=np.int64)}  # fmt: skip
+    t = rrt_tables(M, A.shape[1], L, max_atoms)
+    if P:
+        _core._greedy_decode_auto(
+            A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
+            cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
+        )  # fmt: skip
+    return extra
 
 
 def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
@@ -285,11 +332,6 @@ def omp(
         resolve_threads(n_threads)
         out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
-    elif is_auto(tol):
-        return auto_decode_omp(
-            lambda y_, k: omp(A, y_, n_nonzero=k, n_threads=n_threads, return_result=True),
-            check_matrix("A", A), y, n_nonzero=n_nonzero, return_result=return_result,
-        )  # fmt: skip
     else:
         out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
     X = out["X"]
@@ -297,7 +339,8 @@ def omp(
         return X
     mask = _support_mask(out["atoms"], X.shape[0])
     support = mask[0] if out["single"] else np.ascontiguousarray(mask.T)
-    return _result(out, support, out["residual"][:, 0], {"atoms": out["atoms"]})
+    extra = {"atoms": out["atoms"], **out.get("extra", {})}
+    return _result(out, support, out["residual"][:, 0], extra)
 
 
 def somp(
@@ -382,12 +425,6 @@ def somp(
         resolve_threads(n_threads)
         out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
-    elif is_auto(tol):
-        return auto_decode_mmv(
-            lambda Y_, k: somp(A, Y_, n_nonzero=k, n_threads=n_threads, return_result=True),
-            check_matrix("A", A), as_float_array("Y", Y, ndim=(2, 3)), n_nonzero=n_nonzero,
-            return_result=return_result, joint=True,
-        )  # fmt: skip
     else:
         out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
     X = out["X"]
@@ -396,5 +433,5 @@ def somp(
     N, L = X.shape[-2], X.shape[-1]
     mask = np.repeat(_support_mask(out["atoms"], N)[:, :, None], L, axis=2)
     res = out["residual"]
-    extra = {"atoms": out["atoms"], "residual_total": res.sum(axis=1)}
+    extra = {"atoms": out["atoms"], "residual_total": res.sum(axis=1), **out.get("extra", {})}
     return _result(out, mask[0] if out["single"] else mask, res, extra)

@@ -69,6 +69,7 @@ __all__ = [
     "auto_decode_omp",
     "auto_stop",
     "is_auto",
+    "rrt_tables",
     "rrt_thresholds",
 ]
 
@@ -152,6 +153,44 @@ def rrt_thresholds(
     ok = a > 0
     out[ok] = np.sqrt(special.betaincinv(a[ok], L / 2.0, q[ok]))
     return out
+
+
+def rrt_tables(
+    M: int, N: int, L: int, K: int, alpha: float = ALPHA, *, joint: bool = True
+) -> dict[str, Any]:
+    """What the compiled (S)OMP kernel needs to run ``tol="auto"`` by itself.
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels.
+    K : int
+        Path length (the union bound's number of steps).
+    alpha : float
+        Probability that a noise-only step is taken for signal.
+    joint : bool, default True
+        One atom per step shared by the channels (see :func:`rrt_thresholds`).
+
+    Returns
+    -------
+    dict
+        Per step k = 1..K, float64 arrays of shape (K,): ``gamma2`` the squared
+        thresholds ``Gamma(k)**2``, ``a`` the first parameter ``(M - k) L / 2``
+        of the ratio's Beta law, ``lnbeta`` ``ln B(a, L / 2)``, ``logu`` the log
+        of the union bound's factor ``K (N - k + 1)`` (power L when not joint);
+        and ``b = L / 2``.  The fallback p-value of step k is
+        ``I_{RR(k)^2}(a, b) * exp(logu)``.
+    """
+    k = np.arange(1, K + 1, dtype=np.float64)
+    a = np.maximum((M - k) * L / 2.0, 1e-9)
+    power = 1 if joint else L
+    return {
+        "gamma2": np.ascontiguousarray(rrt_thresholds(M, N, L, K, alpha, joint=joint) ** 2),
+        "a": a,
+        "lnbeta": special.betaln(a, L / 2.0),
+        "logu": np.log(float(K)) + power * np.log(np.maximum(N - k + 1, 1.0)),
+        "b": L / 2.0,
+    }
 
 
 @dataclass
