@@ -31,11 +31,17 @@ struct AutoArgs {
     py::array sigma, tol, n_signal;  // (P,) outputs
 };
 
+// A given path (see greedy::Options::forced) and the residual energies along it.
+struct PathArgs {
+    py::array atoms;   // (P, max_atoms) int64, -1 padded
+    py::array energy;  // (P, max_atoms + 1, L) output
+};
+
 template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
          py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
          std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
-         std::ptrdiff_t gram_limit, AutoArgs* autos = nullptr) {
+         std::ptrdiff_t gram_limit, AutoArgs* autos = nullptr, PathArgs* path = nullptr) {
     require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
     require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
     require(has_dtype<T>(Y) && has_dtype<T>(X) && has_dtype<T>(residual),
@@ -102,6 +108,20 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
         out.tol = static_cast<T*>(autos->tol.mutable_data());
         out.n_signal = static_cast<std::int64_t*>(autos->n_signal.mutable_data());
     }
+    if (path != nullptr) {
+        require(has_dtype<std::int64_t>(path->atoms) && path->atoms.ndim() == 2 &&
+                    path->atoms.shape(0) == P && path->atoms.shape(1) == max_atoms &&
+                    (path->atoms.flags() & c_contig),
+                "path atoms must be C-contiguous int64 (P, max_atoms)");
+        require(has_dtype<T>(path->energy) && path->energy.ndim() == 3 &&
+                    path->energy.shape(0) == P && path->energy.shape(1) == max_atoms + 1 &&
+                    path->energy.shape(2) == L && (path->energy.flags() & c_contig) &&
+                    path->energy.writeable(),
+                "path energy must be a writeable C-contiguous (P, max_atoms + 1, L) array");
+        opt.forced = static_cast<const std::int64_t*>(path->atoms.data());
+        opt.forced_ld = max_atoms;
+        out.path_energy = static_cast<T*>(path->energy.mutable_data());
+    }
     const T* a = static_cast<const T*>(A.data());
     // Raw pointers into arrays the caller keeps alive from here on.
     run_released([&](Control* ctl) {
@@ -142,6 +162,22 @@ void greedy_decode_auto(const py::array& A, const py::array& Y, py::array X, py:
     }
 }
 
+void greedy_path(const py::array& A, const py::array& Y, py::array path_atoms, py::array X,
+                 py::array residual, py::array energy, py::array n_iter, py::array stop,
+                 py::array warn, py::array atoms, int n_threads, std::ptrdiff_t gram_limit) {
+    const std::ptrdiff_t K = path_atoms.ndim() == 2 ? path_atoms.shape(1) : 0;
+    PathArgs path{path_atoms, energy};
+    if (has_dtype<double>(A)) {
+        run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, K, false, -1.0, n_threads,
+                    gram_limit, nullptr, &path);
+    } else if (has_dtype<float>(A)) {
+        run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, K, false, -1.0, n_threads,
+                   gram_limit, nullptr, &path);
+    } else {
+        throw std::invalid_argument("_greedy_path: A must be float32 or float64");
+    }
+}
+
 }  // namespace
 
 void register_greedy(py::module_& m) {
@@ -160,6 +196,13 @@ void register_greedy(py::module_& m) {
           "Greedy (S)OMP decode with tol='auto' (residual ratio thresholding on the path, "
           "then the paper's rule on the estimated noise) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp with tol='auto').");
+    m.def("_greedy_path", &greedy_path, py::arg("A"), py::arg("Y"), py::arg("path_atoms"),
+          py::arg("X"), py::arg("residual"), py::arg("energy"), py::arg("n_iter"),
+          py::arg("stop"), py::arg("warn"), py::arg("atoms"), py::arg("n_threads"),
+          py::arg("gram_limit"),
+          "Least-squares fits along given atom paths (P, K) of P problems Y (P, M, L): the "
+          "fit on each whole path and the squared residual norms after every prefix "
+          "(internal; used by tol='auto' of decoders with their own greedy paths).");
 }
 
 }  // namespace cscore::bindings

@@ -142,6 +142,11 @@ struct Options {
     const double* auto_logu = nullptr;
     double auto_b = 0.5;
     std::ptrdiff_t auto_cap = 1;
+    // A given path instead of the greedy choice: problem p adds the atoms
+    // forced[p * forced_ld + i], i = 0, 1, ... (until -1 or max_atoms); the fit
+    // and residuals are those of that path (used to fit another decoder's path).
+    const std::int64_t* forced = nullptr;
+    std::ptrdiff_t forced_ld = 0;
 };
 
 // Per-problem outputs (caller memory).
@@ -156,6 +161,8 @@ struct Outputs {
     T* sigma = nullptr;                // (P,) tol="auto": estimated noise level
     T* tol = nullptr;                  // (P,) tol="auto": the threshold used
     std::int64_t* n_signal = nullptr;  // (P,) tol="auto": steps judged to add signal
+    T* path_energy = nullptr;          // (P, max_atoms + 1, L) optional: squared residual
+                                       // norm after each step (the last one repeated)
 };
 
 // Problems are handed to the workers in chunks of this many (see decode()).
@@ -821,18 +828,12 @@ std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, const Ener
     return best_k;
 }
 
-// tol="auto" once the greedy path (n steps) has ended: residual ratio
-// thresholding on the path, the noise level from the residual after the signal
-// steps, the paper's threshold from it, and the cut: the first step whose summed
-// channel residual norms are <= the threshold, at most opt.auto_cap atoms.
-// Leaves gamma and res for the cut and returns its length; the noise level, the
-// threshold and the signal steps go to *sigma, *tol, *n_signal (scaled units).
+// The squared residual norm of every channel after every prefix k = 0..n of the
+// path into ws.epath ((n + 1) x L): the explicit residual at the end plus the tail
+// of z (sums of squares: no cancellation).  Leaves gamma and res for all n atoms.
 template <class T, bool kFma>
-std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n,
-                        const Options& opt, T* sigma, T* tol, std::int64_t* n_signal) {
-    const std::ptrdiff_t M = D.M, L = ws.L;
-    // Residual energies after every prefix, channel by channel: the explicit
-    // residual at the end plus the tail of z (sums of squares: no cancellation).
+void path_energies(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
+    const std::ptrdiff_t L = ws.L;
     explicit_residual<T, kFma>(D, ws, n);
     T* E = ws.epath.data();
     for (std::ptrdiff_t c = 0; c < L; ++c) {
@@ -844,6 +845,20 @@ std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t
             E[k * L + c] = acc;
         }
     }
+}
+
+// tol="auto" once the greedy path (n steps) has ended: residual ratio
+// thresholding on the path, the noise level from the residual after the signal
+// steps, the paper's threshold from it, and the cut: the first step whose summed
+// channel residual norms are <= the threshold, at most opt.auto_cap atoms.
+// Leaves gamma and res for the cut and returns its length; the noise level, the
+// threshold and the signal steps go to *sigma, *tol, *n_signal (scaled units).
+template <class T, bool kFma>
+std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n,
+                        const Options& opt, T* sigma, T* tol, std::int64_t* n_signal) {
+    const std::ptrdiff_t M = D.M, L = ws.L;
+    path_energies<T, kFma>(D, ws, n);
+    const T* E = ws.epath.data();
     const auto energy = [&](std::ptrdiff_t k) {
         double e = 0.0;
         for (std::ptrdiff_t c = 0; c < L; ++c) e += static_cast<double>(E[k * L + c]);
@@ -957,6 +972,11 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
         // Selection (the scores were refreshed together with alpha).
         std::ptrdiff_t k;
         T best;
+        if (opt.forced != nullptr) {
+            k = opt.forced[p * opt.forced_ld + n];
+            if (k < 0 || k >= N) break;  // the given path ends
+            best = std::numeric_limits<T>::max();
+        } else
 #ifdef CSCORE_GREEDY_AVX2
         if constexpr (kAvx2d) {
             if (fused) {
@@ -1036,6 +1056,16 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
         out.sigma[p] = scale_exp == 0 ? s : std::ldexp(s, -scale_exp);
         out.tol[p] = scale_exp == 0 ? t : std::ldexp(t, -scale_exp);
         out.n_signal[p] = k_sig;
+    }
+    if (out.path_energy != nullptr) {
+        path_energies<T, kFma>(D, ws, n);
+        have_explicit = true;
+        const std::ptrdiff_t K = ws.K;
+        for (std::ptrdiff_t k = 0; k <= K; ++k)
+            for (std::ptrdiff_t c = 0; c < L; ++c) {
+                const T e = ws.epath[static_cast<std::size_t>(std::min(k, n) * L + c)];
+                out.path_energy[(p * (K + 1) + k) * L + c] = scale_exp == 0 ? e : std::ldexp(e, -2 * scale_exp);
+            }
     }
     if (!have_explicit) explicit_residual<T, kFma>(D, ws, n);
     write_problem(D, ws, p, n, scale_exp, reason, stopped_dependent, ytot2, out);
