@@ -168,7 +168,7 @@ def _run(
         "X": X,
         "residual": residual,
         "n_iter": n_iter,
-        "stop": np.asarray(STOP_REASONS, dtype=object)[stop].astype(str),
+        "stop": stop,  # codes; names only for a DecodeResult (see _result)
         "atoms": atoms,
         "extra": extra,
         "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
@@ -209,6 +209,13 @@ def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
     return mask
 
 
+def _stop_names(stop: np.ndarray) -> np.ndarray:
+    """Stop reasons as names (the kernel's codes are turned into names only here)."""
+    if stop.dtype.kind in "iu":
+        return np.asarray(STOP_REASONS, dtype=object)[stop].astype(str)
+    return stop
+
+
 def _result(
     out: dict[str, Any], support: np.ndarray, residual: np.ndarray, extra: dict[str, Any]
 ) -> DecodeResult:
@@ -218,7 +225,8 @@ def _result(
     for a single problem; ``support`` is shaped as returned.
     """
     return batch_result(
-        out["X"], support, residual, out["n_iter"], out["stop"], extra, single=out["single"]
+        out["X"], support, residual, out["n_iter"], _stop_names(out["stop"]), extra,
+        single=out["single"],
     )
 
 

@@ -4,7 +4,11 @@ The LSTM-CS paper stops a greedy decoder once the residual is as small as the
 noise, which needs the noise level.  In practice it is not known.  This module
 estimates it from the measurements of each problem and stops on the estimate,
 so that any greedy decoder that records its atoms in selection order gets the
-rule with one call of :func:`auto_decode_mmv` (OMP uses :func:`auto_decode_omp`).
+rule with one call of :func:`auto_decode_mmv` (or :func:`auto_decode_omp` for
+OMP's layout).  :func:`cscore.omp` and :func:`cscore.somp` run the same method
+inside their compiled kernel (``cpp/include/cscore/greedy.hpp``, ``auto_cut``):
+one decode of the path, the test and the cut on it, no second pass; this
+module gives them the thresholds (:func:`rrt_tables`).
 
 Method
 ------
@@ -12,11 +16,15 @@ Method
    its atoms in selection order.  (Decoders with one support per channel, such
    as LSTM-CS, whose steps cost more, first run ``ceil(M / 2)`` steps; only
    problems whose signal takes half of that path or more, step 2, run again to
-   the full length.)  The residual norm after every prefix of the path is
-   recomputed here from one batched QR factorization of the selected columns
-   (one per problem for a shared support, one per channel otherwise); the
-   prefix least-squares fits are exactly the decoder's, because a greedy
-   decoder stopped by ``tol`` is the same path cut short.
+   the full length.)  The residual norm after every prefix of the path comes
+   from least squares along it in the compiled kernel (progressive Cholesky
+   factorization of the selected columns' Gram matrix, one per problem for a
+   shared support, one per channel otherwise: the explicit residual at the end
+   plus the tail of the path's coordinates, sums of squares without
+   cancellation); the prefix least-squares fits are exactly the decoder's (up
+   to rounding), because a greedy decoder stopped by ``tol`` is the same path
+   cut short.  OMP and SOMP need no such refit: their kernel has these
+   coordinates already.
 2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
    Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
    channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
