@@ -198,6 +198,9 @@ def _decode_auto(
             A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
             cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
         )  # fmt: skip
+    # float64 whatever the input, as the learned decoders' estimates
+    extra["sigma_hat"] = extra["sigma_hat"].astype(np.float64)
+    extra["tol_auto"] = extra["tol_auto"].astype(np.float64)
     return extra
 
 
