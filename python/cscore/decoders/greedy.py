@@ -12,6 +12,13 @@ vectorized for them (chosen at run time); setting the environment variable
 ``CSCORE_ISA=generic`` before the first call selects the portable build instead
 (results then differ from the AVX2 build by rounding only).
 
+Problems are decoded in chunks of 32 (measurements loaded and solutions zeroed in
+memory order, ``A^T y`` four vectors at a time); for OMP one pass over the atoms
+per step updates the factorization, the correlations and the running maximum.
+No result depends on the chunking.  ``tol="auto"`` runs in the same kernel: the
+greedy path, the residual ratio test on it and the cut
+(:mod:`cscore.decoders.stopping`), in one decode.
+
 Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
 formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
 and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
