@@ -144,3 +144,68 @@ def test_auto_on_zero_measurements_gives_zero(rng):
     A, _, _ = _batch(rng, B=1)
     res = cscore.somp(A, np.zeros((3, 48, 4)), tol="auto", return_result=True)
     assert not res.x.any() and np.all(res.n_iter == 0)
+
+
+# -- the compiled tol="auto" of omp / somp and the learned decoders' path fits --------
+
+
+def test_compiled_auto_equals_rrt_on_the_somp_path(rng):
+    """somp(tol="auto") (one compiled decode) == auto_stop on SOMP's full path."""
+    A, _, Y = _batch(rng, B=30, sigma=0.03)
+    res = cscore.somp(A, Y, tol="auto", return_result=True)
+    path = cscore.somp(A, Y, n_nonzero=47, return_result=True)
+    st = auto_stop(A, Y, path.extra["atoms"])
+    np.testing.assert_array_equal(res.extra["n_signal"], st.n_signal)
+    np.testing.assert_array_equal(res.n_iter, st.n_iter)
+    np.testing.assert_allclose(res.extra["sigma_hat"], st.sigma, rtol=1e-9)
+    np.testing.assert_allclose(res.x, st.x, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(res.residual_norm, st.residual, rtol=1e-8, atol=1e-12)
+
+
+def test_compiled_auto_does_not_depend_on_batch_or_threads(rng):
+    A, _, Y = _batch(rng, B=70, sigma=0.02)
+    ref = cscore.somp(A, Y, tol="auto", return_result=True)
+    two = cscore.somp(A, Y, tol="auto", n_threads=2, return_result=True)
+    np.testing.assert_array_equal(two.x, ref.x)
+    np.testing.assert_array_equal(two.extra["sigma_hat"], ref.extra["sigma_hat"])
+    for b in (0, 33, 69):
+        one = cscore.somp(A, Y[b], tol="auto", return_result=True)
+        np.testing.assert_array_equal(one.x, ref.x[b])
+        assert one.extra["sigma_hat"] == ref.extra["sigma_hat"][b]
+    cols = np.ascontiguousarray(Y[:, :, 0].T)
+    o = cscore.omp(A, cols, tol="auto", return_result=True)
+    for b in (0, 69):
+        np.testing.assert_array_equal(cscore.omp(A, cols[:, b], tol="auto"), o.x[:, b])
+
+
+def test_auto_path_fits_agree_with_least_squares(rng):
+    """auto_stop's compiled fits along a given path equal NumPy least squares."""
+    A, _, Y = _batch(rng, B=6, sigma=0.05, joint=False)
+    atoms = rng.permuted(np.tile(np.arange(96), (6, 4, 1)), axis=2)[:, :, :20]
+    st = auto_stop(A, Y, atoms, max_atoms=20)
+    for b in range(6):
+        for c in range(4):
+            kept = st.atoms[b, c][st.atoms[b, c] >= 0]
+            assert np.array_equal(kept, atoms[b, c, : kept.size])
+            ref = np.zeros(96)
+            if kept.size:
+                ref[kept] = np.linalg.lstsq(A[:, kept], Y[b, :, c], rcond=None)[0]
+            np.testing.assert_allclose(st.x[b, :, c], ref, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("sigma", [0.01, 0.05])
+@pytest.mark.parametrize("k", [6, 12])
+def test_auto_nmse_within_1_5x_of_the_oracle_rule(rng, sigma, k):
+    """The issue-23 accuracy property: tol="auto" NMSE <= 1.5 x the oracle tol rule's."""
+    A, S, Y = _batch(rng, B=40, M=48, N=96, k=k, sigma=sigma)
+    tol = expected_noise_tol(48, 4, sigma)
+    assert _nmse(cscore.somp(A, Y, tol="auto"), S) <= 1.5 * _nmse(cscore.somp(A, Y, tol=tol), S)
+    model = cscore.pretrained("mnist-m72")
+    Am = np.asarray(model.A)
+    Sm = np.zeros((20, 144, 4))
+    for b in range(20):
+        for c in range(4):
+            Sm[b, rng.choice(144, k, replace=False), c] = rng.uniform(0.3, 1.0, k)
+    Ym = np.einsum("mn,bnl->bml", Am, Sm) + sigma * rng.standard_normal((20, 72, 4))
+    oracle = _nmse(model.decode(Ym, tol=expected_noise_tol(72, 4, sigma)), Sm)
+    assert _nmse(model.decode(Ym, tol="auto"), Sm) <= 1.5 * oracle

@@ -28,6 +28,20 @@ constexpr const char* kFn = "_greedy_decode";
 
 void require(bool ok, const std::string& what) { bindings::require(ok, kFn, what); }
 
+// tol="auto" inputs and outputs (see greedy::Options); absent for the other rules.
+struct AutoArgs {
+    py::array gamma2, a, lnbeta, logu;  // (max_atoms,) float64
+    double b = 0.5;
+    std::ptrdiff_t cap = 1;
+    py::array sigma, tol, n_signal;  // (P,) outputs
+};
+
+// A given path (see greedy::Options::forced) and the residual energies along it.
+struct PathArgs {
+    py::array atoms;   // (P, max_atoms) int64, -1 padded
+    py::array energy;  // (P, max_atoms + 1, L) output
+};
+
 template <class T>
 struct real_of {
     using type = T;
@@ -43,7 +57,7 @@ template <class T>
 void run(const py::array& A, const py::array& Y, py::array& X, py::array& residual,
          py::array& n_iter, py::array& stop, py::array& warn, py::array& atoms,
          std::ptrdiff_t max_atoms, bool cap_is_n_nonzero, double tol, int n_threads,
-         std::ptrdiff_t gram_limit) {
+         std::ptrdiff_t gram_limit, AutoArgs* autos = nullptr, PathArgs* path = nullptr) {
     require(A.ndim() == 2 && (A.flags() & py::array::c_style), "A must be a C-contiguous 2-D array");
     require(Y.ndim() == 3 && X.ndim() == 3, "Y and X must be 3-D views (P, M, L) and (P, N, L)");
     using R = typename real_of<T>::type;
@@ -89,6 +103,46 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
     opt.cap_is_n_nonzero = cap_is_n_nonzero;
     opt.tol = tol;
     opt.gram_limit = gram_limit;
+    if constexpr (std::is_same_v<T, R>) {  // tol='auto' and forced paths: real data only
+        if (autos != nullptr) {
+            for (const py::array* arr : {&autos->gamma2, &autos->a, &autos->lnbeta, &autos->logu})
+                require(has_dtype<double>(*arr) && arr->ndim() == 1 && arr->shape(0) == max_atoms &&
+                            (arr->flags() & c_contig),
+                        "auto thresholds must be C-contiguous float64 (max_atoms,)");
+            require(has_dtype<T>(autos->sigma) && has_dtype<T>(autos->tol) &&
+                        has_dtype<std::int64_t>(autos->n_signal),
+                    "bad dtype for sigma/tol/n_signal");
+            for (const py::array* arr : {&autos->sigma, &autos->tol, &autos->n_signal})
+                require(arr->ndim() == 1 && arr->shape(0) == P && (arr->flags() & c_contig) && arr->writeable(),
+                        "sigma, tol, n_signal must be writeable C-contiguous (P,)");
+            require(autos->cap >= 1 && autos->cap <= max_atoms, "auto cap out of range");
+            opt.auto_gamma2 = static_cast<const double*>(autos->gamma2.data());
+            opt.auto_a = static_cast<const double*>(autos->a.data());
+            opt.auto_lnbeta = static_cast<const double*>(autos->lnbeta.data());
+            opt.auto_logu = static_cast<const double*>(autos->logu.data());
+            opt.auto_b = autos->b;
+            opt.auto_cap = autos->cap;
+            out.sigma = static_cast<T*>(autos->sigma.mutable_data());
+            out.tol = static_cast<T*>(autos->tol.mutable_data());
+            out.n_signal = static_cast<std::int64_t*>(autos->n_signal.mutable_data());
+        }
+        if (path != nullptr) {
+            require(has_dtype<std::int64_t>(path->atoms) && path->atoms.ndim() == 2 &&
+                        path->atoms.shape(0) == P && path->atoms.shape(1) == max_atoms &&
+                        (path->atoms.flags() & c_contig),
+                    "path atoms must be C-contiguous int64 (P, max_atoms)");
+            require(has_dtype<T>(path->energy) && path->energy.ndim() == 3 &&
+                        path->energy.shape(0) == P && path->energy.shape(1) == max_atoms + 1 &&
+                        path->energy.shape(2) == L && (path->energy.flags() & c_contig) &&
+                        path->energy.writeable(),
+                    "path energy must be a writeable C-contiguous (P, max_atoms + 1, L) array");
+            opt.forced = static_cast<const std::int64_t*>(path->atoms.data());
+            opt.forced_ld = max_atoms;
+            out.path_energy = static_cast<T*>(path->energy.mutable_data());
+        }
+    } else {
+        require(autos == nullptr && path == nullptr, "tol='auto' and paths need real data");
+    }
     const T* a = static_cast<const T*>(A.data());
     // Raw pointers into arrays the caller keeps alive from here on.
     run_released([&](Control* ctl) {
@@ -121,6 +175,40 @@ void greedy_decode(const py::array& A, const py::array& Y, py::array X, py::arra
     }
 }
 
+void greedy_decode_auto(const py::array& A, const py::array& Y, py::array X, py::array residual,
+                        py::array n_iter, py::array stop, py::array warn, py::array atoms,
+                        py::array sigma, py::array tol, py::array n_signal, std::ptrdiff_t max_atoms,
+                        std::ptrdiff_t cap, py::array gamma2, py::array a,
+                        py::array lnbeta, py::array logu, double b, int n_threads,
+                        std::ptrdiff_t gram_limit) {
+    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal};
+    if (has_dtype<double>(A)) {
+        run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
+                    n_threads, gram_limit, &autos);
+    } else if (has_dtype<float>(A)) {
+        run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
+                   n_threads, gram_limit, &autos);
+    } else {
+        throw std::invalid_argument("_greedy_decode_auto: A must be float32 or float64");
+    }
+}
+
+void greedy_path(const py::array& A, const py::array& Y, py::array path_atoms, py::array X,
+                 py::array residual, py::array energy, py::array n_iter, py::array stop,
+                 py::array warn, py::array atoms, int n_threads, std::ptrdiff_t gram_limit) {
+    const std::ptrdiff_t K = path_atoms.ndim() == 2 ? path_atoms.shape(1) : 0;
+    PathArgs path{path_atoms, energy};
+    if (has_dtype<double>(A)) {
+        run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, K, false, -1.0, n_threads,
+                    gram_limit, nullptr, &path);
+    } else if (has_dtype<float>(A)) {
+        run<float>(A, Y, X, residual, n_iter, stop, warn, atoms, K, false, -1.0, n_threads,
+                   gram_limit, nullptr, &path);
+    } else {
+        throw std::invalid_argument("_greedy_path: A must be float32 or float64");
+    }
+}
+
 }  // namespace
 
 void register_greedy(py::module_& m) {
@@ -130,6 +218,22 @@ void register_greedy(py::module_& m) {
           py::arg("n_threads"), py::arg("gram_limit"),
           "Greedy (S)OMP decode of P problems Y (P, M, L) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp).");
+    m.def("_greedy_decode_auto", &greedy_decode_auto, py::arg("A"), py::arg("Y"), py::arg("X"),
+          py::arg("residual"), py::arg("n_iter"), py::arg("stop"), py::arg("warn"),
+          py::arg("atoms"), py::arg("sigma"), py::arg("tol"), py::arg("n_signal"),
+          py::arg("max_atoms"), py::arg("cap"), py::arg("gamma2"),
+          py::arg("a"), py::arg("lnbeta"), py::arg("logu"), py::arg("b"), py::arg("n_threads"),
+          py::arg("gram_limit"),
+          "Greedy (S)OMP decode with tol='auto' (residual ratio thresholding on the path, "
+          "then the paper's rule on the estimated noise) into preallocated outputs "
+          "(internal; use cscore.omp / cscore.somp with tol='auto').");
+    m.def("_greedy_path", &greedy_path, py::arg("A"), py::arg("Y"), py::arg("path_atoms"),
+          py::arg("X"), py::arg("residual"), py::arg("energy"), py::arg("n_iter"),
+          py::arg("stop"), py::arg("warn"), py::arg("atoms"), py::arg("n_threads"),
+          py::arg("gram_limit"),
+          "Least-squares fits along given atom paths (P, K) of P problems Y (P, M, L): the "
+          "fit on each whole path and the squared residual norms after every prefix "
+          "(internal; used by tol='auto' of decoders with their own greedy paths).");
 }
 
 }  // namespace cscore::bindings

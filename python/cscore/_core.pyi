@@ -23,6 +23,15 @@ def _greedy_decode(
     n_threads: int,
     gram_limit: int,
 ) -> None: ...
+def _greedy_decode_auto(
+    A: Any, Y: Any, X: Any, residual: Any, n_iter: Any, stop: Any, warn: Any, atoms: Any,
+    sigma: Any, tol: Any, n_signal: Any, max_atoms: int, cap: int, gamma2: Any,
+    a: Any, lnbeta: Any, logu: Any, b: float, n_threads: int, gram_limit: int,
+) -> None: ...
+def _greedy_path(
+    A: Any, Y: Any, path_atoms: Any, X: Any, residual: Any, energy: Any, n_iter: Any, stop: Any,
+    warn: Any, atoms: Any, n_threads: int, gram_limit: int,
+) -> None: ...
 def _bcs(
     A: Any, At: Any, Y: Any, sigma2: Any, tol: float, max_iter: int, n_threads: int
 ) -> tuple[Any, dict[str, Any]]: ...

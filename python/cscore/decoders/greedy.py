@@ -24,6 +24,13 @@ Same validation, threading (GIL released, results independent of the thread
 count) and stopping rules as the real path, whose code is separate and whose
 results are unchanged.  ``tol="auto"`` needs real data.
 
+Problems are decoded in chunks of 32 (measurements loaded and solutions zeroed in
+memory order, ``A^T y`` four vectors at a time); for OMP one pass over the atoms
+per step updates the factorization, the correlations and the running maximum.
+No result depends on the chunking.  ``tol="auto"`` runs in the same kernel: the
+greedy path, the residual ratio test on it and the cut
+(:mod:`cscore.decoders.stopping`), in one decode.
+
 Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
 formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
 and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
@@ -40,8 +47,6 @@ import numpy as np
 from .. import _core
 from .._config import resolve_threads
 from .._validation import (
-    as_float_array,
-    check_matrix,
     check_nonnegative_float,
     check_positive_int,
     transposed_hint,
@@ -49,7 +54,7 @@ from .._validation import (
 from ..result import STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 from .greedy_operator import is_operator, run_operator
-from .stopping import auto_decode_mmv, auto_decode_omp, is_auto
+from .stopping import is_auto, path_length, rrt_tables
 
 __all__ = ["omp", "somp"]
 
@@ -111,6 +116,22 @@ def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | Non
     return scaled, col_scale
 
 
+def _stopping(
+    n_nonzero: Any, tol: Any, auto: bool, M: int, N: int
+) -> tuple[int, bool, float, int]:
+    """:func:`_resolve_stopping`, and the atoms kept at most (``tol="auto"``'s cap).
+
+    With ``tol="auto"`` the path runs up to :func:`~.stopping.path_length` steps
+    and at most ``n_nonzero`` atoms (when given) are kept.
+    """
+    if not auto:
+        max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
+        return max_atoms, cap_is_n_nonzero, tol_value, max_atoms
+    K = path_length(M, N)
+    cap = K if n_nonzero is None else min(_resolve_stopping(n_nonzero, None, M, N)[0], K)
+    return K, False, -1.0, cap
+
+
 def _run(
     fn: str,
     A: Any,
@@ -137,7 +158,10 @@ def _run(
             + transposed_hint(A_arr.shape, Y_arr.shape[-2 if fn == "somp" else 0])
         )
     A_arr, col_scale = _unit_scale_columns(A_arr)
-    max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
+    auto = is_auto(tol)
+    if auto:
+        _refuse_complex_auto(fn, A_arr, Y_arr)
+    max_atoms, cap_is_n_nonzero, tol_value, cap = _stopping(n_nonzero, tol, auto, M, N)
     threads = resolve_threads(n_threads)
 
     # Strided (P, M, L) views of the measurements and (P, N, L) views of the output,
@@ -162,11 +186,14 @@ def _run(
     stop = np.zeros(P, dtype=np.int8)
     warn = np.zeros(P, dtype=np.uint8)
     atoms = np.full((P, max_atoms), -1, dtype=np.int64)
-    if P:
+    outs: _Outputs = (Xv, residual, n_iter, stop, warn, atoms)
+    extra: dict[str, np.ndarray] = {}
+    if auto:
+        extra = _decode_auto(A_arr, Yv, outs, max_atoms, cap, threads)
+    elif P:
         _core._greedy_decode(
-            A_arr, Yv, Xv, residual, n_iter, stop, warn, atoms,
-            max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT,
-        )  # fmt: skip
+            A_arr, Yv, *outs, max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT
+        )
     if col_scale is not None:
         with np.errstate(over="ignore"):
             # X[..., n, l]: atoms on the second-to-last axis, or the last for omp's (N,)
@@ -180,8 +207,9 @@ def _run(
         "X": X,
         "residual": residual,
         "n_iter": n_iter,
-        "stop": np.asarray(STOP_REASONS, dtype=object)[stop].astype(str),
+        "stop": stop,  # codes; names only for a DecodeResult (see _result)
         "atoms": atoms,
+        "extra": extra,
         "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
     }
 
@@ -195,12 +223,48 @@ def _refuse_complex_auto(fn: str, A: Any, Y: Any) -> None:
         )
 
 
+#: The output arrays of ``_core._greedy_decode``: X view, residual, n_iter, stop, warn, atoms.
+_Outputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _decode_auto(
+    A: np.ndarray, Yv: np.ndarray, outs: _Outputs, max_atoms: int, cap: int, threads: int
+) -> dict[str, np.ndarray]:
+    """``tol="auto"`` in the compiled kernel; returns the per-problem estimates.
+
+    ``outs`` are the outputs of ``_core._greedy_decode`` (X view, residual,
+    n_iter, stop, warn, atoms); the path runs up to ``max_atoms`` steps and at
+    most ``cap`` atoms are kept (see :mod:`cscore.decoders.stopping`).
+    """
+    P, M, L = Yv.shape
+    dtype = outs[0].dtype
+    extra = {"sigma_hat": np.zeros(P, dtype=dtype), "tol_auto": np.zeros(P, dtype=dtype),
+             "n_signal": np.zeros(P, dtype=np.int64)}  # fmt: skip
+    t = rrt_tables(M, A.shape[1], L, max_atoms)
+    if P:
+        _core._greedy_decode_auto(
+            A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
+            cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
+        )  # fmt: skip
+    # float64 whatever the input, as the learned decoders' estimates
+    extra["sigma_hat"] = extra["sigma_hat"].astype(np.float64)
+    extra["tol_auto"] = extra["tol_auto"].astype(np.float64)
+    return extra
+
+
 def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
     """(P, N) boolean mask of the selected atoms."""
     mask = np.zeros((atoms.shape[0], N), dtype=bool)
     rows, cols = np.nonzero(atoms >= 0)
     mask[rows, atoms[rows, cols]] = True
     return mask
+
+
+def _stop_names(stop: np.ndarray) -> np.ndarray:
+    """Stop reasons as names (the kernel's codes are turned into names only here)."""
+    if stop.dtype.kind in "iu":
+        return np.asarray(STOP_REASONS, dtype=object)[stop].astype(str)
+    return stop
 
 
 def _result(
@@ -212,7 +276,8 @@ def _result(
     for a single problem; ``support`` is shaped as returned.
     """
     return batch_result(
-        out["X"], support, residual, out["n_iter"], out["stop"], extra, single=out["single"]
+        out["X"], support, residual, out["n_iter"], _stop_names(out["stop"]), extra,
+        single=out["single"],
     )
 
 
@@ -334,12 +399,6 @@ def omp(
         resolve_threads(n_threads)
         out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
-    elif is_auto(tol):
-        _refuse_complex_auto("omp", A, y)
-        return auto_decode_omp(
-            lambda y_, k: omp(A, y_, n_nonzero=k, n_threads=n_threads, return_result=True),
-            check_matrix("A", A), y, n_nonzero=n_nonzero, return_result=return_result,
-        )  # fmt: skip
     else:
         out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
     X = out["X"]
@@ -347,7 +406,8 @@ def omp(
         return X
     mask = _support_mask(out["atoms"], X.shape[0])
     support = mask[0] if out["single"] else np.ascontiguousarray(mask.T)
-    return _result(out, support, out["residual"][:, 0], {"atoms": out["atoms"]})
+    extra = {"atoms": out["atoms"], **out.get("extra", {})}
+    return _result(out, support, out["residual"][:, 0], extra)
 
 
 def somp(
@@ -435,13 +495,6 @@ def somp(
         resolve_threads(n_threads)
         out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
-    elif is_auto(tol):
-        _refuse_complex_auto("somp", A, Y)
-        return auto_decode_mmv(
-            lambda Y_, k: somp(A, Y_, n_nonzero=k, n_threads=n_threads, return_result=True),
-            check_matrix("A", A), as_float_array("Y", Y, ndim=(2, 3)), n_nonzero=n_nonzero,
-            return_result=return_result, joint=True,
-        )  # fmt: skip
     else:
         out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
     X = out["X"]
@@ -450,5 +503,5 @@ def somp(
     N, L = X.shape[-2], X.shape[-1]
     mask = np.repeat(_support_mask(out["atoms"], N)[:, :, None], L, axis=2)
     res = out["residual"]
-    extra = {"atoms": out["atoms"], "residual_total": res.sum(axis=1)}
+    extra = {"atoms": out["atoms"], "residual_total": res.sum(axis=1), **out.get("extra", {})}
     return _result(out, mask[0] if out["single"] else mask, res, extra)

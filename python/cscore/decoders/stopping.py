@@ -4,19 +4,27 @@ The LSTM-CS paper stops a greedy decoder once the residual is as small as the
 noise, which needs the noise level.  In practice it is not known.  This module
 estimates it from the measurements of each problem and stops on the estimate,
 so that any greedy decoder that records its atoms in selection order gets the
-rule with one call of :func:`auto_decode_mmv` (OMP uses :func:`auto_decode_omp`).
+rule with one call of :func:`auto_decode_mmv` (or :func:`auto_decode_omp` for
+OMP's layout).  :func:`cscore.omp` and :func:`cscore.somp` run the same method
+inside their compiled kernel (``cpp/include/cscore/greedy.hpp``, ``auto_cut``):
+one decode of the path, the test and the cut on it, no second pass; this
+module gives them the thresholds (:func:`rrt_tables`).
 
 Method
 ------
 1. **Greedy path.**  The decoder runs ``K = min(M - 1, N)`` steps and reports
    its atoms in selection order.  (Decoders with one support per channel, such
    as LSTM-CS, whose steps cost more, first run ``ceil(M / 2)`` steps; only
-   problems whose signal takes half of that path or more, step 2, run again to
-   the full length.)  The residual norm after every prefix of the path is
-   recomputed here from one batched QR factorization of the selected columns
-   (one per problem for a shared support, one per channel otherwise); the
-   prefix least-squares fits are exactly the decoder's, because a greedy
-   decoder stopped by ``tol`` is the same path cut short.
+   problems whose signal reaches into the last third of that path, step 2, run
+   again to the full length.)  The residual norm after every prefix of the path comes
+   from least squares along it in the compiled kernel (progressive Cholesky
+   factorization of the selected columns' Gram matrix, one per problem for a
+   shared support, one per channel otherwise: the explicit residual at the end
+   plus the tail of the path's coordinates, sums of squares without
+   cancellation); the prefix least-squares fits are exactly the decoder's (up
+   to rounding), because a greedy decoder stopped by ``tol`` is the same path
+   cut short.  OMP and SOMP need no such refit: their kernel has these
+   coordinates already.
 2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
    Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
    channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
@@ -59,6 +67,8 @@ from typing import Any, Callable
 import numpy as np
 from scipy import special
 
+from .. import _core
+from .._config import resolve_threads
 from .._validation import check_positive_int, transposed_hint
 from ..result import DecodeResult
 
@@ -69,6 +79,7 @@ __all__ = [
     "auto_decode_omp",
     "auto_stop",
     "is_auto",
+    "rrt_tables",
     "rrt_thresholds",
 ]
 
@@ -78,8 +89,12 @@ AUTO = "auto"
 #: Default false-alarm level of the residual-ratio test.
 ALPHA = 0.1
 
-#: Items (problem x channel) factorized at once (bounds the memory of the QR).
-_CHUNK = 2048
+#: A learned decoder's first path (ceil(M / 2) steps) runs again to M - 1 steps
+#: when its signal steps reach into the last 1 / REDO_FRACTION of it (with 2, half
+#: of the path, LSTM-CS ran twice for k >= 18 of 72; 3 keeps its NMSE within 1.2x
+#: of the oracle rule's on MNIST, benchmarks/results/omp_auto.md).
+REDO_FRACTION = 3
+
 
 
 def is_auto(tol: Any) -> bool:
@@ -154,6 +169,44 @@ def rrt_thresholds(
     return out
 
 
+def rrt_tables(
+    M: int, N: int, L: int, K: int, alpha: float = ALPHA, *, joint: bool = True
+) -> dict[str, Any]:
+    """What the compiled (S)OMP kernel needs to run ``tol="auto"`` by itself.
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels.
+    K : int
+        Path length (the union bound's number of steps).
+    alpha : float
+        Probability that a noise-only step is taken for signal.
+    joint : bool, default True
+        One atom per step shared by the channels (see :func:`rrt_thresholds`).
+
+    Returns
+    -------
+    dict
+        Per step k = 1..K, float64 arrays of shape (K,): ``gamma2`` the squared
+        thresholds ``Gamma(k)**2``, ``a`` the first parameter ``(M - k) L / 2``
+        of the ratio's Beta law, ``lnbeta`` ``ln B(a, L / 2)``, ``logu`` the log
+        of the union bound's factor ``K (N - k + 1)`` (power L when not joint);
+        and ``b = L / 2``.  The fallback p-value of step k is
+        ``I_{RR(k)^2}(a, b) * exp(logu)``.
+    """
+    k = np.arange(1, K + 1, dtype=np.float64)
+    a = np.maximum((M - k) * L / 2.0, 1e-9)
+    power = 1 if joint else L
+    return {
+        "gamma2": np.ascontiguousarray(rrt_thresholds(M, N, L, K, alpha, joint=joint) ** 2),
+        "a": a,
+        "lnbeta": special.betaln(a, L / 2.0),
+        "logu": np.log(float(K)) + power * np.log(np.maximum(N - k + 1, 1.0)),
+        "b": L / 2.0,
+    }
+
+
 @dataclass
 class AutoStop:
     """Where the automatic rule stopped each problem, and what it estimated.
@@ -187,30 +240,62 @@ class AutoStop:
 
 def _fit_paths(
     A: np.ndarray, Y: np.ndarray, atoms: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """QR of every item's path; ``Y`` (I, M, C) shares the item's atoms (I, K).
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Least squares along every item's path, in the compiled kernel.
 
-    Returns (res2 (I, C, K+1), z (I, K, C), R (I, K, K), valid (I, K)).
+    ``Y`` (I, M, C) shares the item's atoms (I, K) (-1 padded; a path also ends
+    at an atom numerically dependent on the earlier ones).  Returns the fit on
+    the whole path x (I, N, C), its residual norms (I, C) and the squared
+    residual norms after every prefix, res2 (I, C, K + 1) (the last repeated
+    beyond the path's end).
     """
+    I, _, C = Y.shape
     K = atoms.shape[1]
-    valid = atoms >= 0
-    # A path stops early only at its end: keep the valid prefix.
-    valid &= np.cumprod(valid, axis=1).astype(bool)
-    As = A.T[np.where(valid, atoms, 0)]  # (I, K, M)
-    As[~valid] = 0.0
-    Q, R = np.linalg.qr(As.transpose(0, 2, 1))  # (I, M, K), (I, K, K)
-    z = np.einsum("imk,imc->ikc", Q, Y)
-    z[~valid] = 0.0
-    perp = Y - np.einsum("imk,ikc->imc", Q, z)
-    tail = np.cumsum((z**2)[:, ::-1], axis=1)[:, ::-1]  # sum_{i>=k} z_i^2, (I, K, C)
-    res2 = np.zeros((Y.shape[0], Y.shape[2], K + 1))
-    res2[:, :, :K] = tail.transpose(0, 2, 1)
-    res2 += np.einsum("imc,imc->ic", perp, perp)[:, :, None]
-    return res2, z, R, valid
+    x = np.empty((I, A.shape[1], C))
+    res = np.zeros((I, C))
+    energy = np.zeros((I, K + 1, C))
+    scratch = (np.zeros(I, np.int64), np.zeros(I, np.int8), np.zeros(I, np.uint8),
+               np.full((I, K), -1, np.int64))  # fmt: skip
+    if I and K:
+        _core._greedy_path(
+            np.ascontiguousarray(A), np.ascontiguousarray(Y), np.ascontiguousarray(atoms), x,
+            res, energy, *scratch, resolve_threads(None), 1 << 25,
+        )  # fmt: skip
+    elif I:
+        x[:] = 0.0
+        res[:] = np.linalg.norm(Y, axis=1)
+        energy[:] = (Y**2).sum(axis=1)[:, None, :]
+    return x, res, energy.transpose(0, 2, 1)
+
+
+def _rrt(
+    E: np.ndarray, M: int, N: int, L: int, K: int, alpha: float, joint: bool
+) -> np.ndarray:
+    """``k_rrt`` of every problem from its squared residuals E (P, n + 1)."""
+    n = E.shape[1] - 1
+    k = np.arange(1, n + 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rr2 = np.where(E[:, :-1] > 0, E[:, 1:] / E[:, :-1], 1.0)
+    rr2 = np.clip(np.nan_to_num(rr2, nan=1.0), 0.0, 1.0)
+    gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=joint)[:n] ** 2
+    below = rr2 < gamma2[None, :]
+    n_sig = np.where(below.any(axis=1), n - np.argmax(below[:, ::-1], axis=1), 0)
+    none = ~below.any(axis=1)
+    if none.any():
+        choices = np.maximum(N - k + 1, 1.0) ** (1 if joint else L)
+        a = np.maximum((M - k) * L / 2.0, 1e-9)
+        pval = special.betainc(a[None, :], L / 2.0, rr2[none]) * (K * choices)
+        n_sig[none] = np.argmin(pval, axis=1) + 1
+    return n_sig
 
 
 def auto_stop(
-    A: Any, Y: Any, atoms: Any, *, alpha: float = ALPHA, max_atoms: int | None = None
+    A: Any,
+    Y: Any,
+    atoms: Any,
+    *,
+    alpha: float = ALPHA,
+    max_atoms: int | None = None,
 ) -> AutoStop:
     """Estimate each problem's noise from its greedy path and stop on it.
 
@@ -240,37 +325,15 @@ def auto_stop(
     N = A.shape[1]
     joint = atoms.ndim == 2
     K = atoms.shape[-1]
-    if joint:  # one QR per problem, shared by its channels
-        Yi, ai, C = Y, atoms, L
-    else:  # one QR per channel
-        Yi, ai, C = Y.transpose(0, 2, 1).reshape(P * L, M, 1), atoms.reshape(P * L, K), 1
-    items = ai.shape[0]
-    res2 = np.empty((items, C, K + 1))
-    zs = np.empty((items, K, C))
-    Rs = np.empty((items, K, K))
-    valid = np.empty((items, K), dtype=bool)
-    for s in range(0, items, _CHUNK):
-        sl = slice(s, s + _CHUNK)
-        res2[sl], zs[sl], Rs[sl], valid[sl] = _fit_paths(A, Yi[sl], ai[sl])
-    res2 = np.maximum(res2, 0.0)
-    res2_p = res2.reshape(P, L, K + 1)
+    if joint:  # one path per problem, shared by its channels
+        Yi, ai = Y, atoms
+    else:  # one path per channel
+        Yi, ai = Y.transpose(0, 2, 1).reshape(P * L, M, 1), atoms.reshape(P * L, K)
+    _, _, res2 = _fit_paths(A, Yi, ai)
+    res2_p = np.maximum(res2, 0.0).reshape(P, L, K + 1)
     E = res2_p.sum(axis=1)  # (P, K+1) squared Frobenius residual
     total = np.sqrt(res2_p).sum(axis=1)  # (P, K+1) summed channel norms
-
-    # Residual ratio thresholding.
-    k = np.arange(1, K + 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rr2 = np.where(E[:, :-1] > 0, E[:, 1:] / E[:, :-1], 1.0)
-    rr2 = np.clip(np.nan_to_num(rr2, nan=1.0), 0.0, 1.0)
-    gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=joint) ** 2
-    choices = np.maximum(N - k + 1, 1.0) ** (1 if joint else L)
-    below = rr2 < gamma2[None, :]
-    n_sig = np.where(below.any(axis=1), K - np.argmax(below[:, ::-1], axis=1), 0)
-    none = ~below.any(axis=1)
-    if none.any():
-        a = np.maximum((M - k) * L / 2.0, 1e-9)
-        pval = special.betainc(a[None, :], L / 2.0, rr2[none]) * (K * choices)
-        n_sig[none] = np.argmin(pval, axis=1) + 1
+    n_sig = _rrt(E, M, N, L, K, alpha, joint)
     dof = L * np.maximum(M - n_sig, 1)
     sigma = np.sqrt(E[np.arange(P), n_sig] / dof)
     tol = L * sigma * np.sqrt(M * L)
@@ -282,16 +345,9 @@ def auto_stop(
         n_iter = np.minimum(n_iter, max_atoms)
 
     # Least squares on the kept prefix of every item.
-    n_item = np.minimum(n_iter if joint else np.repeat(n_iter, L), valid.sum(axis=1))
-    keep = np.arange(K)[None, :] < n_item[:, None]
-    both = keep[:, :, None] & keep[:, None, :]
-    Rk = np.where(both, Rs, np.eye(K)[None])
-    coef = np.linalg.solve(Rk, np.where(keep[:, :, None], zs, 0.0))  # (I, K, C)
-    x = np.zeros((items, N, C))
-    rows, cols = np.nonzero(keep)
-    x[rows, ai[rows, cols], :] = coef[rows, cols, :]
-    kept = np.where(keep, ai, -1)
-    resid = res2[np.arange(items), :, n_item]  # (I, C)
+    n_item = n_iter if joint else np.repeat(n_iter, L)
+    kept = np.where(np.arange(K)[None, :] < n_item[:, None], ai, -1)
+    x, resid, _ = _fit_paths(A, Yi, kept)
     if joint:
         X, kept3 = x, np.repeat(kept[:, None, :], L, axis=1)
     else:
@@ -300,7 +356,7 @@ def auto_stop(
     return AutoStop(
         x=np.ascontiguousarray(X),
         atoms=kept3,
-        residual=np.sqrt(resid).reshape(P, L),
+        residual=resid.reshape(P, L),
         n_iter=n_iter.astype(np.int64),
         sigma=sigma,
         tol=tol,
@@ -316,7 +372,7 @@ def _two_stage(
     alpha: float,
     short_first: bool,
 ) -> AutoStop:
-    """Path of ``ceil(M/2)`` steps; problems whose signal reaches its end get ``M - 1``.
+    """Path of ``ceil(M/2)`` steps; problems whose signal reaches its last third get ``M - 1``.
 
     ``decode_sub(index, K)`` returns the atoms of the problems ``index`` (None:
     all) decoded with ``n_nonzero=K``.
@@ -331,7 +387,8 @@ def _two_stage(
     if n_nonzero is not None:
         K1 = max(K1, min(int(n_nonzero), K_long))
     st = auto_stop(A, Y3, decode_sub(None, K1), alpha=alpha, max_atoms=n_nonzero)
-    redo = np.nonzero(st.n_signal >= K1 // 2)[0] if K1 < K_long else np.zeros(0, dtype=int)
+    redo = (np.nonzero(st.n_signal > K1 - max(1, K1 // REDO_FRACTION))[0] if K1 < K_long
+            else np.zeros(0, dtype=int))  # fmt: skip
     if redo.size == 0:
         return st
     st2 = auto_stop(A, Y3[redo], decode_sub(redo, K_long), alpha=alpha, max_atoms=n_nonzero)
@@ -404,7 +461,7 @@ def auto_decode_mmv(
         return np.asarray(res.extra["atoms"])
 
     st = _two_stage(sub, A, Y3, n_nonzero, alpha, short_first=not joint)
-    dtype = dtypes[0]
+    dtype = dtypes[0] if dtypes else np.result_type(Y.dtype, np.float32)
     x = st.x.astype(dtype, copy=False)
     if not return_result:
         return x[0] if single else x
@@ -465,7 +522,7 @@ def auto_decode_omp(
         return np.asarray(res.extra["atoms"]).reshape(-1, K)
 
     st = _two_stage(sub, A, Y2.T[:, :, None], n_nonzero, alpha, short_first=False)
-    dtype = dtypes[0]
+    dtype = dtypes[0] if dtypes else np.result_type(y.dtype, np.float32)
     X = np.ascontiguousarray(st.x[:, :, 0].T).astype(dtype, copy=False)
     if not return_result:
         return X[:, 0] if single else X
