@@ -132,15 +132,22 @@ def test_ctrl_c_stops_batched_calls_quickly():
         timer.start()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with pytest.raises(KeyboardInterrupt):
+            try:
                 call()  # type: ignore[operator]
-                # the whole batch ran: a fast machine; the signal comes after
-                time.sleep(1.0)
+                # the whole batch ran (a fast machine, or the timer thread was not
+                # scheduled in time on a loaded one): wait for the signal here
+                timer.join()
+                time.sleep(0.5)
+            except KeyboardInterrupt:
+                pass
+            else:
+                pytest.fail(f"{name}: Ctrl-C did not interrupt the call (fired: {fired}, "
+                            f"SIGINT handler {signal.getsignal(signal.SIGINT)!r})")
         timer.join()
         assert fired, name
         latency = time.perf_counter() - fired[0]
         assert latency < 0.5, f"{name}: stopped {latency:.2f} s after Ctrl-C"
-        assert fired[0] - start < 2.0
+        assert fired[0] - start < 5.0, f"{name}: the timer fired late (loaded machine?)"
         deadline = time.perf_counter() + 1.0
         while _native_threads() > base and time.perf_counter() < deadline:
             time.sleep(0.01)
