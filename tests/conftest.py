@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +73,23 @@ def problem_factory(rng):
         return make_problem(rng, **kw)
 
     return factory
+
+
+@pytest.fixture(autouse=True)
+def _sigint_handler_unchanged(request):
+    """Every test leaves Python's Ctrl-C handler as it found it.
+
+    A test (or a library it drives) that leaves SIGINT ignored would make every
+    later Ctrl-C test meaningless; the offender is named on stderr and the
+    handler restored.
+    """
+    before = signal.getsignal(signal.SIGINT)
+    yield
+    if threading.current_thread() is threading.main_thread():
+        after = signal.getsignal(signal.SIGINT)
+        if after is not before:
+            signal.signal(signal.SIGINT, before)
+            import warnings
+
+            warnings.warn(f"{request.node.nodeid} left the SIGINT handler {after!r} "
+                          f"(was {before!r}); restored", RuntimeWarning, stacklevel=1)
