@@ -320,7 +320,12 @@ struct RunResult {
 
 // Shared divergence bookkeeping: the best residual so far and the escalation
 // count.  `check` returns +1 (new best), 0 (fine), -1 (diverged: restore).
+inline double escalate(double beta) { return 1.0 - 0.5 * (1.0 - beta); }
+
+// The divergence guard of AMP and VAMP: y2 = ||y||^2 after scaling (the zero
+// estimate's residual, the first best iterate).
 struct Guard {
+    explicit Guard(double y2) : best2(y2), ynorm(std::sqrt(y2)) {}
     double best2 = 0.0, ynorm = 0.0;
     int escalations = 0;
     int check(double rho2, bool finite) const {
@@ -329,9 +334,26 @@ struct Guard {
         if (std::sqrt(rho2) > lim) return -1;
         return rho2 < best2 ? 1 : 0;
     }
+    enum class Next { go_on, retry, diverged };
+    // After an iteration with residual rho2: a diverging one restores the best
+    // iterate and raises the damping `beta` (retry), or gives up after
+    // kMaxEscalations (diverged); an improving one becomes the best (snapshot).
+    template <class Snapshot, class Restore>
+    Next update(double rho2, bool finite, double& beta, Snapshot&& snapshot, Restore&& restore) {
+        const int verdict = check(rho2, finite);
+        if (verdict < 0) {
+            restore();
+            if (++escalations > kMaxEscalations) return Next::diverged;
+            beta = escalate(beta);
+            return Next::retry;
+        }
+        if (verdict > 0) {
+            best2 = rho2;
+            snapshot();
+        }
+        return Next::go_on;
+    }
 };
-
-inline double escalate(double beta) { return 1.0 - 0.5 * (1.0 - beta); }
 
 // ----------------------------------------------------------------------------- AMP
 
@@ -381,9 +403,7 @@ inline RunResult amp_run(const double* At, idx M, idx N, idx Lt, double frob2, c
     const int m = static_cast<int>(M), n = static_cast<int>(N), lt = static_cast<int>(Lt);
 
     // Best-iterate snapshot (starts at the zero estimate).
-    Guard guard;
-    guard.best2 = static_cast<double>(ML);  // ||y||^2 after scaling
-    guard.ynorm = std::sqrt(static_cast<double>(ML));
+    Guard guard(static_cast<double>(ML));  // ||y||^2 after scaling
     Params bprm = prm;
     std::vector<double> bvbar = vbar;
     auto snapshot = [&] {
@@ -453,20 +473,12 @@ inline RunResult amp_run(const double* At, idx M, idx N, idx Lt, double frob2, c
         bool finite = std::isfinite(x2) && std::isfinite(prm.phi) && std::isfinite(prm.lambda);
         for (idx l = 0; l < Lt; ++l)
             finite = finite && std::isfinite(vbar[l]) && std::isfinite(prm.psi[l]);
-        const int verdict = guard.check(rho2, finite);
-        if (verdict < 0) {
-            restore();
-            if (++guard.escalations > kMaxEscalations) {
-                res.stop = Stop::diverged;
-                break;
-            }
-            beta = escalate(beta);
-            continue;
+        const Guard::Next next = guard.update(rho2, finite, beta, snapshot, restore);
+        if (next == Guard::Next::diverged) {
+            res.stop = Stop::diverged;
+            break;
         }
-        if (verdict > 0) {
-            guard.best2 = rho2;
-            snapshot();
-        }
+        if (next == Guard::Next::retry) continue;
         if (dx2 <= opt.tol * opt.tol * x2) {
             res.stop = Stop::tol;
             break;
@@ -534,9 +546,7 @@ inline RunResult vamp_run(const double* UT, const double* s, const double* V, id
     w.r2.fill(0.0);
     double beta = opt.damping;
 
-    Guard guard;
-    guard.best2 = static_cast<double>(ML);
-    guard.ynorm = std::sqrt(static_cast<double>(ML));
+    Guard guard(static_cast<double>(ML));
     Params bprm = prm;
     std::vector<double> bg2 = g2;
     auto snapshot = [&] {
@@ -621,20 +631,12 @@ inline RunResult vamp_run(const double* UT, const double* s, const double* V, id
                       all_finite(w.r2.data(), NL);
         for (idx l = 0; l < Lt; ++l)
             finite = finite && std::isfinite(g2[l]) && g2[l] > 0.0 && std::isfinite(prm.psi[l]);
-        const int verdict = guard.check(rho2, finite);
-        if (verdict < 0) {
-            restore();
-            if (++guard.escalations > kMaxEscalations) {
-                res.stop = Stop::diverged;
-                break;
-            }
-            beta = escalate(beta);
-            continue;
+        const Guard::Next next = guard.update(rho2, finite, beta, snapshot, restore);
+        if (next == Guard::Next::diverged) {
+            res.stop = Stop::diverged;
+            break;
         }
-        if (verdict > 0) {
-            guard.best2 = rho2;
-            snapshot();
-        }
+        if (next == Guard::Next::retry) continue;
         if (dx2 <= opt.tol * opt.tol * x2) {
             res.stop = Stop::tol;
             break;
