@@ -65,10 +65,10 @@ def oracle(A: np.ndarray, Y: np.ndarray, S: np.ndarray) -> np.ndarray:
     return out
 
 
-def decode(model: Any, Y: np.ndarray, tol: float) -> np.ndarray:
+def decode(model: Any, Y: np.ndarray, tol: float, **beam: Any) -> np.ndarray:
     """A learned model's decode: the tol rule where the model has one."""
     try:
-        return np.asarray(model.decode(Y, tol=tol, n_threads=1))
+        return np.asarray(model.decode(Y, tol=tol, n_threads=1, **beam))
     except TypeError:  # LISTA / LAMP: a fixed number of layers
         return np.asarray(model.decode(Y))
 
@@ -109,20 +109,29 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float
               for s, m in zip(stems, args.models)]  # files of one name: their folders tell
     models = {lab: resolve_model(m)[0] for lab, m in zip(labels, args.models)}
     A = next(iter(models.values())).A
+    runs: dict[str, tuple[Any, dict[str, Any]]] = {lab: (m, {}) for lab, m in models.items()}
+    for spec in args.beam:  # LSTM-CS with the beam-search rescue, next to the greedy decode
+        width, cands, *factor = (float(v) for v in spec.split(":"))
+        for lab, m in models.items():
+            if type(m) is cscore.LSTMCS:
+                kw: dict[str, Any] = {"beam_width": int(width), "beam_candidates": int(cands)}
+                if factor:  # channel_tol as a multiple of sigma * sqrt(M)
+                    kw["channel_tol"] = factor[0] * args.sigma * np.sqrt(A.shape[0])
+                runs[f"{lab}+beam{spec}"] = (m, kw)
     for name, m in models.items():
         if not np.array_equal(m.A, A):
             raise SystemExit(f"{name} was trained for another sensing matrix")
     M, L = A.shape[0], 4
     tol = expected_noise_tol(M, L, args.sigma)
     problems, to_images, n, what = problem_sets(args)
-    rows, secs, n_prob = [], dict.fromkeys(models, 0.0), 0
+    rows, secs, n_prob = [], dict.fromkeys(runs, 0.0), 0
     for k in args.ks:
         S = problems(k)
         Y, _ = measure(A, S, args.sigma, seed=args.seed + k)
         row: dict[str, Any] = {"k": k}
-        for name, model in models.items():
+        for name, (model, kw) in runs.items():
             t0 = time.perf_counter()
-            S_hat = decode(model, Y, tol)
+            S_hat = decode(model, Y, tol, **kw)
             secs[name] += time.perf_counter() - t0
             row[name] = float(np.mean(nmse_per_item(to_images(S_hat), to_images(S))))
         for b in args.baselines:
@@ -168,6 +177,9 @@ def main() -> int:
                     help="MNIST folder")
     ap.add_argument("--msrc", type=Path, default=ROOT.parent / "shared/data/msrc-v2",
                     help="MSRC-v2 folder")
+    ap.add_argument("--beam", nargs="*", default=[],
+                    help="WIDTH:CANDIDATES[:FACTOR]: also decode every LSTM-CS model with "
+                         "the beam-search rescue (channel_tol = FACTOR sigma sqrt(M))")
     ap.add_argument("--markdown", type=Path, default=None, help="append the table here")
     args = ap.parse_args()
     args.ks = [int(v) for v in args.ks.split(",")]

@@ -54,7 +54,10 @@ def run_models(args: argparse.Namespace) -> int:
         where = ", ".join(str(d) for d in model_dirs())
         print(f"no pretrained decoder models installed (searched: {where})")
     else:
-        by_arch = {arch: s.name for s in decoder_specs() for arch in s.archs}
+        by_arch: dict[str, str] = {}  # the first decoder registered for an architecture
+        for s in decoder_specs():
+            for arch in s.archs:
+                by_arch.setdefault(arch, s.name)
         header = ("name", "decoder", "M", "N", "L", "cells", "transform", "dataset", "size")
         rows: list[tuple[str, ...]] = []
         for e in entries:

@@ -11,6 +11,9 @@ adding a decoder is one module and one :func:`register_decoder` call.
 
 from __future__ import annotations
 
+import inspect
+from typing import Any
+
 from ._decoder import Decoder, decoder
 from .amp import VAMPSolver, amp, vamp
 from .bcs import bcs, mtbcs
@@ -58,6 +61,18 @@ __all__ = [
 
 _GREEDY = ("n_nonzero", "tol", "auto")
 
+
+def _lstm_cs_beam(model: Any, Y: Any, **settings: Any) -> Any:
+    """LSTM-CS with the beam-search rescue on (``beam_width`` 8 unless given).
+
+    The rescue needs a noise level (``tol`` or ``channel_tol``); with only
+    ``n_nonzero`` this is the greedy LSTM-CS decode.
+    """
+    if settings.get("tol") is not None or settings.get("channel_tol") is not None:
+        settings.setdefault("beam_width", 8)
+    return model.decode(Y, **settings)
+
+
 # complex_ok: these three take complex64/complex128 data (docs/complex.md)
 register_decoder("omp", omp, layout="columns", stopping=_GREEDY, complex_ok=True,
                  description="OMP on each channel independently")
@@ -76,6 +91,11 @@ register_decoder("vamp", vamp, stopping=(),
                  description="VAMP (Rangan et al. 2019), same denoisers, one SVD of A per matrix")
 register_decoder("lstm-cs", model_type=LSTMCS, stopping=_GREEDY,
                  description="LSTM-CS (Palangi et al. 2016), per-channel supports")
+register_decoder("lstm-cs-beam", _lstm_cs_beam, model_type=LSTMCS, stopping=_GREEDY,
+                 settings=tuple(p for p in inspect.signature(LSTMCS.decode).parameters
+                                if p not in ("self", "Y") and not p.startswith("_")),
+                 description="LSTM-CS, then a beam search (width 8) re-decodes the channels "
+                             "it leaves unexplained")
 register_decoder("blstm-cs", model_type=BLSTMCS, stopping=_GREEDY,
                  description="bidirectional LSTM-CS (Palangi's thesis 4.6)")
 register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,

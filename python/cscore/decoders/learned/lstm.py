@@ -15,11 +15,12 @@ import numpy as np
 from ... import _core
 from ..._blas import single_threaded_blas
 from ..._config import instruction_set, resolve_threads
-from ..._validation import as_float_array, check_bool
+from ..._validation import as_float_array, check_bool, check_positive_int
 from ...models.format import ARCHITECTURES, ModelFileError
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from .base import GreedyModel, GreedyOutput
+from .beam import BeamOptions, beam_result, channel_tolerances
 from .weights import (
     BLSTMCSWeights,
     LSTMCSWeights,
@@ -320,6 +321,9 @@ class LSTMCS(GreedyModel):
         n_threads: int | None = None,
         return_result: bool = False,
         weights_dtype: str = "float32",
+        beam_width: int = 0,
+        beam_candidates: int = 4,
+        channel_tol: float | np.ndarray | None = None,
         _lstm_dtype: type = np.float32,
         _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
@@ -360,13 +364,30 @@ class LSTMCS(GreedyModel):
             one-problem decode.  It changes results slightly, identically for
             every batch (see ``docs/performance.md`` for its measured quality);
             ValueError if a weight exceeds 65504.
+        beam_width : int, default 0
+            0: the greedy decode of the paper.  ``> 0``: after it, every channel
+            whose residual norm is still above ``channel_tol`` is decoded again
+            by a beam search with the same network, keeping ``beam_width``
+            partial supports (:mod:`cscore.decoders.learned.beam`); the first
+            support that explains the channel down to ``channel_tol`` replaces
+            the greedy one.  Channels already explained are untouched.
+            Unidirectional LSTM-CS only (ValueError for BLSTM-CS).
+        beam_candidates : int, default 4
+            Atoms tried per partial support and step (the network's best).
+        channel_tol : float or array_like (B,), optional
+            Residual norm under which a channel counts as explained.  Default
+            ``1.5 * sigma * sqrt(M)``, the noise level ``sigma`` read from
+            ``tol`` as the paper's rule ``L * sigma * sqrt(M L)``, or each
+            problem's ``sigma_hat`` with ``tol="auto"``; needed when only
+            ``n_nonzero`` is given.
 
         Returns
         -------
         ndarray, shape (N, L) or (B, N, L), or DecodeResult
             float32 when ``Y`` is float32, float64 otherwise.  The result's
             ``extra["atoms"]`` holds the atoms in selection order, shape
-            (..., L, k) padded with -1.
+            (..., L, k) padded with -1; with ``beam_width``,
+            ``extra["rescued"]`` (..., L) marks the channels the search replaced.
 
         Notes
         -----
@@ -391,11 +412,32 @@ class LSTMCS(GreedyModel):
         the duration of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
-        return self._decode(
-            Y, n_nonzero, tol, return_result, exclude_selected=exclude_selected,
-            n_threads=n_threads, weights_dtype=weights_dtype, _lstm_dtype=_lstm_dtype,
-            _chunk=_chunk,
-        )  # fmt: skip
+        opts = {"exclude_selected": exclude_selected, "n_threads": n_threads,
+                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk}
+        if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
+                and beam_width == 0:
+            return self._decode(Y, n_nonzero, tol, return_result, **opts)
+        width = check_positive_int("beam_width", beam_width)
+        return self._beam_decode(Y, n_nonzero, tol, return_result, width, beam_candidates,
+                                 channel_tol, opts)
+
+    def _beam_decode(
+        self, Y: Any, n_nonzero: int | None, tol: Any, return_result: bool, width: int,
+        candidates: int, channel_tol: Any, opts: dict[str, Any],
+    ) -> np.ndarray | DecodeResult:
+        """The greedy decode followed by the beam-search rescue (``beam_width > 0``)."""
+        if not isinstance(self.weights, LSTMCSWeights) or type(self.weights) is not LSTMCSWeights:
+            raise ValueError("beam_width works with the unidirectional LSTM-CS only")
+        candidates = check_positive_int("beam_candidates", candidates, upper=self.N,
+                                        upper_desc="N of the model")
+        res = self._decode(Y, n_nonzero, tol, True, **opts)
+        assert isinstance(res, DecodeResult)
+        Yf = np.asarray(Y)
+        B = 1 if Yf.ndim == 2 else Yf.shape[0]
+        beam = BeamOptions(width, candidates,
+                           channel_tolerances(tol, channel_tol, res, self.M, self.L, B))
+        out = beam_result(self.weights, self._A, Yf, res, beam)
+        return out if return_result else out.x
 
     def _run(
         self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, **options: Any
