@@ -12,23 +12,23 @@ module gives them the thresholds (:func:`rrt_tables`).
 
 Method
 ------
-1. **Greedy path.**  The decoder runs ``K = min(M - 1, N)`` steps and reports
-   its atoms in selection order.  (Learned decoders with one support per
+1. **Greedy path.** The decoder runs ``K = min(M - 1, N)`` steps and reports
+   its atoms in selection order. (Learned decoders with one support per
    channel, whose steps cost more, first run ``ceil(M / 2)`` steps; only
    problems whose signal reaches into the last third of that path, step 2, run
-   again to the full length.  LSTM-CS and BLSTM-CS instead end each problem's
+   again to the full length. LSTM-CS and BLSTM-CS instead end each problem's
    path inside their compiled kernel once the test of step 2 has taken a step
    for signal and a few steps in a row showed nothing signal-like, and report
    the channel residual norms of their own least squares after every step: one
-   decode, no refit, see :mod:`cscore.decoders.path_stop`.)  The residual norm
+   decode, no refit, see :mod:`cscore.decoders.path_stop`.) The residual norm
    after every prefix of the path comes from least squares along it in the
-   compiled kernel (progressive Cholesky factorization of the selected columns' Gram matrix, one per problem for a
-   shared support, one per channel otherwise: the explicit residual at the end
-   plus the tail of the path's coordinates, sums of squares without
-   cancellation); the prefix least-squares fits are exactly the decoder's (up
-   to rounding), because a greedy decoder stopped by ``tol`` is the same path
-   cut short.  OMP and SOMP need no such refit: their kernel has these
-   coordinates already.
+   compiled kernel (progressive Cholesky factorization of the selected columns'
+   Gram matrix, one per problem for a shared support, one per channel
+   otherwise: the explicit residual at the end plus the tail of the path's
+   coordinates, sums of squares without cancellation); the prefix least-squares
+   fits are exactly the decoder's (up to rounding), because a greedy decoder
+   stopped by ``tol`` is the same path cut short. OMP and SOMP need no such
+   refit: their kernel has these coordinates already.
 2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
    Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
    channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
