@@ -342,7 +342,9 @@ class LSTMCS(GreedyModel):
             ``<= tol`` (checked before each greedy iteration).  ``tol="auto"``
             estimates each problem's noise level from the measurements
             (residual ratio thresholding on the decoder's own greedy path, see
-            :mod:`cscore.decoders.stopping`) and uses the paper's threshold with it,
+            :mod:`cscore.decoders.stopping`; the path of each problem ends inside
+            the compiled kernel, :mod:`cscore.decoders.path_stop`) and uses the
+            paper's threshold with it,
             ``L * sigma_hat * sqrt(M L)``; ``extra["sigma_hat"]`` reports it.
         exclude_selected : bool, default True
             Take the argmax over atoms not yet in the channel's support.  With
