@@ -12,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "cscore/lstm.hpp"
 #include "common.hpp"
@@ -89,13 +90,38 @@ py::array_t<T> run_logits(const carr<T>& X, py::ssize_t N, Kernel&& kernel) {
     return out;
 }
 
+// The tol="auto" path ends (lstm::PathStop): `rrt` is None or a triple
+// (gamma2, reset2, patience), two float64 arrays of k_max thresholds and an int
+// >= 1; they are kept in `keep` for the call.
+struct RrtHolder {
+    carr<double> gamma2, reset2;
+};
+
+inline bool attach_rrt(lstm::DecodeOptions& opt, const py::object& rrt, RrtHolder& keep) {
+    if (rrt.is_none()) return false;
+    const py::tuple t = rrt.cast<py::tuple>();
+    if (t.size() != 3) throw std::invalid_argument("rrt must be (gamma2, reset2, patience)");
+    keep.gamma2 = carr<double>::ensure(t[0]);
+    keep.reset2 = carr<double>::ensure(t[1]);
+    if (!keep.gamma2 || !keep.reset2) throw std::invalid_argument("rrt: arrays expected");
+    expect_shape("rrt gamma2", keep.gamma2, {static_cast<py::ssize_t>(opt.k_max)});
+    expect_shape("rrt reset2", keep.reset2, {static_cast<py::ssize_t>(opt.k_max)});
+    opt.rrt_patience = t[2].cast<int>();
+    if (opt.rrt_patience < 1) throw std::invalid_argument("rrt patience must be >= 1");
+    opt.rrt_gamma2 = keep.gamma2.data();
+    opt.rrt_reset2 = keep.reset2.data();
+    return true;
+}
+
 // Checks the decode arguments against N (atoms) and M (measurements), allocates
 // the result arrays, and runs `kernel(at, col_norms, y, B, L, opt, out, control)`
-// with the GIL released.  Returns (S, atoms, resid, n_iter, stop).
+// with the GIL released.  Returns (S, atoms, resid, n_iter, stop), and with `rrt`
+// (see attach_rrt) also path_norms (B, L, k_max + 1).
 template <class Kernel>
 py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& col_norms,
                      const carr<double>& Y, int k_max, double tol, bool exclude_selected,
-                     bool k_from_user, int n_threads, int chunk, Kernel&& kernel) {
+                     bool k_from_user, int n_threads, int chunk, const py::object& rrt,
+                     Kernel&& kernel) {
     const py::ssize_t B = Y.shape(0), M = Y.shape(1), L = Y.shape(2);
     expect_shape("At", At, {N, M});
     expect_shape("col_norms", col_norms, {N});
@@ -116,7 +142,12 @@ py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& 
     opt.k_from_user = k_from_user;
     opt.n_threads = n_threads;
     opt.chunk = chunk;
+    RrtHolder keep;
+    const bool with_rrt = attach_rrt(opt, rrt, keep);
+    py::array_t<double> path_norms(
+        std::vector<py::ssize_t>{with_rrt ? B : 0, L, static_cast<py::ssize_t>(k_max) + 1});
     lstm::DecodeOutput out;
+    out.path_norms = with_rrt ? path_norms.mutable_data() : nullptr;
     out.S = S.mutable_data();
     out.atoms = atoms.mutable_data();
     out.resid = resid.mutable_data();
@@ -129,6 +160,7 @@ py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& 
     run_released([&](cscore::Control* ctl) {
         kernel(at, cn, y, B, static_cast<int>(L), opt, out, ctl);
     });
+    if (with_rrt) return py::make_tuple(S, atoms, resid, n_iter, stop, path_norms);
     return py::make_tuple(S, atoms, resid, n_iter, stop);
 }
 

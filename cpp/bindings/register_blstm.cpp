@@ -58,14 +58,15 @@ py::tuple decode(const carr<T>& WRf, const carr<T>& bf, const carr<T>& WRb, cons
                  const carr<T>& U, const carr<T>& c_out, const std::string& cell,
                  const carr<double>& At, const carr<double>& col_norms, const carr<double>& Y,
                  int k_max, double tol, bool exclude_selected, bool k_from_user, int n_threads,
-                 int chunk, const py::object& panels_f, const py::object& panels_b) {
+                 int chunk, const py::object& panels_f, const py::object& panels_b,
+                 const py::object& rrt) {
     if (Y.ndim() != 3) throw std::invalid_argument("Y must be (B, M, L)");
     auto w = make_weights(WRf, bf, WRb, bb, U, c_out, cell, static_cast<int>(Y.shape(1)));
     lstm_common::PanelHolder keep_f, keep_b;
     lstm_common::attach_panels(w.fw, panels_f, keep_f);
     lstm_common::attach_panels(w.bw, panels_b, keep_b);
     return lstm_common::run_decode(
-        w.N(), At, col_norms, Y, k_max, tol, exclude_selected, k_from_user, n_threads, chunk,
+        w.N(), At, col_norms, Y, k_max, tol, exclude_selected, k_from_user, n_threads, chunk, rrt,
         [&w](const double* at, const double* cn, const double* y, py::ssize_t Bn, int Ln,
              const lstm::DecodeOptions& opt, lstm::DecodeOutput& out, cscore::Control* ctl) {
             blstm::decode(w, at, cn, y, Bn, Ln, opt, out, ctl);
@@ -84,10 +85,10 @@ void def_typed(py::module_& m, const char* suffix) {
           py::arg("k_max"), py::arg("tol"), py::arg("exclude_selected"),
           py::arg("k_from_user"), py::arg("n_threads"),
           py::arg("chunk") = static_cast<int>(lstm::kChunk), py::arg("panels_f") = py::none(),
-          py::arg("panels_b") = py::none(),
+          py::arg("panels_b") = py::none(), py::arg("rrt") = py::none(),
           "BLSTM-CS greedy decoding of a batch Y (B, M, L); returns (S, atoms, resid, "
           "n_iter, stop).  panels_f / panels_b: None or each direction's (WRp, Up) panel "
-          "layout, U's half of that direction (see _lstm_decode_f32).");
+          "layout, U's half of that direction; rrt: as _lstm_decode_f32.");
 }
 
 }  // namespace

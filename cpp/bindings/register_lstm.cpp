@@ -57,13 +57,14 @@ template <class T>
 py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const carr<T>& c_out,
                  const std::string& cell, const carr<double>& At, const carr<double>& col_norms,
                  const carr<double>& Y, int k_max, double tol, bool exclude_selected,
-                 bool k_from_user, int n_threads, int chunk, const py::object& panels) {
+                 bool k_from_user, int n_threads, int chunk, const py::object& panels,
+                 const py::object& rrt) {
     if (Y.ndim() != 3) throw std::invalid_argument("Y must be (B, M, L)");
     auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(Y.shape(1)));
     lstm_common::PanelHolder keep;
     lstm_common::attach_panels(w, panels, keep);
     return lstm_common::run_decode(
-        w.N, At, col_norms, Y, k_max, tol, exclude_selected, k_from_user, n_threads, chunk,
+        w.N, At, col_norms, Y, k_max, tol, exclude_selected, k_from_user, n_threads, chunk, rrt,
         [&w](const double* at, const double* cn, const double* y, py::ssize_t Bn, int Ln,
              const lstm::DecodeOptions& opt, lstm::DecodeOutput& out, cscore::Control* ctl) {
             lstm::decode(w, at, cn, y, Bn, Ln, opt, out, ctl);
@@ -80,10 +81,13 @@ void def_typed(py::module_& m, const char* suffix) {
           py::arg("col_norms"), py::arg("Y"), py::arg("k_max"), py::arg("tol"),
           py::arg("exclude_selected"), py::arg("k_from_user"), py::arg("n_threads"),
           py::arg("chunk") = static_cast<int>(lstm::kChunk), py::arg("panels") = py::none(),
+          py::arg("rrt") = py::none(),
           "LSTM-CS Algorithm 2 on a batch Y (B, M, L); returns (S, atoms, resid, n_iter, "
           "stop).  panels: None or (WRp, Up), the panel layout of [W | R] and U (float32, "
           "or the float16 bits as uint16) that decodes of at most _lstm_small_max problems "
-          "use (same results).");
+          "use (same results).  rrt: None, or (gamma2, reset2, patience) for tol=\"auto\": "
+          "each problem's path ends by itself (lstm::PathStop) and a sixth array, "
+          "the channel residual norms after every step (B, L, k_max + 1), is returned.");
     m.attr("_lstm_panel") = static_cast<int>(lstm::kPanel);
     m.attr("_lstm_panel_step") = static_cast<int>(lstm::kPanelStep);
     m.attr("_lstm_small_max") = static_cast<int>(lstm::kSmallMax);

@@ -1094,6 +1094,12 @@ struct DecodeOptions {
     bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
     int n_threads = 1;
     int chunk = kChunk;             // problems per LSTM batch (results do not depend on it)
+    // tol="auto" (python/cscore/decoders/stopping.py): when rrt_gamma2 is set, each
+    // problem's path ends by itself (see PathStop) and out.path_norms is filled.
+    const double* rrt_gamma2 = nullptr;  // (k_max) Gamma(k)^2 of the residual-ratio test
+    const double* rrt_reset2 = nullptr;  // (k_max) looser thresholds: a step below one is
+                                         // still signal-like and restarts the patience
+    int rrt_patience = 0;                // steps without such a step that end the path
 };
 
 // Outputs, row-major, for B problems.
@@ -1103,6 +1109,48 @@ struct DecodeOutput {
     double* resid = nullptr;      // (B, L) final residual l2 norms
     std::int64_t* n_iter = nullptr; // (B)
     std::int32_t* stop = nullptr;   // (B) StopReason
+    double* path_norms = nullptr;   // (B, L, k_max + 1) channel residual norms after every
+                                    // step, the last repeated past the path's end (auto only)
+};
+
+// tol="auto": where one problem's greedy path may end.  After step s the squared
+// residual E_s (summed over channels, relative to the largest channel norm of y)
+// gives the residual ratio RR(s)^2 = E_s / E_{s-1} (1 when E_{s-1} = 0).  A ratio
+// below Gamma(s)^2 is a step the residual-ratio test takes for signal; one below
+// the looser reset threshold is signal-like.  The path ends once the test has
+// taken a step for signal and no signal-like step came in the last `patience`
+// steps (or y is zero), so that the test's cut, made later on the path's norms,
+// almost never lies beyond the end.  Depends on the problem's own numbers only.
+struct PathStop {
+    double scale = 0.0;   // largest channel norm of y
+    double prev = 0.0;    // E_{s-1}
+    int last = 0;         // last signal-like step
+    bool signal = false;  // the test took a step for signal
+
+    // Channel norms `nrm` (L) after step s; true when the path ends here.
+    bool update(const double* nrm, int L, int s, const DecodeOptions& opt) {
+        if (s == 0) {
+            scale = 0.0;
+            for (int j = 0; j < L; ++j) scale = std::max(scale, nrm[j]);
+        }
+        double e = 0.0;
+        if (scale > 0.0)
+            for (int j = 0; j < L; ++j) {
+                const double t = nrm[j] / scale;
+                e += t * t;
+            }
+        if (s == 0) {
+            prev = e;
+            last = 0;
+            signal = false;
+            return !(scale > 0.0);
+        }
+        const double rr2 = prev > 0.0 ? e / prev : 1.0;
+        prev = e;
+        if (rr2 < opt.rrt_gamma2[s - 1]) signal = true;
+        if (rr2 < opt.rrt_reset2[s - 1]) last = s;
+        return signal && s - last >= opt.rrt_patience;
+    }
 };
 
 // Incremental least squares for one channel: thin QR of the support columns.
@@ -1228,6 +1276,10 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
         std::vector<T> zall(static_cast<std::size_t>(L * chunk * N), T(0));
         std::vector<idx> active;
         active.reserve(static_cast<std::size_t>(chunk));
+        const bool rrt = opt.rrt_gamma2 != nullptr;
+        const idx kp1 = static_cast<idx>(k_max) + 1;
+        std::vector<PathStop> path(rrt ? static_cast<std::size_t>(chunk) : 0);
+        std::vector<double> nrm(static_cast<std::size_t>(L));
         for (idx ch = c0; ch < c1 && !should_stop(ctl); ++ch) {
             const idx p0 = ch * chunk;
             const idx n_prob = std::min(chunk, B - p0);
@@ -1253,13 +1305,22 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                     bool all_stopped = true;
                     for (int j = 0; j < L; ++j) {
                         const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
-                        res += c.residual_norm();
+                        nrm[static_cast<std::size_t>(j)] = c.residual_norm();
+                        res += nrm[static_cast<std::size_t>(j)];
                         all_stopped = all_stopped && c.stopped;
+                    }
+                    bool path_end = false;
+                    if (rrt) {
+                        for (int j = 0; j < L; ++j)
+                            out.path_norms[(p * L + j) * kp1 + it] = nrm[static_cast<std::size_t>(j)];
+                        path_end = path[static_cast<std::size_t>(q)].update(nrm.data(), L, it, opt);
                     }
                     if (opt.tol >= 0.0 && res <= opt.tol) {
                         out.stop[p] = static_cast<std::int32_t>(StopReason::tol);
                     } else if (all_stopped) {
                         out.stop[p] = static_cast<std::int32_t>(StopReason::dependent);
+                    } else if (path_end) {
+                        // tol="auto": the path ends here (the caller cuts it and says why)
                     } else {
                         active[keep++] = q;
                     }
@@ -1313,6 +1374,10 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                     out.resid[p * L + j] = c.residual_norm();
                     std::copy(c.atoms.begin(), c.atoms.end(),
                               out.atoms + (p * L + j) * k_max);
+                    if (rrt) {  // the norm at the path's end, repeated past it
+                        double* pn = out.path_norms + (p * L + j) * kp1;
+                        std::fill(pn + out.n_iter[p], pn + kp1, out.resid[p * L + j]);
+                    }
                 }
             }
         }

@@ -12,19 +12,23 @@ module gives them the thresholds (:func:`rrt_tables`).
 
 Method
 ------
-1. **Greedy path.**  The decoder runs ``K = min(M - 1, N)`` steps and reports
-   its atoms in selection order.  (Decoders with one support per channel, such
-   as LSTM-CS, whose steps cost more, first run ``ceil(M / 2)`` steps; only
+1. **Greedy path.** The decoder runs ``K = min(M - 1, N)`` steps and reports
+   its atoms in selection order. (Learned decoders with one support per
+   channel, whose steps cost more, first run ``ceil(M / 2)`` steps; only
    problems whose signal reaches into the last third of that path, step 2, run
-   again to the full length.)  The residual norm after every prefix of the path comes
-   from least squares along it in the compiled kernel (progressive Cholesky
-   factorization of the selected columns' Gram matrix, one per problem for a
-   shared support, one per channel otherwise: the explicit residual at the end
-   plus the tail of the path's coordinates, sums of squares without
-   cancellation); the prefix least-squares fits are exactly the decoder's (up
-   to rounding), because a greedy decoder stopped by ``tol`` is the same path
-   cut short.  OMP and SOMP need no such refit: their kernel has these
-   coordinates already.
+   again to the full length. LSTM-CS and BLSTM-CS instead end each problem's
+   path inside their compiled kernel once the test of step 2 has taken a step
+   for signal and a few steps in a row showed nothing signal-like, and report
+   the channel residual norms of their own least squares after every step: one
+   decode, no refit, see :mod:`cscore.decoders.path_stop`.) The residual norm
+   after every prefix of the path comes from least squares along it in the
+   compiled kernel (progressive Cholesky factorization of the selected columns'
+   Gram matrix, one per problem for a shared support, one per channel
+   otherwise: the explicit residual at the end plus the tail of the path's
+   coordinates, sums of squares without cancellation); the prefix least-squares
+   fits are exactly the decoder's (up to rounding), because a greedy decoder
+   stopped by ``tol`` is the same path cut short. OMP and SOMP need no such
+   refit: their kernel has these coordinates already.
 2. **Where the signal ends: residual ratio thresholding** (RRT, Kallummil &
    Kalyani 2018).  With ``E_k`` the squared residual (summed over the L
    channels) after ``k`` steps, the ratio ``RR(k) = sqrt(E_k / E_{k-1})`` drops
@@ -322,7 +326,6 @@ def auto_stop(
     Y = np.asarray(Y, dtype=np.float64)
     atoms = np.asarray(atoms, dtype=np.int64)
     P, M, L = Y.shape
-    N = A.shape[1]
     joint = atoms.ndim == 2
     K = atoms.shape[-1]
     if joint:  # one path per problem, shared by its channels
@@ -333,9 +336,34 @@ def auto_stop(
     res2_p = np.maximum(res2, 0.0).reshape(P, L, K + 1)
     E = res2_p.sum(axis=1)  # (P, K+1) squared Frobenius residual
     total = np.sqrt(res2_p).sum(axis=1)  # (P, K+1) summed channel norms
+    return _cut(A, Yi, ai, E, total, None, L, joint, alpha, max_atoms)
+
+
+def _cut(
+    A: np.ndarray,
+    Yi: np.ndarray,
+    ai: np.ndarray,
+    E: np.ndarray,
+    total: np.ndarray,
+    scale: np.ndarray | None,
+    L: int,
+    joint: bool,
+    alpha: float,
+    max_atoms: int | None,
+) -> AutoStop:
+    """Steps 2-4 of the method on the paths ``ai`` of the items ``Yi`` (see :func:`auto_stop`).
+
+    ``E`` (P, K+1) are the squared residuals after every prefix (divided by
+    ``scale**2``, per problem, when ``scale`` is given), ``total`` the summed
+    channel residual norms.
+    """
+    M, N = A.shape
+    P, K = E.shape[0], ai.shape[-1]
     n_sig = _rrt(E, M, N, L, K, alpha, joint)
     dof = L * np.maximum(M - n_sig, 1)
     sigma = np.sqrt(E[np.arange(P), n_sig] / dof)
+    if scale is not None:
+        sigma = sigma * scale
     tol = L * sigma * np.sqrt(M * L)
 
     # The paper's rule on the estimate: first step with total <= tol.
@@ -462,6 +490,13 @@ def auto_decode_mmv(
 
     st = _two_stage(sub, A, Y3, n_nonzero, alpha, short_first=not joint)
     dtype = dtypes[0] if dtypes else np.result_type(Y.dtype, np.float32)
+    return _mmv_result(st, single, dtype, joint, return_result)
+
+
+def _mmv_result(
+    st: AutoStop, single: bool, dtype: Any, joint: bool, return_result: bool
+) -> np.ndarray | DecodeResult:
+    """The array, or the DecodeResult, of an MMV decode stopped by ``st``."""
     x = st.x.astype(dtype, copy=False)
     if not return_result:
         return x[0] if single else x

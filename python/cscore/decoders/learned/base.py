@@ -29,6 +29,7 @@ from ..._validation import (
 )
 from ...problem import ProblemSpec
 from ...result import STOP_REASONS, DecodeResult
+from ..path_stop import auto_decode_path_stop
 from ..stopping import auto_decode_mmv, is_auto
 
 __all__ = ["GreedyModel", "GreedyOutput", "LearnedModel", "greedy_result"]
@@ -160,6 +161,18 @@ class GreedyModel(LearnedModel):
     #: One support shared by all channels (SOMP-like) instead of one per channel.
     JOINT: ClassVar[bool] = False
 
+    #: :meth:`_run_path` ends each problem's path itself under ``tol="auto"``
+    #: (:func:`cscore.decoders.path_stop.auto_decode_path_stop`); otherwise the
+    #: rule decodes through :meth:`_run` (:func:`~cscore.decoders.stopping.auto_decode_mmv`).
+    PATH_STOP: ClassVar[bool] = False
+
+    def _run_path(
+        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int], **options: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``tol="auto"``'s path of a checked batch ``Y`` (B, M, L) float64 when
+        :attr:`PATH_STOP`: atoms (B, L, K) and channel residual norms (B, L, K + 1)."""
+        raise NotImplementedError
+
     def _run(
         self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, **options: Any
     ) -> GreedyOutput:
@@ -182,6 +195,11 @@ class GreedyModel(LearnedModel):
         Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))
         if is_auto(tol):
             self._check_batch(Y[None] if Y.ndim == 2 else Y)
+            if self.PATH_STOP:
+                return auto_decode_path_stop(
+                    lambda Y3, K, rule: self._run_path(Y3, K, rule, **options),
+                    self._A, Y, n_nonzero=n_nonzero, return_result=return_result,
+                )  # fmt: skip
             return auto_decode_mmv(
                 lambda Y_, k: self._decode(Y_, k, None, True, **options),
                 self._A, Y, n_nonzero=n_nonzero, return_result=return_result, joint=self.JOINT,

@@ -346,7 +346,9 @@ class LSTMCS(GreedyModel):
             ``<= tol`` (checked before each greedy iteration).  ``tol="auto"``
             estimates each problem's noise level from the measurements
             (residual ratio thresholding on the decoder's own greedy path, see
-            :mod:`cscore.decoders.stopping`) and uses the paper's threshold with it,
+            :mod:`cscore.decoders.stopping`; the path of each problem ends inside
+            the compiled kernel, :mod:`cscore.decoders.path_stop`) and uses the
+            paper's threshold with it,
             ``L * sigma_hat * sqrt(M L)``; ``extra["sigma_hat"]`` reports it.
         exclude_selected : bool, default True
             Take the argmax over atoms not yet in the channel's support.  With
@@ -439,9 +441,26 @@ class LSTMCS(GreedyModel):
         out = beam_result(self.weights, self._A, Yf, res, beam)
         return out if return_result else out.x
 
+    PATH_STOP: ClassVar[bool] = True
+
     def _run(
         self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, **options: Any
     ) -> GreedyOutput:
+        S, atoms, resid, n_iter, stop = self._kernel_call(Y, k_max, tol, k_from_user, None,
+                                                          options)  # fmt: skip
+        return S, atoms, resid, n_iter, stop
+
+    def _run_path(
+        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int], **options: Any
+    ) -> tuple[np.ndarray, np.ndarray]:
+        out = self._kernel_call(Y, K, -1.0, True, rule, options)
+        return out[1], out[5]
+
+    def _kernel_call(
+        self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, rule: Any,
+        options: dict[str, Any],
+    ) -> tuple[np.ndarray, ...]:
+        """The compiled decode (``rule``: the ``tol="auto"`` path end, or None)."""
         exclude = check_bool("exclude_selected", options["exclude_selected"])
         threads = resolve_threads(options["n_threads"])
         wdt = options["weights_dtype"]
@@ -449,10 +468,11 @@ class LSTMCS(GreedyModel):
             raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, got {wdt!r}")
         prep = self._prep(options["_lstm_dtype"], wdt)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
+        extra = {} if rule is None else {"rrt": rule}
         with single_threaded_blas():
-            S, atoms, resid, n_iter, stop = fn(
+            out = fn(
                 *prep.args(), self._At, self._norms, Y, k_max, tol, exclude, k_from_user,
-                threads, options["_chunk"], **prep.panels,
+                threads, options["_chunk"], **prep.panels, **extra,
             )  # fmt: skip
-        return S, atoms, resid, n_iter, stop
+        return tuple(out)
 

@@ -1,0 +1,126 @@
+"""``tol="auto"`` for greedy decoders whose compiled path ends by itself (LSTM-CS).
+
+The method is :mod:`cscore.decoders.stopping`'s (residual ratio thresholding on
+the decoder's own greedy path, the noise estimate, the paper's rule on it).  A
+learned decoder's steps are costly, and the test needs the path past the
+signal, so LSTM-CS and BLSTM-CS do not run a fixed path: their compiled kernel
+(``lstm::PathStop`` in ``cpp/include/cscore/lstm.hpp``) ends each problem's path
+once the test has taken a step for signal (a residual ratio below
+``Gamma(k)``) and :data:`PATIENCE` steps in a row showed nothing signal-like (no
+ratio below the same union-bound threshold at the much looser level
+:data:`RESET_ALPHA`).  A signal step after that point is rare (the steps the
+test takes for signal come in bursts), so the cut is almost always the one the
+full path would give.  The kernel reports the channel residual norms of its own
+least squares after every step, so the cut needs no refit of the path and no
+second decode.  Each problem's path depends on its own numbers only (batch and
+thread independent).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .._validation import check_positive_int
+from ..result import DecodeResult
+from .stopping import ALPHA, _cut, _mmv_result, path_length, rrt_thresholds
+
+__all__ = ["PATIENCE", "RESET_ALPHA", "auto_decode_path_stop", "path_stop_rule"]
+
+#: LSTM-CS's path ends by itself (``lstm::PathStop``), per problem, once the
+#: residual-ratio test has taken a step for signal and PATIENCE steps in a row
+#: looked like noise: none below the test's threshold at the looser level
+#: RESET_ALPHA (rather than ALPHA).  Chosen on MNIST validation digits (images
+#: 5400-5999; benchmarks/results/lstm_auto.md): NMSE within 1.2x of the oracle
+#: rule's at about 1.3x its steps.
+PATIENCE = 3
+RESET_ALPHA = 1e7
+
+
+def path_stop_rule(
+    M: int, N: int, L: int, K: int, alpha: float = ALPHA
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """What a compiled greedy path needs to end by itself under ``tol="auto"``.
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels (one atom per channel and step).
+    K : int
+        Longest path.
+    alpha : float
+        False-alarm level of the residual-ratio test.
+
+    Returns
+    -------
+    gamma2, reset2 : ndarray (K,)
+        The test's squared thresholds, and the looser ones (level
+        :data:`RESET_ALPHA`) of a signal-like step.
+    patience : int
+        :data:`PATIENCE`.
+    """
+    gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=False) ** 2
+    reset2 = rrt_thresholds(M, N, L, K, RESET_ALPHA, joint=False) ** 2
+    return np.ascontiguousarray(gamma2), np.ascontiguousarray(reset2), PATIENCE
+
+
+def auto_decode_path_stop(
+    run_path: Callable[[np.ndarray, int, tuple[np.ndarray, np.ndarray, int]], Any],
+    A: Any,
+    Y: np.ndarray,
+    *,
+    n_nonzero: int | None = None,
+    return_result: bool = False,
+    alpha: float = ALPHA,
+) -> np.ndarray | DecodeResult:
+    """``tol="auto"`` for a decoder whose compiled path ends by itself (LSTM-CS).
+
+    One decode: every problem's path (one support per channel) runs until
+    :func:`path_stop_rule` ends it, at most ``min(M - 1, N)`` steps, and reports
+    its channel residual norms after every step; the method of the module
+    docstring then cuts it (no refit of the path, no second decode).
+
+    Parameters
+    ----------
+    run_path : callable
+        ``run_path(Y3, K, rule)`` decodes ``Y3`` (B, M, L) float64 for at most
+        ``K`` steps with the path-end rule ``rule`` (:func:`path_stop_rule`) and
+        returns ``(atoms, norms)``: the atoms (B, L, K), -1 padded, and the
+        channel residual norms after every step (B, L, K + 1), the last repeated
+        past the path's end.
+    A : array_like (M, N)
+        The sensing matrix the decoder uses.
+    Y : ndarray (M, L) or (B, M, L)
+        Measurements, checked, in float32 or float64 (the output's dtype).
+    n_nonzero : int, optional
+        Also stop at this many steps.
+    return_result : bool, default False
+        Return a :class:`cscore.DecodeResult` (``extra`` adds ``sigma_hat``,
+        ``tol_auto`` and ``n_signal``, per problem).
+    alpha : float, default 0.1
+        False-alarm level of the residual-ratio test.
+
+    Returns
+    -------
+    ndarray (N, L) or (B, N, L), or DecodeResult
+        In ``Y``'s dtype.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    M, N = A.shape
+    if n_nonzero is not None:
+        n_nonzero = check_positive_int(
+            "n_nonzero", n_nonzero, upper=min(M, N), upper_desc=f"min(M, N) for A of shape {(M, N)}"
+        )
+    single = Y.ndim == 2
+    Y3 = np.ascontiguousarray(Y[None] if single else Y, dtype=np.float64)
+    P, _, L = Y3.shape
+    K = path_length(M, N)
+    atoms, norms = run_path(Y3, K, path_stop_rule(M, N, L, K, alpha))
+    scale = norms[:, :, 0].max(axis=1) if P else np.zeros(0)
+    scale = np.where(scale > 0, scale, 1.0)
+    E = ((norms / scale[:, None, None]) ** 2).sum(axis=1)
+    Yi = Y3.transpose(0, 2, 1).reshape(P * L, M, 1)
+    st = _cut(A, Yi, atoms.reshape(P * L, K), E, norms.sum(axis=1), scale, L, False, alpha,
+              n_nonzero)  # fmt: skip
+    return _mmv_result(st, single, Y.dtype, False, return_result)
