@@ -74,6 +74,7 @@ def _lstm_decode_f32(
     n_threads: int,
     chunk: int = 64,
     panels: tuple[Any, Any] | None = None,
+    rrt: tuple[Any, Any, int] | None = None,
 ) -> tuple[Any, Any, Any, Any, Any]: ...
 def _lstm_decode_f64(
     WR: Any,
@@ -90,6 +91,7 @@ def _lstm_decode_f64(
     k_from_user: bool,
     n_threads: int,
     chunk: int = 64,
+    rrt: tuple[Any, Any, int] | None = None,
 ) -> tuple[Any, Any, Any, Any, Any]: ...
 def esn_forward(
     A: Any,
