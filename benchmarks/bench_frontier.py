@@ -125,6 +125,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float
     tol = expected_noise_tol(M, L, args.sigma)
     problems, to_images, n, what = problem_sets(args)
     rows, secs, n_prob = [], dict.fromkeys(runs, 0.0), 0
+    per_k: dict[int, dict[str, float]] = {}  # ms / problem of each decode, per k
     for k in args.ks:
         S = problems(k)
         Y, _ = measure(A, S, args.sigma, seed=args.seed + k)
@@ -133,6 +134,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float
             t0 = time.perf_counter()
             S_hat = decode(model, Y, tol, **kw)
             secs[name] += time.perf_counter() - t0
+            per_k.setdefault(k, {})[name] = 1e3 * (time.perf_counter() - t0) / S.shape[0]
             row[name] = float(np.mean(nmse_per_item(to_images(S_hat), to_images(S))))
         for b in args.baselines:
             S_hat = run_decoder(b, A, Y, tol=tol) if b == "somp" else run_decoder(b, A, Y)
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float
         rows.append(row)
         print(" ".join(f"{c}={v:.4f}" if isinstance(v, float) else f"{c}={v}"
                        for c, v in row.items()), flush=True)
+    args.per_k_ms = per_k
     return rows, {m: 1e3 * s / n_prob for m, s in secs.items()}, f"{what}, {n} image groups"
 
 
@@ -157,6 +160,13 @@ def markdown(args: argparse.Namespace, rows: list[dict[str, Any]], ms: dict[str,
         lines.append(f"| {r['k']} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |")
     lines += ["", "| model | ms / problem (1 thread) |", "|---|---|"]
     lines += [f"| {m} | {v:.2f} |" for m, v in ms.items()]
+    per_k = getattr(args, "per_k_ms", {})
+    if per_k:
+        names = list(ms)
+        lines += ["", "| k | " + " | ".join(f"{m} ms" for m in names) + " |",
+                  "|---" * (len(names) + 1) + "|"]
+        lines += [f"| {k} | " + " | ".join(f"{v[m]:.2f}" for m in names) + " |"
+                  for k, v in per_k.items()]
     return "\n".join(lines)
 
 

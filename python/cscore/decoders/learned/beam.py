@@ -170,59 +170,111 @@ def _search(
     limit: int,
     opts: BeamOptions,
 ) -> list[int] | None:
-    """Beam search of channel ``j``; the first support with residual <= tol, or None."""
-    M = y.size
+    """Beam search of channel ``j`` alone (see :func:`_search_channels`)."""
     AT = np.ascontiguousarray(A.T)
     col2 = np.einsum("ij,ij->i", AT, AT)
-    supp = np.zeros((1, 0), dtype=np.int64)  # (h, s) supports in selection order
-    masks = [0]  # the same supports as sets (bit a = atom a), to skip duplicates
-    Q = np.zeros((1, M, 0))  # (h, M, s) orthonormal bases
-    R = y[None].copy()  # (h, M) residuals
-    for t in range(limit):
-        g_ctx, c_ctx = ctx.at(j, t)
-        x = normalize_maxabs(R).astype(np.float32)
-        v, _ = net.cell(x @ net.WT + g_ctx, np.broadcast_to(c_ctx, (R.shape[0], net.H)))
+    return _search_channels(net, AT, col2, {j: y}, ctx, tol, {j: limit}, opts)[j]
+
+
+@dataclass
+class _Beam:
+    """One channel's partial supports: the search state."""
+
+    supp: np.ndarray  # (h, s) atoms in selection order
+    masks: list[int]  # the same supports as sets (bit a = atom a), to skip duplicates
+    Q: np.ndarray  # (h, M, s) orthonormal bases of the supports' columns
+    R: np.ndarray  # (h, M) residuals
+
+
+def _search_channels(
+    net: _Net,
+    AT: np.ndarray,
+    col2: np.ndarray,
+    ys: dict[int, np.ndarray],
+    ctx: _Contexts,
+    tol: float,
+    limits: dict[int, int],
+    opts: BeamOptions,
+) -> dict[int, list[int] | None]:
+    """Beam searches of one problem's channels ``ys`` (channel -> y), stepped together.
+
+    Every partial support of every channel has ``t`` atoms at step ``t``, so the
+    channels' LSTM steps and candidate fits run as one stack of rows.  Returns,
+    per channel, the first support whose residual norm is
+    ``<= tol * sqrt((M - s) / M)`` (s atoms), or None.
+    """
+    M = AT.shape[1]
+    C = opts.candidates
+    beams = {j: _Beam(np.zeros((1, 0), dtype=np.int64), [0], np.zeros((1, M, 0)),
+                      np.asarray(y, dtype=np.float64)[None].copy()) for j, y in ys.items()}
+    out: dict[int, list[int] | None] = dict.fromkeys(ys)
+    for t in range(max(limits.values(), default=0)):
+        act = [j for j in beams if t < limits[j]]
+        if not act:
+            break
+        sizes = [beams[j].R.shape[0] for j in act]
+        R = np.concatenate([beams[j].R for j in act])
+        Q = np.concatenate([beams[j].Q for j in act])
+        supp = np.concatenate([beams[j].supp for j in act])
+        states = [ctx.at(j, t) for j in act]
+        g_ctx = np.repeat(np.stack([g for g, _ in states]), sizes, axis=0)
+        c_ctx = np.repeat(np.stack([c for _, c in states]), sizes, axis=0)
+        v, _ = net.cell(normalize_maxabs(R).astype(np.float32) @ net.WT + g_ctx, c_ctx)
         z = v @ net.UT + net.c_out
         np.put_along_axis(z, supp, -np.inf, axis=1)
-        cand = np.argpartition(-z, opts.candidates - 1, axis=1)[:, : opts.candidates]
-        Ac = AT[cand]  # (h, C, M)
+        cand = np.argpartition(-z, C - 1, axis=1)[:, :C]
+        Ac = AT[cand]  # (rows, C, M)
         for _ in range(2):  # project the basis out twice (stable Gram-Schmidt)
             Ac = Ac - np.einsum("hms,hcs->hcm", Q, np.einsum("hms,hcm->hcs", Q, Ac))
         pn2 = np.einsum("hcm,hcm->hc", Ac, Ac)
         ok = pn2 > 1e-10 * col2[cand]
         gain = np.divide(np.einsum("hcm,hm->hc", Ac, R) ** 2, pn2, out=np.zeros_like(pn2),
                          where=ok)
-        e = np.einsum("hm,hm->h", R, R)[:, None] - gain
-        e[~ok] = np.inf
-        order = np.argsort(e, axis=None, kind="stable").tolist()
-        finite = np.isfinite(e).ravel().tolist()
+        e = np.where(ok, np.einsum("hm,hm->h", R, R)[:, None] - gain, np.inf)
         flat_cand = cand.ravel().tolist()
-        keep: list[tuple[int, int]] = []
-        seen: set[int] = set()
-        for flat in order:
-            if not finite[flat]:
+        # explained: noise alone after t + 1 atoms leaves about sigma sqrt(M - t - 1)
+        thr = tol * np.sqrt((M - t - 1) / M)
+        first = 0
+        for j, h_j in zip(act, sizes):
+            keep = _best_children(e[first : first + h_j], flat_cand[first * C : (first + h_j) * C],
+                                  beams[j].masks, C, opts.width)
+            if not keep:
+                del beams[j]
+                first += h_j
+                continue
+            hs = np.array([first + h for h, _ in keep])
+            cs = np.array([c for _, c in keep])
+            q = Ac[hs, cs] / np.sqrt(pn2[hs, cs])[:, None]
+            b = beams[j]
+            b.masks = [b.masks[h] | (1 << flat_cand[(first + h) * C + c]) for h, c in keep]
+            b.R = R[hs] - q * np.einsum("hm,hm->h", q, R[hs])[:, None]
+            b.Q = np.concatenate([Q[hs], q[:, :, None]], axis=2)
+            b.supp = np.concatenate([supp[hs], cand[hs, cs][:, None]], axis=1)
+            if np.linalg.norm(b.R[0]) <= thr:
+                out[j] = [int(a) for a in b.supp[0]]
+                del beams[j]
+            first += h_j
+    return out
+
+
+def _best_children(
+    e: np.ndarray, cand: list[int], masks: list[int], C: int, width: int
+) -> list[tuple[int, int]]:
+    """(parent, candidate) of the ``width`` distinct supports with the smallest ``e``."""
+    keep: list[tuple[int, int]] = []
+    seen: set[int] = set()
+    finite = np.isfinite(e).ravel().tolist()
+    for flat in np.argsort(e, axis=None, kind="stable").tolist():
+        if not finite[flat]:
+            break
+        h, c = divmod(flat, C)
+        key = masks[h] | (1 << cand[flat])
+        if key not in seen:
+            seen.add(key)
+            keep.append((h, c))
+            if len(keep) == width:
                 break
-            h, c = divmod(flat, opts.candidates)
-            key = masks[h] | (1 << flat_cand[flat])
-            if key not in seen:
-                seen.add(key)
-                keep.append((h, c))
-                if len(keep) == opts.width:
-                    break
-        masks = [masks[h] | (1 << flat_cand[h * opts.candidates + c]) for h, c in keep]
-        if not keep:
-            return None
-        hs = np.array([h for h, _ in keep])
-        cs = np.array([c for _, c in keep])
-        q = Ac[hs, cs] / np.sqrt(pn2[hs, cs])[:, None]
-        R = R[hs] - q * np.einsum("hm,hm->h", q, R[hs])[:, None]
-        Q = np.concatenate([Q[hs], q[:, :, None]], axis=2)
-        supp = np.concatenate([supp[hs], cand[hs, cs][:, None]], axis=1)
-        # explained: the residual of noise alone after t + 1 atoms has norm about
-        # sigma sqrt(M - t - 1), so the tolerance shrinks with the support
-        if np.linalg.norm(R[0]) <= tol * np.sqrt((M - t - 1) / M):
-            return [int(a) for a in supp[0]]
-    return None
+    return keep
 
 
 def rescue_channels(
@@ -262,13 +314,16 @@ def rescue_channels(
     resid = np.linalg.norm(Y - np.einsum("mn,bnl->bml", A, S), axis=1)  # (B, L)
     rescued = np.zeros((B, L), dtype=bool)
     found: dict[tuple[int, int], list[int]] = {}
+    AT = np.ascontiguousarray(A.T)
+    col2 = np.einsum("ij,ij->i", AT, AT)
     for b in np.flatnonzero((resid > opts.channel_tol[:, None]).any(axis=1)):
         tol = float(opts.channel_tol[b])
         paths = [[int(a) for a in atoms[b, j] if a >= 0] for j in range(L)]
-        ctx = _Contexts(net, A, Y[b], paths)
-        for j in np.flatnonzero(resid[b] > tol):
-            limit = min(cap - 1, len(paths[j]) + EXTRA_ATOMS)
-            supp = _search(net, A, Y[b, :, j], ctx, int(j), tol, limit, opts)
+        bad = [int(j) for j in np.flatnonzero(resid[b] > tol)]
+        limits = {j: min(cap - 1, len(paths[j]) + EXTRA_ATOMS) for j in bad}
+        found_b = _search_channels(net, AT, col2, {j: Y[b, :, j] for j in bad},
+                                   _Contexts(net, A, Y[b], paths), tol, limits, opts)
+        for j, supp in found_b.items():
             if supp is None:
                 continue
             coef = np.linalg.lstsq(A[:, supp], Y[b, :, j], rcond=None)[0]
