@@ -79,7 +79,7 @@ def main() -> None:
     images, labels = load_mnist(args.data_dir / "images-idx3-ubyte.gz",
                                 args.data_dir / "labels-idx1-ubyte.gz")  # fmt: skip
     tuples = mnist_tuples(labels, np.arange(5400, 6000))
-    gamma2, _, _ = path_stop_rule(M, N, L, K)
+    gamma2, *_ = path_stop_rule(M, N, L, K)
     combos = list(itertools.product(args.patience, args.reset_alpha))
     steps = {c: [0, 0] for c in combos}
     ratios: dict[tuple[int, float], list[float]] = {c: [] for c in combos}

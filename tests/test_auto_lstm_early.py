@@ -36,18 +36,22 @@ def _problems(model, rng, B=40, sigma=0.01):
     return np.einsum("mn,bnl->bml", A, S) + sigma * rng.standard_normal((B, 72, 4))
 
 
-def _ends(norms, gamma2, reset2, patience):
+def _ends(norms, gamma2, reset2, patience, check=0, check_last=0):
     """Where the rule of lstm::PathStop ends each full path (NumPy re-implementation)."""
     scale = norms[:, :, 0].max(axis=1)
     E = ((norms / scale[:, None, None]) ** 2).sum(axis=1)
     K = norms.shape[2] - 1
     out = np.full(len(E), K)
     for b in range(len(E)):
-        signal, last = False, 0
+        signal, last, last_signal = False, 0, 0
         for s in range(1, K + 1):
             rr2 = E[b, s] / E[b, s - 1] if E[b, s - 1] > 0 else 1.0
-            signal |= rr2 < gamma2[s - 1]
+            if rr2 < gamma2[s - 1]:
+                signal, last_signal = True, s
             last = s if rr2 < reset2[s - 1] else last
+            if check and s == check and last_signal <= check_last:
+                out[b] = s
+                break
             if signal and s - last >= patience:
                 out[b] = s
                 break
@@ -57,8 +61,9 @@ def _ends(norms, gamma2, reset2, patience):
 def test_path_ends_where_the_rule_says_and_is_a_prefix_of_the_full_path(model, rng):
     Y = _problems(model, rng)
     K = path_length(72, 144)
-    gamma2, reset2, patience = path_stop_rule(72, 144, 4, K)
-    never = (gamma2, reset2, K + 1)  # patience past the path: the full path
+    gamma2, reset2, patience, check, check_last = path_stop_rule(72, 144, 4, K)
+    assert (check, check_last) == (36, 24)  # ceil(M/2) and its first two thirds
+    never = (gamma2, reset2, K + 1)  # patience past the path, no check: the full path
     atoms_full, norms_full = model._run_path(Y, K, never, **OPTIONS)
     atoms, norms = model._run_path(Y, K, (gamma2, reset2, patience), **OPTIONS)
     ends = _ends(norms_full, gamma2, reset2, patience)
@@ -69,6 +74,11 @@ def test_path_ends_where_the_rule_says_and_is_a_prefix_of_the_full_path(model, r
         np.testing.assert_array_equal(norms[b, :, : end + 1], norms_full[b, :, : end + 1])
         np.testing.assert_array_equal(norms[b, :, end:], np.repeat(norms_full[b, :, end:end + 1],
                                                                    K + 1 - end, axis=1))
+    # with the check step: the same prefixes, ended where the NumPy rule says
+    atoms_c, _ = model._run_path(Y, K, (gamma2, reset2, patience, check, check_last), **OPTIONS)
+    ends_c = _ends(norms_full, gamma2, reset2, patience, check, check_last)
+    assert np.all(ends_c <= np.maximum(ends, 0)) and np.any(ends_c <= check)
+    np.testing.assert_array_equal((atoms_c[:, 0] >= 0).sum(axis=1), ends_c)
     # the norms are the residuals of the decoder's own least squares
     res = model.decode(Y[:3], n_nonzero=7, return_result=True)
     np.testing.assert_allclose(norms_full[:3, :, 7], res.residual_norm, rtol=1e-12)
@@ -78,9 +88,9 @@ def test_auto_cut_equals_the_test_on_the_full_path(model, rng):
     """Where no signal step lies past the path's end, the cut is the full path's."""
     Y = _problems(model, rng, sigma=0.02)
     K = path_length(72, 144)
-    gamma2, reset2, patience = path_stop_rule(72, 144, 4, K)
+    gamma2, reset2, patience, check, check_last = path_stop_rule(72, 144, 4, K)
     _, norms_full = model._run_path(Y, K, (gamma2, reset2, K + 1), **OPTIONS)
-    ends = _ends(norms_full, gamma2, reset2, patience)
+    ends = _ends(norms_full, gamma2, reset2, patience, check, check_last)
     scale = norms_full[:, :, 0].max(axis=1)
     E = ((norms_full / scale[:, None, None]) ** 2).sum(axis=1)
     n_sig_full = stopping._rrt(E, 72, 144, 4, K, stopping.ALPHA, False)
@@ -136,11 +146,15 @@ def test_auto_edge_cases(model, rng):
 
 def test_rule_arguments_are_checked(model, rng):
     Y = _problems(model, rng, B=2)
-    g, r, _ = path_stop_rule(72, 144, 4, 71)
+    g, r, *_ = path_stop_rule(72, 144, 4, 71)
     with pytest.raises(ValueError, match="rrt gamma2"):
         model._run_path(Y, 71, (g[:5], r, 3), **OPTIONS)
     with pytest.raises(ValueError, match="patience"):
         model._run_path(Y, 71, (g, r, 0), **OPTIONS)
+    with pytest.raises(ValueError, match="check"):
+        model._run_path(Y, 71, (g, r, 3, -1, 0), **OPTIONS)
+    with pytest.raises(ValueError, match="rrt must be"):
+        model._run_path(Y, 71, (g, r, 3, 5), **OPTIONS)
 
 
 def test_blstm_shares_the_kernel_path_end(rng):

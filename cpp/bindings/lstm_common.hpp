@@ -90,9 +90,11 @@ py::array_t<T> run_logits(const carr<T>& X, py::ssize_t N, Kernel&& kernel) {
     return out;
 }
 
-// The tol="auto" path ends (lstm::PathStop): `rrt` is None or a triple
-// (gamma2, reset2, patience), two float64 arrays of k_max thresholds and an int
-// >= 1; they are kept in `keep` for the call.
+// The tol="auto" path ends (lstm::PathStop): `rrt` is None or a tuple
+// (gamma2, reset2, patience[, check, check_last]), two float64 arrays of k_max
+// thresholds, an int >= 1 and an optional check step >= 0 (0: none) with the
+// latest step taken for signal that still ends the path there; the arrays are
+// kept in `keep` for the call.
 struct RrtHolder {
     carr<double> gamma2, reset2;
 };
@@ -100,7 +102,8 @@ struct RrtHolder {
 inline bool attach_rrt(lstm::DecodeOptions& opt, const py::object& rrt, RrtHolder& keep) {
     if (rrt.is_none()) return false;
     const py::tuple t = rrt.cast<py::tuple>();
-    if (t.size() != 3) throw std::invalid_argument("rrt must be (gamma2, reset2, patience)");
+    if (t.size() != 3 && t.size() != 5)
+        throw std::invalid_argument("rrt must be (gamma2, reset2, patience[, check, check_last])");
     keep.gamma2 = carr<double>::ensure(t[0]);
     keep.reset2 = carr<double>::ensure(t[1]);
     if (!keep.gamma2 || !keep.reset2) throw std::invalid_argument("rrt: arrays expected");
@@ -108,6 +111,9 @@ inline bool attach_rrt(lstm::DecodeOptions& opt, const py::object& rrt, RrtHolde
     expect_shape("rrt reset2", keep.reset2, {static_cast<py::ssize_t>(opt.k_max)});
     opt.rrt_patience = t[2].cast<int>();
     if (opt.rrt_patience < 1) throw std::invalid_argument("rrt patience must be >= 1");
+    opt.rrt_check = t.size() == 5 ? t[3].cast<int>() : 0;
+    opt.rrt_check_last = t.size() == 5 ? t[4].cast<int>() : 0;
+    if (opt.rrt_check < 0) throw std::invalid_argument("rrt check must be >= 0");
     opt.rrt_gamma2 = keep.gamma2.data();
     opt.rrt_reset2 = keep.reset2.data();
     return true;

@@ -1100,6 +1100,8 @@ struct DecodeOptions {
     const double* rrt_reset2 = nullptr;  // (k_max) looser thresholds: a step below one is
                                          // still signal-like and restarts the patience
     int rrt_patience = 0;                // steps without such a step that end the path
+    int rrt_check = 0;                   // > 0: at this step, a path ends when its last
+    int rrt_check_last = 0;              // step taken for signal is <= rrt_check_last
 };
 
 // Outputs, row-major, for B problems.
@@ -1125,6 +1127,7 @@ struct PathStop {
     double scale = 0.0;   // largest channel norm of y
     double prev = 0.0;    // E_{s-1}
     int last = 0;         // last signal-like step
+    int last_signal = 0;  // last step the test took for signal
     bool signal = false;  // the test took a step for signal
 
     // Channel norms `nrm` (L) after step s; true when the path ends here.
@@ -1142,13 +1145,21 @@ struct PathStop {
         if (s == 0) {
             prev = e;
             last = 0;
+            last_signal = 0;
             signal = false;
             return !(scale > 0.0);
         }
         const double rr2 = prev > 0.0 ? e / prev : 1.0;
         prev = e;
-        if (rr2 < opt.rrt_gamma2[s - 1]) signal = true;
+        if (rr2 < opt.rrt_gamma2[s - 1]) {
+            signal = true;
+            last_signal = s;
+        }
         if (rr2 < opt.rrt_reset2[s - 1]) last = s;
+        // the check step: a signal that ended in the path's first two thirds is
+        // not followed further (the bound of the two-stage rule, stopping.py)
+        if (opt.rrt_check > 0 && s == opt.rrt_check && last_signal <= opt.rrt_check_last)
+            return true;
         return signal && s - last >= opt.rrt_patience;
     }
 };

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._validation import check_positive_int
 from ..result import DecodeResult
-from .stopping import ALPHA, _cut, _mmv_result, path_length, rrt_thresholds
+from .stopping import ALPHA, REDO_FRACTION, _cut, _mmv_result, path_length, rrt_thresholds
 
 __all__ = ["PATIENCE", "RESET_ALPHA", "auto_decode_path_stop", "path_stop_rule"]
 
@@ -39,8 +39,8 @@ RESET_ALPHA = 1e7
 
 
 def path_stop_rule(
-    M: int, N: int, L: int, K: int, alpha: float = ALPHA
-) -> tuple[np.ndarray, np.ndarray, int]:
+    M: int, N: int, L: int, K: int, alpha: float = ALPHA, n_nonzero: int | None = None
+) -> tuple[np.ndarray, np.ndarray, int, int, int]:
     """What a compiled greedy path needs to end by itself under ``tol="auto"``.
 
     Parameters
@@ -51,6 +51,8 @@ def path_stop_rule(
         Longest path.
     alpha : float
         False-alarm level of the residual-ratio test.
+    n_nonzero : int, optional
+        The caller's cap on atoms (the check step is at least this).
 
     Returns
     -------
@@ -59,14 +61,26 @@ def path_stop_rule(
         :data:`RESET_ALPHA`) of a signal-like step.
     patience : int
         :data:`PATIENCE`.
+    check, check_last : int
+        At step ``check = ceil(M / 2)`` a path ends when the last step the test
+        took for signal is at most ``check_last`` (its first two thirds): the
+        bound of the two-stage rule of :mod:`cscore.decoders.stopping`, so that
+        no path runs longer than that rule's (0, 0 when the path is that short).
     """
     gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=False) ** 2
     reset2 = rrt_thresholds(M, N, L, K, RESET_ALPHA, joint=False) ** 2
-    return np.ascontiguousarray(gamma2), np.ascontiguousarray(reset2), PATIENCE
+    check = min(K, max(1, (M + 1) // 2))
+    if n_nonzero is not None:
+        check = max(check, min(int(n_nonzero), K))
+    check_last = check - max(1, check // REDO_FRACTION)
+    if check >= K:
+        check = check_last = 0
+    return (np.ascontiguousarray(gamma2), np.ascontiguousarray(reset2), PATIENCE, check,
+            check_last)
 
 
 def auto_decode_path_stop(
-    run_path: Callable[[np.ndarray, int, tuple[np.ndarray, np.ndarray, int]], Any],
+    run_path: Callable[[np.ndarray, int, tuple[np.ndarray, np.ndarray, int, int, int]], Any],
     A: Any,
     Y: np.ndarray,
     *,
@@ -85,7 +99,7 @@ def auto_decode_path_stop(
     ----------
     run_path : callable
         ``run_path(Y3, K, rule)`` decodes ``Y3`` (B, M, L) float64 for at most
-        ``K`` steps with the path-end rule ``rule`` (:func:`path_stop_rule`) and
+        ``K`` steps with the path-end rule ``rule`` (:func:`path_stop_rule`'s tuple) and
         returns ``(atoms, norms)``: the atoms (B, L, K), -1 padded, and the
         channel residual norms after every step (B, L, K + 1), the last repeated
         past the path's end.
@@ -116,7 +130,7 @@ def auto_decode_path_stop(
     Y3 = np.ascontiguousarray(Y[None] if single else Y, dtype=np.float64)
     P, _, L = Y3.shape
     K = path_length(M, N)
-    atoms, norms = run_path(Y3, K, path_stop_rule(M, N, L, K, alpha))
+    atoms, norms = run_path(Y3, K, path_stop_rule(M, N, L, K, alpha, n_nonzero))
     scale = norms[:, :, 0].max(axis=1) if P else np.zeros(0)
     scale = np.where(scale > 0, scale, 1.0)
     E = ((norms / scale[:, None, None]) ** 2).sum(axis=1)
