@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -57,6 +58,27 @@
 
 namespace cscore::greedy {
 
+// Storage aligned to 64 bytes (a cache line).  The kernels load 32-byte vectors
+// from the dictionary, its Gram columns and the per-problem arrays; with the
+// default allocator (16-byte alignment) every other such load would straddle two
+// cache lines, which costs a second load.  Placement only: no result changes.
+template <class T>
+struct LineAllocator {
+    using value_type = T;
+    static constexpr std::align_val_t kAlign{64};
+    LineAllocator() = default;
+    template <class U>
+    LineAllocator(const LineAllocator<U>&) noexcept {}  // NOLINT: rebinding
+    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+    template <class U>
+    bool operator==(const LineAllocator<U>&) const noexcept { return true; }
+    template <class U>
+    bool operator!=(const LineAllocator<U>&) const noexcept { return false; }
+};
+template <class T>
+using LineVector = std::vector<T, LineAllocator<T>>;
+
 // A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
 template <class T>
 struct View3 {
@@ -71,11 +93,11 @@ struct View3 {
 template <class T>
 struct Dictionary {
     std::ptrdiff_t M = 0, N = 0;
-    std::vector<T> inv_norm;  // 1 / ||a_j||
-    std::vector<T> An;        // normalized A, row-major M x N
-    std::vector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    LineVector<T> inv_norm;  // 1 / ||a_j||
+    LineVector<T> An;        // normalized A, row-major M x N
+    LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
     bool has_gram = true;     // G stored (else its columns are computed on demand)
-    std::vector<T> G;         // An^T An, N x N symmetric (column j contiguous)
+    LineVector<T> G;         // An^T An, N x N symmetric (column j contiguous)
 
     // A is row-major M x N with row stride lda (elements).  G is stored when
     // store_gram is set and it has at most gram_limit entries.  Throws on a zero
@@ -172,18 +194,18 @@ constexpr std::ptrdiff_t kChunk = 32;
 template <class T>
 struct Workspace {
     std::ptrdiff_t M, N, L, K;
-    std::vector<T> ychunk;  // kChunk x (L x M): the chunk's measurements, channel-major per problem
-    std::vector<T> achunk;  // kChunk x (L x N): the chunk's correlations, channel-major per problem
+    LineVector<T> ychunk;  // kChunk x (L x M): the chunk's measurements, channel-major per problem
+    LineVector<T> achunk;  // kChunk x (L x N): the chunk's correlations, channel-major per problem
     std::vector<int> scale_exp;  // kChunk: power-of-two scale applied to each problem
     T* y = nullptr;         // L x M  measurements of the current problem (in ychunk)
     T* alpha = nullptr;     // L x N  its current correlations (in achunk)
-    std::vector<T> score;   // N
-    std::vector<T> Q;       // N x K, column-major
-    std::vector<T> z;       // K x L
-    std::vector<T> gamma;   // K x L
-    std::vector<T> w;       // K  new row of the Cholesky factor
-    std::vector<T> gcol;    // N  a Gram column computed on demand
-    std::vector<T> r;       // M
+    LineVector<T> score;   // N
+    LineVector<T> Q;       // N x K, column-major
+    LineVector<T> z;       // K x L
+    LineVector<T> gamma;   // K x L
+    LineVector<T> w;       // K  new row of the Cholesky factor
+    LineVector<T> gcol;    // N  a Gram column computed on demand
+    LineVector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
     std::vector<T> res;     // L  explicit residual norms
@@ -347,17 +369,24 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const dou
     return 0;
 }
 
+// |x| lane by lane (a bitwise operation: no multiply unit).
+__attribute__((target("avx2,fma"))) inline __m256d abs_pd(__m256d x) {
+    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+}
+
 // The maximum of the squares a[j]^2, j < n (the OMP scores, finite), from lane
-// maxima m0, m1 over the squares of a[0..vec_end) and the squares of the rest,
-// already in sq_tail[vec_end..n); then the first index holding it (the squares
-// recomputed with the same product, so equality is exact).  The maximum goes to
-// *best.  Same result as argmax_first over the stored scores.
+// maxima m0, m1 of |a[0..vec_end)| (vec_end a multiple of 4; squaring rounds
+// monotonically, so max fl(a_j^2) = fl(max |a_j| ^ 2) exactly) and the squares of
+// the rest, already in sq_tail[vec_end..n); then the first index holding it (the
+// squares recomputed with the same product, so equality is exact).  The maximum
+// goes to *best.  Same result as argmax_first over the stored scores.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t first_max_sq(
     __m256d m0, __m256d m1, const double* a, std::ptrdiff_t vec_end, const double* sq_tail,
     std::ptrdiff_t n, double* best) {
     alignas(32) double v[4];
     _mm256_store_pd(v, _mm256_max_pd(m0, m1));
-    double b = vec_end > 0 ? std::max(std::max(v[0], v[1]), std::max(v[2], v[3])) : sq_tail[0];
+    const double vmax = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+    double b = vec_end > 0 ? vmax * vmax : sq_tail[0];
     for (std::ptrdiff_t j = vec_end; j < n; ++j) b = sq_tail[j] > b ? sq_tail[j] : b;
     *best = b;
     const __m256d vb = _mm256_set1_pd(b);
@@ -380,9 +409,8 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double
     __m256d m0 = _mm256_setzero_pd(), m1 = m0;
     std::ptrdiff_t j = 0;
     for (; j + 8 <= n; j += 8) {
-        const __m256d v0 = _mm256_loadu_pd(a + j), v1 = _mm256_loadu_pd(a + j + 4);
-        m0 = _mm256_max_pd(m0, _mm256_mul_pd(v0, v0));
-        m1 = _mm256_max_pd(m1, _mm256_mul_pd(v1, v1));
+        m0 = _mm256_max_pd(m0, abs_pd(_mm256_loadu_pd(a + j)));
+        m1 = _mm256_max_pd(m1, abs_pd(_mm256_loadu_pd(a + j + 4)));
     }
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) sq_tail[j] = a[j] * a[j];
@@ -413,21 +441,26 @@ __attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t nc
     }
 }
 
-// The rest of an OMP step for the outputs acc (kV vectors from j): q = s * acc
-// (stored), a = a - z q (stored, one fused operation as in update_scores), and
-// a^2 into the running maxima (vectors alternate between m0 and m1).
+// One block of an OMP step, kV vectors from j: acc = g - X w (residual_block),
+// then q = s * acc (stored), a = a - z q (stored, one fused operation as in
+// update_scores), and |a| into the running maxima (vectors alternate between m0
+// and m1).
 template <int kV>
-__attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc, __m256d vs,
-                                                             __m256d vz, double* q, double* a,
-                                                             std::ptrdiff_t j, __m256d& m0,
-                                                             __m256d& m1) {
+__attribute__((target("avx2,fma"))) inline void step_block(std::ptrdiff_t ncols, const double* g,
+                                                           const double* X, std::ptrdiff_t ldx,
+                                                           const double* w, double s, double z,
+                                                           double* q, double* a, std::ptrdiff_t j,
+                                                           __m256d& m0, __m256d& m1) {
+    __m256d acc[kV];
+    residual_block<kV>(ncols, g, X, ldx, w, j, acc);
+    const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
     for (int v = 0; v < kV; ++v) {
         const __m256d qv = _mm256_mul_pd(acc[v], vs);
         _mm256_storeu_pd(q + j + 4 * v, qv);
         const __m256d av = _mm256_fnmadd_pd(vz, qv, _mm256_loadu_pd(a + j + 4 * v));
         _mm256_storeu_pd(a + j + 4 * v, av);
         __m256d& m = (v & 1) ? m1 : m0;
-        m = _mm256_max_pd(m, _mm256_mul_pd(av, av));
+        m = _mm256_max_pd(m, abs_pd(av));
     }
 }
 
@@ -436,27 +469,18 @@ __attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc,
 //     a = a - z q                (exactly as update_scores: one fused operation)
 // and the first index of the largest a[j]^2 (exactly as argmax_first over the
 // scores), returned with that maximum in *best.  q and a are stored; the scores
-// are not (tail entries beyond the last multiple of 8 go to sq_tail).  Outputs
-// go 32 at a time (8 registers), then 16, then 8.
+// are not (tail entries beyond the last multiple of 4 go to sq_tail).  Outputs
+// go 36 at a time (9 registers: enough independent chains to keep both FMA
+// units busy, and N = 144 splits into four such blocks), then 16, 8, 4.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* q, double z, double* a, double* sq_tail, double* best) {
-    const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
     __m256d m0 = _mm256_setzero_pd(), m1 = m0;
-    __m256d acc[8];
     std::ptrdiff_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        residual_block<8>(ncols, g, X, ldx, w, j, acc);
-        finish_block<8>(acc, vs, vz, q, a, j, m0, m1);
-    }
-    for (; j + 16 <= n; j += 16) {
-        residual_block<4>(ncols, g, X, ldx, w, j, acc);
-        finish_block<4>(acc, vs, vz, q, a, j, m0, m1);
-    }
-    for (; j + 8 <= n; j += 8) {
-        residual_block<2>(ncols, g, X, ldx, w, j, acc);
-        finish_block<2>(acc, vs, vz, q, a, j, m0, m1);
-    }
+    for (; j + 36 <= n; j += 36) step_block<9>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 16 <= n; j += 16) step_block<4>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 8 <= n; j += 8) step_block<2>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 4 <= n; j += 4) step_block<1>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) {
         double r = g[j];
@@ -576,6 +600,24 @@ CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdi
     }
 }
 
+// ||r||_2 for r of size M, scaled so that tiny or huge residuals neither
+// underflow nor overflow.
+template <class T>
+CSCORE_FORCE_INLINE T scaled_norm(const T* r, std::ptrdiff_t M) {
+    T amax = T(0);
+    for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
+    T nrm = T(0);
+    if (amax > T(0)) {
+        T ss = T(0);
+        for (std::ptrdiff_t i = 0; i < M; ++i) {
+            const T v = r[i] / amax;
+            ss += v * v;
+        }
+        nrm = amax * std::sqrt(ss);
+    }
+    return nrm;
+}
+
 // gamma = L^{-T} z for the first n atoms of the support (all of it but in
 // tol="auto"'s cut), then the explicit residual norm of every channel into
 // ws.res; returns their sum.
@@ -606,18 +648,7 @@ CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws
                 linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
                              D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, r);
         }
-        // Scaled norm, so tiny or huge residuals neither underflow nor overflow.
-        T amax = T(0);
-        for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
-        T nrm = T(0);
-        if (amax > T(0)) {
-            T ss = T(0);
-            for (std::ptrdiff_t i = 0; i < M; ++i) {
-                const T v = r[i] / amax;
-                ss += v * v;
-            }
-            nrm = amax * std::sqrt(ss);
-        }
+        const T nrm = scaled_norm(r, M);
         ws.res[static_cast<std::size_t>(c)] = nrm;
         total += nrm;
     }
@@ -885,34 +916,46 @@ std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t
     return cut;
 }
 
-// Writes problem p's outputs (X was zeroed by zero_chunk); gamma and res must be
-// those of the final support.
+// Writes problem p's outputs (X was zeroed by zero_chunk) from its coefficients
+// gamma (n x L, normalized atoms), its explicit residual norms res (L) and its
+// atoms (n of them; the rest of the row is padded with -1).
 template <class T>
-CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T>& ws, std::ptrdiff_t p,
-                                       std::ptrdiff_t n, int scale_exp, StopReason reason,
-                                       bool stopped_dependent, T ytot2, const Outputs<T>& out) {
+CSCORE_FORCE_INLINE void write_outputs(const Dictionary<T>& D, std::ptrdiff_t L, std::ptrdiff_t K,
+                                       const T* gamma, const T* res, const std::int64_t* atoms,
+                                       std::ptrdiff_t p, std::ptrdiff_t n, int scale_exp,
+                                       StopReason reason, bool stopped_dependent, T ytot2,
+                                       const Outputs<T>& out) {
     constexpr T eps = std::numeric_limits<T>::epsilon();
-    const std::ptrdiff_t L = ws.L, K = ws.K;
     // ldexp(v, 0) == v: the call is skipped for unscaled problems.
     const auto unscale = [scale_exp](T v) { return scale_exp == 0 ? v : std::ldexp(v, -scale_exp); };
     T res_total = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
-        out.residual[p * L + c] = unscale(ws.res[static_cast<std::size_t>(c)]);
-        res_total += ws.res[static_cast<std::size_t>(c)];
+        out.residual[p * L + c] = unscale(res[c]);
+        res_total += res[c];
     }
     for (std::ptrdiff_t i = 0; i < n; ++i) {
-        const std::ptrdiff_t j = ws.atoms[static_cast<std::size_t>(i)];
+        const std::ptrdiff_t j = atoms[i];
         for (std::ptrdiff_t c = 0; c < L; ++c)
-            out.X(p, j, c) = unscale(ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)]);
+            out.X(p, j, c) = unscale(gamma[i * L + c] * D.inv_norm[static_cast<std::size_t>(j)]);
     }
-    for (std::ptrdiff_t i = 0; i < K; ++i)
-        out.atoms[p * K + i] = i < n ? ws.atoms[static_cast<std::size_t>(i)] : -1;
+    std::int64_t* row = out.atoms + p * K;
+    std::copy(atoms, atoms + n, row);
+    std::fill(row + n, row + K, std::int64_t{-1});
     out.n_iter[p] = n;
     out.stop[p] = static_cast<std::int8_t>(reason);
     // Worth a warning only when the early stop left a residual that is not
     // rounding noise: "the requested precision might not have been met".
     const T ynorm = std::sqrt(ytot2);
     out.warn[p] = static_cast<std::uint8_t>(stopped_dependent && res_total > std::sqrt(eps) * ynorm);
+}
+
+// write_outputs for the problem in ws (gamma and res those of the final support).
+template <class T>
+CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T>& ws, std::ptrdiff_t p,
+                                       std::ptrdiff_t n, int scale_exp, StopReason reason,
+                                       bool stopped_dependent, T ytot2, const Outputs<T>& out) {
+    write_outputs(D, ws.L, ws.K, ws.gamma.data(), ws.res.data(), ws.atoms.data(), p, n, scale_exp,
+                  reason, stopped_dependent, ytot2, out);
 }
 
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
@@ -1085,6 +1128,37 @@ CSCORE_FORCE_INLINE void decode_chunk(const Dictionary<T>& D, const View3<const 
         decode_one<T, kBlasGemv>(D, q, begin + q, opt, ws, out);
 }
 
+// Asks the cache for problems [begin, begin + count) of Y and their block of X
+// when the problems are adjacent in memory (OMP's y (M, B) and x (N, B)): each
+// chunk then reads M and writes N short runs of lines far apart, too many
+// streams for the hardware prefetchers.  (Other layouts hold each problem
+// contiguously, which the hardware prefetchers follow.)  No result depends on it.
+template <class T>
+inline void prefetch_chunk(const View3<const T>& Y, const View3<T>& X, std::ptrdiff_t begin,
+                           std::ptrdiff_t count, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t L) {
+#if defined(__GNUC__) || defined(__clang__)
+    constexpr std::ptrdiff_t kLine = 64 / static_cast<std::ptrdiff_t>(sizeof(T));
+    if (Y.s0 == 1 && std::abs(Y.s1) > count) {
+        for (std::ptrdiff_t c = 0; c < L; ++c)
+            for (std::ptrdiff_t i = 0; i < M; ++i) {
+                const T* row = &Y(begin, i, c);
+                for (std::ptrdiff_t q = 0; q < count; q += kLine) __builtin_prefetch(row + q, 0, 2);
+                __builtin_prefetch(row + count - 1, 0, 2);
+            }
+    }
+    if (X.s0 == 1 && std::abs(X.s1) > count) {
+        for (std::ptrdiff_t c = 0; c < L; ++c)
+            for (std::ptrdiff_t j = 0; j < N; ++j) {
+                T* row = &X(begin, j, c);
+                for (std::ptrdiff_t q = 0; q < count; q += kLine) __builtin_prefetch(row + q, 1, 2);
+                __builtin_prefetch(row + count - 1, 1, 2);
+            }
+    }
+#else
+    (void)Y, (void)X, (void)begin, (void)count, (void)M, (void)N, (void)L;
+#endif
+}
+
 // Decodes problems [begin, end) (at most kChunk).  The generic version relies on
 // the registered BLAS gemv for the O(N n) step; the AVX2 version (x86 with
 // GCC/Clang, chosen at run time when cpu::active_isa() is avx2 or above, see
@@ -1142,6 +1216,9 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
             if (c >= n_chunks || should_stop(ctl)) break;
             const std::ptrdiff_t begin = c * kChunk, end = std::min(P, begin + kChunk);
+            // The next chunk (this worker's if it is the only one) is requested
+            // while this one is decoded.
+            if (end < P) prefetch_chunk(Y, out.X, end, std::min(P, end + kChunk) - end, M, N, L);
 #ifdef CSCORE_GREEDY_AVX2
             if (avx2) {
                 decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
