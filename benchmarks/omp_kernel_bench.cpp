@@ -7,7 +7,7 @@
 //
 //   g++ -std=c++17 -O3 -fno-math-errno -Icpp/include -pthread
 //       benchmarks/omp_kernel_bench.cpp -o /tmp/omp_kernel      (one line)
-//   /tmp/omp_kernel [B] [repeats] [k]
+//   /tmp/omp_kernel [B] [repeats] [k] [M] [N]
 //   CSCORE_ISA=generic /tmp/omp_kernel 2000 3
 #include <chrono>
 #include <cstdint>
@@ -31,10 +31,10 @@ std::uint64_t fnv(const void* p, std::size_t n, std::uint64_t h) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::ptrdiff_t M = 72, N = 144;
     const std::ptrdiff_t B = argc > 1 ? std::atol(argv[1]) : 20000;
     const int repeats = argc > 2 ? std::atoi(argv[2]) : 7;
     const std::ptrdiff_t k = argc > 3 ? std::atol(argv[3]) : 20;
+    const std::ptrdiff_t M = argc > 4 ? std::atol(argv[4]) : 72, N = argc > 5 ? std::atol(argv[5]) : 144;
     std::mt19937_64 rng(1);
     std::normal_distribution<double> g;
     std::vector<double> A(static_cast<std::size_t>(M * N));

@@ -213,12 +213,18 @@ struct Workspace {
     std::vector<std::int64_t> atoms;  // K
     std::vector<unsigned char> selected;  // N
     linalg::GrowingCholesky<T> chol;
+    // Plain OMP finishes its problems two at a time (decode_chunk, finish_pair):
+    // the first one's factor, coefficients and atoms wait here (swapped, not copied).
+    linalg::GrowingCholesky<T> chol_b;
+    LineVector<T> z_b, gamma_b, r_b;
+    std::vector<std::int64_t> atoms_b;
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
           scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * k)), z(sz(k * l)),
           gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
-          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k) {}
+          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k), chol_b(k), z_b(sz(k * l)),
+          gamma_b(sz(k * l)), r_b(sz(m)), atoms_b(sz(k)) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
 };
@@ -958,14 +964,28 @@ CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T
                   reason, stopped_dependent, ytot2, out);
 }
 
+// A decoded problem whose fit is still to be finished (see decode_one).
+template <class T>
+struct Pending {
+    std::ptrdiff_t q = 0, p = 0, n = 0;  // chunk index, problem index, support size
+    int scale_exp = 0;
+    StopReason reason = StopReason::exhausted;
+    bool stopped_dependent = false;
+    T ytot2 = T(0);
+};
+
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
 // correlations from chunk_correlations) into the outputs.  For OMP (L = 1) in
 // double on the AVX2 path, one pass per step computes the new Q column, updates
 // the correlations and finds the next atom (avx2::omp_step); the other cases run
 // the same arithmetic as separate passes.
+// With `defer`, a problem whose fit is still to be solved (always the case of
+// plain OMP: no tol, no tol="auto", no path energies) is left in ws for the
+// caller to finish (finish_pair), its summary in *defer.
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, std::ptrdiff_t p,
-                                    const Options& opt, Workspace<T>& ws, const Outputs<T>& out) {
+                                    const Options& opt, Workspace<T>& ws, const Outputs<T>& out,
+                                    Pending<T>* defer = nullptr) {
     const std::ptrdiff_t M = D.M, N = D.N, L = ws.L;
     constexpr T eps = std::numeric_limits<T>::epsilon();
 #ifdef CSCORE_GREEDY_AVX2
@@ -1110,9 +1130,64 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
                 out.path_energy[(p * (K + 1) + k) * L + c] = scale_exp == 0 ? e : std::ldexp(e, -2 * scale_exp);
             }
     }
+    if (defer != nullptr && !have_explicit) {
+        *defer = Pending<T>{q, p, n, scale_exp, reason, stopped_dependent, ytot2};
+        return;
+    }
     if (!have_explicit) explicit_residual<T, kFma>(D, ws, n);
     write_problem(D, ws, p, n, scale_exp, reason, stopped_dependent, ytot2, out);
 }
+
+#ifdef CSCORE_GREEDY_AVX2
+// z <- L^{-T} z and z1 <- L1^{-T} z1 for two factors of the same size n: the
+// operations of solve_lt_one_fma on each (same bits), interleaved so that the
+// two latency-bound chains overlap.
+CSCORE_FORCE_INLINE void solve_lt_two_fma(const linalg::GrowingCholesky<double>& chol,
+                                          const linalg::GrowingCholesky<double>& chol1,
+                                          std::ptrdiff_t n, double* z, double* z1) {
+    const double* Lf = chol.data();
+    const double* Lf1 = chol1.data();
+    const std::ptrdiff_t ld = chol.ld(), ld1 = chol1.ld();
+    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
+        double acc = z[i], acc1 = z1[i];
+        for (std::ptrdiff_t j = i + 1; j < n; ++j) {
+            acc = std::fma(-Lf[j * ld + i], z[j], acc);
+            acc1 = std::fma(-Lf1[j * ld1 + i], z1[j], acc1);
+        }
+        const double inv = 1.0 / Lf[i * ld + i], inv1 = 1.0 / Lf1[i * ld1 + i];
+        z[i] = acc * inv;
+        z1[i] = acc1 * inv1;
+    }
+}
+
+// Finishes two plain OMP problems left by decode_one (L = 1, double, AVX2): the
+// first one's state in ws.*_b, the second's in ws.  The fits (the back
+// substitutions, latency-bound) of the two run interleaved when their supports
+// have the same size; then, as explicit_residual and write_problem do for one
+// problem, the explicit residual, its norm and the outputs of each.
+CSCORE_FORCE_INLINE void finish_pair(const Dictionary<double>& D, Workspace<double>& ws,
+                                     const Pending<double>* pend, const Outputs<double>& out) {
+    const std::ptrdiff_t M = D.M;
+    const linalg::GrowingCholesky<double>* chol[2] = {&ws.chol_b, &ws.chol};
+    const double* z[2] = {ws.z_b.data(), ws.z.data()};
+    double* gamma[2] = {ws.gamma_b.data(), ws.gamma.data()};
+    const std::int64_t* atoms[2] = {ws.atoms_b.data(), ws.atoms.data()};
+    double* r[2] = {ws.r_b.data(), ws.r.data()};
+    for (int t = 0; t < 2; ++t) std::copy(z[t], z[t] + pend[t].n, gamma[t]);
+    if (pend[0].n == pend[1].n) {
+        solve_lt_two_fma(*chol[0], *chol[1], pend[0].n, gamma[0], gamma[1]);
+    } else {
+        for (int t = 0; t < 2; ++t) solve_lt_one_fma(*chol[t], pend[t].n, gamma[t]);
+    }
+    for (int t = 0; t < 2; ++t) {
+        const Pending<double>& f = pend[t];
+        avx2::residual_vector(ws.ychunk.data() + f.q * M, D.At.data(), M, atoms[t], gamma[t], 1, f.n, r[t]);
+        const double res = scaled_norm(r[t], M);
+        write_outputs(D, 1, ws.K, gamma[t], &res, atoms[t], f.p, f.n, f.scale_exp, f.reason,
+                      f.stopped_dependent, f.ytot2, out);
+    }
+}
+#endif
 
 // Decodes the chunk [begin, end): loads it, forms its correlations, zeroes its
 // block of X, then decodes its problems one by one.
@@ -1124,8 +1199,32 @@ CSCORE_FORCE_INLINE void decode_chunk(const Dictionary<T>& D, const View3<const 
     load_chunk(Y, begin, count, ws);
     chunk_correlations<T, kBlasGemv>(D, count, ws);
     zero_chunk(out.X, begin, count, D.N, ws.L);
-    for (std::ptrdiff_t q = 0; q < count && !should_stop(ctl); ++q)
-        decode_one<T, kBlasGemv>(D, q, begin + q, opt, ws, out);
+    // Plain OMP (AVX2, double) finishes its problems two at a time (finish_pair);
+    // decode_one has this one call site either way.
+    bool pairs = false;
+#ifdef CSCORE_GREEDY_AVX2
+    if constexpr (!kBlasGemv && std::is_same_v<T, double>)
+        pairs = ws.L == 1 && opt.tol < 0.0 && opt.auto_gamma2 == nullptr && opt.forced == nullptr &&
+                out.path_energy == nullptr;
+#endif
+    Pending<T> pend[2];
+    int held = 0;  // problems decoded and waiting for finish_pair
+    for (std::ptrdiff_t q = 0; q < count && !should_stop(ctl); ++q) {
+        const bool defer = pairs && (held == 1 || q + 1 < count);
+        decode_one<T, kBlasGemv>(D, q, begin + q, opt, ws, out, defer ? &pend[held] : nullptr);
+        if (!defer) continue;
+        if (held == 0) {
+            std::swap(ws.chol, ws.chol_b);
+            std::swap(ws.z, ws.z_b);
+            std::swap(ws.atoms, ws.atoms_b);
+            held = 1;
+            continue;
+        }
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (!kBlasGemv && std::is_same_v<T, double>) finish_pair(D, ws, pend, out);
+#endif
+        held = 0;
+    }
 }
 
 // Asks the cache for problems [begin, begin + count) of Y and their block of X
