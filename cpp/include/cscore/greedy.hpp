@@ -1023,6 +1023,9 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
     std::ptrdiff_t k_next = 0;   // fused: the next atom, found by the last step
     T best_next = T(0);
     const bool use_auto = opt.auto_gamma2 != nullptr;  // tol="auto": the path, then auto_cut
+#ifndef CSCORE_GREEDY_AVX2
+    (void)fused, (void)k_next, (void)best_next;  // the fused path is AVX2 only
+#endif
     for (;;) {
         if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
             reason = StopReason::tol;
