@@ -21,6 +21,7 @@ runs.  Usage::
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import time
 from collections.abc import Callable
@@ -182,6 +183,14 @@ def bench_somp(args: argparse.Namespace) -> list[str]:
     return [*lines, "", scaling("cscore.somp", own)]
 
 
+def load_average() -> str:
+    """The 1, 5 and 15 minute load averages (a shared machine slows every timing)."""
+    try:
+        return " ".join(f"{v:.2f}" for v in os.getloadavg())
+    except (AttributeError, OSError):  # pragma: no cover - not on every platform
+        return "n/a"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=3)
@@ -196,12 +205,15 @@ def main() -> None:
     with threadpool_limits(limits=1):
         blas = sorted({f"{i['internal_api']}:{i['num_threads']}" for i in threadpool_info()})
         lines = [
-            f"cscore {cscore.__version__}; SPAMS {'present' if spams else 'absent'}; "
+            f"cscore {cscore.__version__} ({cscore.instruction_set()}); "
+            f"SPAMS {'present' if spams else 'absent'}; "
             f"{platform.processor() or platform.machine()}; "
-            f"thread pools while timing: {', '.join(blas)}; best of {args.repeats}",
+            f"thread pools while timing: {', '.join(blas)}; best of {args.repeats}; "
+            f"load average {load_average()}",
             "",
         ]
         lines += [*bench_omp(args), "", *bench_somp(args)]
+        lines += ["", f"load average at the end: {load_average()}"]
     print("\n".join(lines))
 
 

@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -57,6 +58,27 @@
 
 namespace cscore::greedy {
 
+// Storage aligned to 64 bytes (a cache line).  The kernels load 32-byte vectors
+// from the dictionary, its Gram columns and the per-problem arrays; with the
+// default allocator (16-byte alignment) every other such load would straddle two
+// cache lines, which costs a second load.  Placement only: no result changes.
+template <class T>
+struct LineAllocator {
+    using value_type = T;
+    static constexpr std::align_val_t kAlign{64};
+    LineAllocator() = default;
+    template <class U>
+    LineAllocator(const LineAllocator<U>&) noexcept {}  // NOLINT: rebinding
+    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+    template <class U>
+    bool operator==(const LineAllocator<U>&) const noexcept { return true; }
+    template <class U>
+    bool operator!=(const LineAllocator<U>&) const noexcept { return false; }
+};
+template <class T>
+using LineVector = std::vector<T, LineAllocator<T>>;
+
 // A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
 template <class T>
 struct View3 {
@@ -71,11 +93,11 @@ struct View3 {
 template <class T>
 struct Dictionary {
     std::ptrdiff_t M = 0, N = 0;
-    std::vector<T> inv_norm;  // 1 / ||a_j||
-    std::vector<T> An;        // normalized A, row-major M x N
-    std::vector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    LineVector<T> inv_norm;  // 1 / ||a_j||
+    LineVector<T> An;        // normalized A, row-major M x N
+    LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
     bool has_gram = true;     // G stored (else its columns are computed on demand)
-    std::vector<T> G;         // An^T An, N x N symmetric (column j contiguous)
+    LineVector<T> G;         // An^T An, N x N symmetric (column j contiguous)
 
     // A is row-major M x N with row stride lda (elements).  G is stored when
     // store_gram is set and it has at most gram_limit entries.  Throws on a zero
@@ -172,18 +194,18 @@ constexpr std::ptrdiff_t kChunk = 32;
 template <class T>
 struct Workspace {
     std::ptrdiff_t M, N, L, K;
-    std::vector<T> ychunk;  // kChunk x (L x M): the chunk's measurements, channel-major per problem
-    std::vector<T> achunk;  // kChunk x (L x N): the chunk's correlations, channel-major per problem
+    LineVector<T> ychunk;  // kChunk x (L x M): the chunk's measurements, channel-major per problem
+    LineVector<T> achunk;  // kChunk x (L x N): the chunk's correlations, channel-major per problem
     std::vector<int> scale_exp;  // kChunk: power-of-two scale applied to each problem
     T* y = nullptr;         // L x M  measurements of the current problem (in ychunk)
     T* alpha = nullptr;     // L x N  its current correlations (in achunk)
-    std::vector<T> score;   // N
-    std::vector<T> Q;       // N x K, column-major
-    std::vector<T> z;       // K x L
-    std::vector<T> gamma;   // K x L
-    std::vector<T> w;       // K  new row of the Cholesky factor
-    std::vector<T> gcol;    // N  a Gram column computed on demand
-    std::vector<T> r;       // M
+    LineVector<T> score;   // N
+    LineVector<T> Q;       // N x K, column-major
+    LineVector<T> z;       // K x L
+    LineVector<T> gamma;   // K x L
+    LineVector<T> w;       // K  new row of the Cholesky factor
+    LineVector<T> gcol;    // N  a Gram column computed on demand
+    LineVector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
     std::vector<T> res;     // L  explicit residual norms
@@ -191,12 +213,18 @@ struct Workspace {
     std::vector<std::int64_t> atoms;  // K
     std::vector<unsigned char> selected;  // N
     linalg::GrowingCholesky<T> chol;
+    // Plain OMP finishes its problems two at a time (decode_chunk, finish_pair):
+    // the first one's factor, coefficients and atoms wait here (swapped, not copied).
+    linalg::GrowingCholesky<T> chol_b;
+    LineVector<T> z_b, gamma_b, r_b;
+    std::vector<std::int64_t> atoms_b;
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
           scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * k)), z(sz(k * l)),
           gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
-          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k) {}
+          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k), chol_b(k), z_b(sz(k * l)),
+          gamma_b(sz(k * l)), r_b(sz(m)), atoms_b(sz(k)) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
 };
@@ -347,17 +375,24 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const dou
     return 0;
 }
 
+// |x| lane by lane (a bitwise operation: no multiply unit).
+__attribute__((target("avx2,fma"))) inline __m256d abs_pd(__m256d x) {
+    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+}
+
 // The maximum of the squares a[j]^2, j < n (the OMP scores, finite), from lane
-// maxima m0, m1 over the squares of a[0..vec_end) and the squares of the rest,
-// already in sq_tail[vec_end..n); then the first index holding it (the squares
-// recomputed with the same product, so equality is exact).  The maximum goes to
-// *best.  Same result as argmax_first over the stored scores.
+// maxima m0, m1 of |a[0..vec_end)| (vec_end a multiple of 4; squaring rounds
+// monotonically, so max fl(a_j^2) = fl(max |a_j| ^ 2) exactly) and the squares of
+// the rest, already in sq_tail[vec_end..n); then the first index holding it (the
+// squares recomputed with the same product, so equality is exact).  The maximum
+// goes to *best.  Same result as argmax_first over the stored scores.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t first_max_sq(
     __m256d m0, __m256d m1, const double* a, std::ptrdiff_t vec_end, const double* sq_tail,
     std::ptrdiff_t n, double* best) {
     alignas(32) double v[4];
     _mm256_store_pd(v, _mm256_max_pd(m0, m1));
-    double b = vec_end > 0 ? std::max(std::max(v[0], v[1]), std::max(v[2], v[3])) : sq_tail[0];
+    const double vmax = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
+    double b = vec_end > 0 ? vmax * vmax : sq_tail[0];
     for (std::ptrdiff_t j = vec_end; j < n; ++j) b = sq_tail[j] > b ? sq_tail[j] : b;
     *best = b;
     const __m256d vb = _mm256_set1_pd(b);
@@ -380,9 +415,8 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double
     __m256d m0 = _mm256_setzero_pd(), m1 = m0;
     std::ptrdiff_t j = 0;
     for (; j + 8 <= n; j += 8) {
-        const __m256d v0 = _mm256_loadu_pd(a + j), v1 = _mm256_loadu_pd(a + j + 4);
-        m0 = _mm256_max_pd(m0, _mm256_mul_pd(v0, v0));
-        m1 = _mm256_max_pd(m1, _mm256_mul_pd(v1, v1));
+        m0 = _mm256_max_pd(m0, abs_pd(_mm256_loadu_pd(a + j)));
+        m1 = _mm256_max_pd(m1, abs_pd(_mm256_loadu_pd(a + j + 4)));
     }
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) sq_tail[j] = a[j] * a[j];
@@ -413,21 +447,26 @@ __attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t nc
     }
 }
 
-// The rest of an OMP step for the outputs acc (kV vectors from j): q = s * acc
-// (stored), a = a - z q (stored, one fused operation as in update_scores), and
-// a^2 into the running maxima (vectors alternate between m0 and m1).
+// One block of an OMP step, kV vectors from j: acc = g - X w (residual_block),
+// then q = s * acc (stored), a = a - z q (stored, one fused operation as in
+// update_scores), and |a| into the running maxima (vectors alternate between m0
+// and m1).
 template <int kV>
-__attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc, __m256d vs,
-                                                             __m256d vz, double* q, double* a,
-                                                             std::ptrdiff_t j, __m256d& m0,
-                                                             __m256d& m1) {
+__attribute__((target("avx2,fma"))) inline void step_block(std::ptrdiff_t ncols, const double* g,
+                                                           const double* X, std::ptrdiff_t ldx,
+                                                           const double* w, double s, double z,
+                                                           double* q, double* a, std::ptrdiff_t j,
+                                                           __m256d& m0, __m256d& m1) {
+    __m256d acc[kV];
+    residual_block<kV>(ncols, g, X, ldx, w, j, acc);
+    const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
     for (int v = 0; v < kV; ++v) {
         const __m256d qv = _mm256_mul_pd(acc[v], vs);
         _mm256_storeu_pd(q + j + 4 * v, qv);
         const __m256d av = _mm256_fnmadd_pd(vz, qv, _mm256_loadu_pd(a + j + 4 * v));
         _mm256_storeu_pd(a + j + 4 * v, av);
         __m256d& m = (v & 1) ? m1 : m0;
-        m = _mm256_max_pd(m, _mm256_mul_pd(av, av));
+        m = _mm256_max_pd(m, abs_pd(av));
     }
 }
 
@@ -436,27 +475,18 @@ __attribute__((target("avx2,fma"))) inline void finish_block(const __m256d* acc,
 //     a = a - z q                (exactly as update_scores: one fused operation)
 // and the first index of the largest a[j]^2 (exactly as argmax_first over the
 // scores), returned with that maximum in *best.  q and a are stored; the scores
-// are not (tail entries beyond the last multiple of 8 go to sq_tail).  Outputs
-// go 32 at a time (8 registers), then 16, then 8.
+// are not (tail entries beyond the last multiple of 4 go to sq_tail).  Outputs
+// go 36 at a time (9 registers: enough independent chains to keep both FMA
+// units busy, and N = 144 splits into four such blocks), then 16, 8, 4.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* q, double z, double* a, double* sq_tail, double* best) {
-    const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
     __m256d m0 = _mm256_setzero_pd(), m1 = m0;
-    __m256d acc[8];
     std::ptrdiff_t j = 0;
-    for (; j + 32 <= n; j += 32) {
-        residual_block<8>(ncols, g, X, ldx, w, j, acc);
-        finish_block<8>(acc, vs, vz, q, a, j, m0, m1);
-    }
-    for (; j + 16 <= n; j += 16) {
-        residual_block<4>(ncols, g, X, ldx, w, j, acc);
-        finish_block<4>(acc, vs, vz, q, a, j, m0, m1);
-    }
-    for (; j + 8 <= n; j += 8) {
-        residual_block<2>(ncols, g, X, ldx, w, j, acc);
-        finish_block<2>(acc, vs, vz, q, a, j, m0, m1);
-    }
+    for (; j + 36 <= n; j += 36) step_block<9>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 16 <= n; j += 16) step_block<4>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 8 <= n; j += 8) step_block<2>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
+    for (; j + 4 <= n; j += 4) step_block<1>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
     const std::ptrdiff_t vec_end = j;
     for (; j < n; ++j) {
         double r = g[j];
@@ -576,6 +606,24 @@ CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdi
     }
 }
 
+// ||r||_2 for r of size M, scaled so that tiny or huge residuals neither
+// underflow nor overflow.
+template <class T>
+CSCORE_FORCE_INLINE T scaled_norm(const T* r, std::ptrdiff_t M) {
+    T amax = T(0);
+    for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
+    T nrm = T(0);
+    if (amax > T(0)) {
+        T ss = T(0);
+        for (std::ptrdiff_t i = 0; i < M; ++i) {
+            const T v = r[i] / amax;
+            ss += v * v;
+        }
+        nrm = amax * std::sqrt(ss);
+    }
+    return nrm;
+}
+
 // gamma = L^{-T} z for the first n atoms of the support (all of it but in
 // tol="auto"'s cut), then the explicit residual norm of every channel into
 // ws.res; returns their sum.
@@ -606,18 +654,7 @@ CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws
                 linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
                              D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, r);
         }
-        // Scaled norm, so tiny or huge residuals neither underflow nor overflow.
-        T amax = T(0);
-        for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
-        T nrm = T(0);
-        if (amax > T(0)) {
-            T ss = T(0);
-            for (std::ptrdiff_t i = 0; i < M; ++i) {
-                const T v = r[i] / amax;
-                ss += v * v;
-            }
-            nrm = amax * std::sqrt(ss);
-        }
+        const T nrm = scaled_norm(r, M);
         ws.res[static_cast<std::size_t>(c)] = nrm;
         total += nrm;
     }
@@ -885,28 +922,31 @@ std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t
     return cut;
 }
 
-// Writes problem p's outputs (X was zeroed by zero_chunk); gamma and res must be
-// those of the final support.
+// Writes problem p's outputs (X was zeroed by zero_chunk) from its coefficients
+// gamma (n x L, normalized atoms), its explicit residual norms res (L) and its
+// atoms (n of them; the rest of the row is padded with -1).
 template <class T>
-CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T>& ws, std::ptrdiff_t p,
-                                       std::ptrdiff_t n, int scale_exp, StopReason reason,
-                                       bool stopped_dependent, T ytot2, const Outputs<T>& out) {
+CSCORE_FORCE_INLINE void write_outputs(const Dictionary<T>& D, std::ptrdiff_t L, std::ptrdiff_t K,
+                                       const T* gamma, const T* res, const std::int64_t* atoms,
+                                       std::ptrdiff_t p, std::ptrdiff_t n, int scale_exp,
+                                       StopReason reason, bool stopped_dependent, T ytot2,
+                                       const Outputs<T>& out) {
     constexpr T eps = std::numeric_limits<T>::epsilon();
-    const std::ptrdiff_t L = ws.L, K = ws.K;
     // ldexp(v, 0) == v: the call is skipped for unscaled problems.
     const auto unscale = [scale_exp](T v) { return scale_exp == 0 ? v : std::ldexp(v, -scale_exp); };
     T res_total = T(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
-        out.residual[p * L + c] = unscale(ws.res[static_cast<std::size_t>(c)]);
-        res_total += ws.res[static_cast<std::size_t>(c)];
+        out.residual[p * L + c] = unscale(res[c]);
+        res_total += res[c];
     }
     for (std::ptrdiff_t i = 0; i < n; ++i) {
-        const std::ptrdiff_t j = ws.atoms[static_cast<std::size_t>(i)];
+        const std::ptrdiff_t j = atoms[i];
         for (std::ptrdiff_t c = 0; c < L; ++c)
-            out.X(p, j, c) = unscale(ws.gamma[static_cast<std::size_t>(i * L + c)] * D.inv_norm[static_cast<std::size_t>(j)]);
+            out.X(p, j, c) = unscale(gamma[i * L + c] * D.inv_norm[static_cast<std::size_t>(j)]);
     }
-    for (std::ptrdiff_t i = 0; i < K; ++i)
-        out.atoms[p * K + i] = i < n ? ws.atoms[static_cast<std::size_t>(i)] : -1;
+    std::int64_t* row = out.atoms + p * K;
+    std::copy(atoms, atoms + n, row);
+    std::fill(row + n, row + K, std::int64_t{-1});
     out.n_iter[p] = n;
     out.stop[p] = static_cast<std::int8_t>(reason);
     // Worth a warning only when the early stop left a residual that is not
@@ -915,14 +955,37 @@ CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T
     out.warn[p] = static_cast<std::uint8_t>(stopped_dependent && res_total > std::sqrt(eps) * ynorm);
 }
 
+// write_outputs for the problem in ws (gamma and res those of the final support).
+template <class T>
+CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T>& ws, std::ptrdiff_t p,
+                                       std::ptrdiff_t n, int scale_exp, StopReason reason,
+                                       bool stopped_dependent, T ytot2, const Outputs<T>& out) {
+    write_outputs(D, ws.L, ws.K, ws.gamma.data(), ws.res.data(), ws.atoms.data(), p, n, scale_exp,
+                  reason, stopped_dependent, ytot2, out);
+}
+
+// A decoded problem whose fit is still to be finished (see decode_one).
+template <class T>
+struct Pending {
+    std::ptrdiff_t q = 0, p = 0, n = 0;  // chunk index, problem index, support size
+    int scale_exp = 0;
+    StopReason reason = StopReason::exhausted;
+    bool stopped_dependent = false;
+    T ytot2 = T(0);
+};
+
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
 // correlations from chunk_correlations) into the outputs.  For OMP (L = 1) in
 // double on the AVX2 path, one pass per step computes the new Q column, updates
 // the correlations and finds the next atom (avx2::omp_step); the other cases run
 // the same arithmetic as separate passes.
+// With `defer`, a problem whose fit is still to be solved (always the case of
+// plain OMP: no tol, no tol="auto", no path energies) is left in ws for the
+// caller to finish (finish_pair), its summary in *defer.
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, std::ptrdiff_t p,
-                                    const Options& opt, Workspace<T>& ws, const Outputs<T>& out) {
+                                    const Options& opt, Workspace<T>& ws, const Outputs<T>& out,
+                                    Pending<T>* defer = nullptr) {
     const std::ptrdiff_t M = D.M, N = D.N, L = ws.L;
     constexpr T eps = std::numeric_limits<T>::epsilon();
 #ifdef CSCORE_GREEDY_AVX2
@@ -960,6 +1023,9 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
     std::ptrdiff_t k_next = 0;   // fused: the next atom, found by the last step
     T best_next = T(0);
     const bool use_auto = opt.auto_gamma2 != nullptr;  // tol="auto": the path, then auto_cut
+#ifndef CSCORE_GREEDY_AVX2
+    (void)fused, (void)k_next, (void)best_next;  // the fused path is AVX2 only
+#endif
     for (;;) {
         if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
             reason = StopReason::tol;
@@ -1067,9 +1133,64 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
                 out.path_energy[(p * (K + 1) + k) * L + c] = scale_exp == 0 ? e : std::ldexp(e, -2 * scale_exp);
             }
     }
+    if (defer != nullptr && !have_explicit) {
+        *defer = Pending<T>{q, p, n, scale_exp, reason, stopped_dependent, ytot2};
+        return;
+    }
     if (!have_explicit) explicit_residual<T, kFma>(D, ws, n);
     write_problem(D, ws, p, n, scale_exp, reason, stopped_dependent, ytot2, out);
 }
+
+#ifdef CSCORE_GREEDY_AVX2
+// z <- L^{-T} z and z1 <- L1^{-T} z1 for two factors of the same size n: the
+// operations of solve_lt_one_fma on each (same bits), interleaved so that the
+// two latency-bound chains overlap.
+CSCORE_FORCE_INLINE void solve_lt_two_fma(const linalg::GrowingCholesky<double>& chol,
+                                          const linalg::GrowingCholesky<double>& chol1,
+                                          std::ptrdiff_t n, double* z, double* z1) {
+    const double* Lf = chol.data();
+    const double* Lf1 = chol1.data();
+    const std::ptrdiff_t ld = chol.ld(), ld1 = chol1.ld();
+    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
+        double acc = z[i], acc1 = z1[i];
+        for (std::ptrdiff_t j = i + 1; j < n; ++j) {
+            acc = std::fma(-Lf[j * ld + i], z[j], acc);
+            acc1 = std::fma(-Lf1[j * ld1 + i], z1[j], acc1);
+        }
+        const double inv = 1.0 / Lf[i * ld + i], inv1 = 1.0 / Lf1[i * ld1 + i];
+        z[i] = acc * inv;
+        z1[i] = acc1 * inv1;
+    }
+}
+
+// Finishes two plain OMP problems left by decode_one (L = 1, double, AVX2): the
+// first one's state in ws.*_b, the second's in ws.  The fits (the back
+// substitutions, latency-bound) of the two run interleaved when their supports
+// have the same size; then, as explicit_residual and write_problem do for one
+// problem, the explicit residual, its norm and the outputs of each.
+CSCORE_FORCE_INLINE void finish_pair(const Dictionary<double>& D, Workspace<double>& ws,
+                                     const Pending<double>* pend, const Outputs<double>& out) {
+    const std::ptrdiff_t M = D.M;
+    const linalg::GrowingCholesky<double>* chol[2] = {&ws.chol_b, &ws.chol};
+    const double* z[2] = {ws.z_b.data(), ws.z.data()};
+    double* gamma[2] = {ws.gamma_b.data(), ws.gamma.data()};
+    const std::int64_t* atoms[2] = {ws.atoms_b.data(), ws.atoms.data()};
+    double* r[2] = {ws.r_b.data(), ws.r.data()};
+    for (int t = 0; t < 2; ++t) std::copy(z[t], z[t] + pend[t].n, gamma[t]);
+    if (pend[0].n == pend[1].n) {
+        solve_lt_two_fma(*chol[0], *chol[1], pend[0].n, gamma[0], gamma[1]);
+    } else {
+        for (int t = 0; t < 2; ++t) solve_lt_one_fma(*chol[t], pend[t].n, gamma[t]);
+    }
+    for (int t = 0; t < 2; ++t) {
+        const Pending<double>& f = pend[t];
+        avx2::residual_vector(ws.ychunk.data() + f.q * M, D.At.data(), M, atoms[t], gamma[t], 1, f.n, r[t]);
+        const double res = scaled_norm(r[t], M);
+        write_outputs(D, 1, ws.K, gamma[t], &res, atoms[t], f.p, f.n, f.scale_exp, f.reason,
+                      f.stopped_dependent, f.ytot2, out);
+    }
+}
+#endif
 
 // Decodes the chunk [begin, end): loads it, forms its correlations, zeroes its
 // block of X, then decodes its problems one by one.
@@ -1081,8 +1202,63 @@ CSCORE_FORCE_INLINE void decode_chunk(const Dictionary<T>& D, const View3<const 
     load_chunk(Y, begin, count, ws);
     chunk_correlations<T, kBlasGemv>(D, count, ws);
     zero_chunk(out.X, begin, count, D.N, ws.L);
-    for (std::ptrdiff_t q = 0; q < count && !should_stop(ctl); ++q)
-        decode_one<T, kBlasGemv>(D, q, begin + q, opt, ws, out);
+    // Plain OMP (AVX2, double) finishes its problems two at a time (finish_pair);
+    // decode_one has this one call site either way.
+    bool pairs = false;
+#ifdef CSCORE_GREEDY_AVX2
+    if constexpr (!kBlasGemv && std::is_same_v<T, double>)
+        pairs = ws.L == 1 && opt.tol < 0.0 && opt.auto_gamma2 == nullptr && opt.forced == nullptr &&
+                out.path_energy == nullptr;
+#endif
+    Pending<T> pend[2];
+    int held = 0;  // problems decoded and waiting for finish_pair
+    for (std::ptrdiff_t q = 0; q < count && !should_stop(ctl); ++q) {
+        const bool defer = pairs && (held == 1 || q + 1 < count);
+        decode_one<T, kBlasGemv>(D, q, begin + q, opt, ws, out, defer ? &pend[held] : nullptr);
+        if (!defer) continue;
+        if (held == 0) {
+            std::swap(ws.chol, ws.chol_b);
+            std::swap(ws.z, ws.z_b);
+            std::swap(ws.atoms, ws.atoms_b);
+            held = 1;
+            continue;
+        }
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (!kBlasGemv && std::is_same_v<T, double>) finish_pair(D, ws, pend, out);
+#endif
+        held = 0;
+    }
+}
+
+// Asks the cache for problems [begin, begin + count) of Y and their block of X
+// when the problems are adjacent in memory (OMP's y (M, B) and x (N, B)): each
+// chunk then reads M and writes N short runs of lines far apart, too many
+// streams for the hardware prefetchers.  (Other layouts hold each problem
+// contiguously, which the hardware prefetchers follow.)  No result depends on it.
+template <class T>
+inline void prefetch_chunk(const View3<const T>& Y, const View3<T>& X, std::ptrdiff_t begin,
+                           std::ptrdiff_t count, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t L) {
+#if defined(__GNUC__) || defined(__clang__)
+    constexpr std::ptrdiff_t kLine = 64 / static_cast<std::ptrdiff_t>(sizeof(T));
+    if (Y.s0 == 1 && std::abs(Y.s1) > count) {
+        for (std::ptrdiff_t c = 0; c < L; ++c)
+            for (std::ptrdiff_t i = 0; i < M; ++i) {
+                const T* row = &Y(begin, i, c);
+                for (std::ptrdiff_t q = 0; q < count; q += kLine) __builtin_prefetch(row + q, 0, 2);
+                __builtin_prefetch(row + count - 1, 0, 2);
+            }
+    }
+    if (X.s0 == 1 && std::abs(X.s1) > count) {
+        for (std::ptrdiff_t c = 0; c < L; ++c)
+            for (std::ptrdiff_t j = 0; j < N; ++j) {
+                T* row = &X(begin, j, c);
+                for (std::ptrdiff_t q = 0; q < count; q += kLine) __builtin_prefetch(row + q, 1, 2);
+                __builtin_prefetch(row + count - 1, 1, 2);
+            }
+    }
+#else
+    (void)Y, (void)X, (void)begin, (void)count, (void)M, (void)N, (void)L;
+#endif
 }
 
 // Decodes problems [begin, end) (at most kChunk).  The generic version relies on
@@ -1142,6 +1318,9 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
             if (c >= n_chunks || should_stop(ctl)) break;
             const std::ptrdiff_t begin = c * kChunk, end = std::min(P, begin + kChunk);
+            // The next chunk (this worker's if it is the only one) is requested
+            // while this one is decoded.
+            if (end < P) prefetch_chunk(Y, out.X, end, std::min(P, end + kChunk) - end, M, N, L);
 #ifdef CSCORE_GREEDY_AVX2
             if (avx2) {
                 decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
