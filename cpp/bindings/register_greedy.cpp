@@ -34,6 +34,8 @@ struct AutoArgs {
     double b = 0.5;
     std::ptrdiff_t cap = 1;
     py::array sigma, tol, n_signal;  // (P,) outputs
+    py::object path_end;  // None or (reset2 (max_atoms,) float64, patience, check, check_last)
+    py::array reset2;     // kept alive for the call
 };
 
 // A given path (see greedy::Options::forced) and the residual energies along it.
@@ -122,6 +124,21 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
             opt.auto_logu = static_cast<const double*>(autos->logu.data());
             opt.auto_b = autos->b;
             opt.auto_cap = autos->cap;
+            if (!autos->path_end.is_none()) {
+                const py::tuple t = autos->path_end.cast<py::tuple>();
+                require(t.size() == 4, "path_end must be (reset2, patience, check, check_last)");
+                autos->reset2 = py::array::ensure(t[0]);
+                require(autos->reset2 && has_dtype<double>(autos->reset2) &&
+                            autos->reset2.ndim() == 1 && autos->reset2.shape(0) == max_atoms &&
+                            (autos->reset2.flags() & c_contig),
+                        "path_end reset2 must be C-contiguous float64 (max_atoms,)");
+                opt.auto_reset2 = static_cast<const double*>(autos->reset2.data());
+                opt.auto_patience = t[1].cast<std::ptrdiff_t>();
+                opt.auto_check = t[2].cast<std::ptrdiff_t>();
+                opt.auto_check_last = t[3].cast<std::ptrdiff_t>();
+                require(opt.auto_patience >= 1 && opt.auto_check >= 0,
+                        "path_end patience must be >= 1 and check >= 0");
+            }
             out.sigma = static_cast<T*>(autos->sigma.mutable_data());
             out.tol = static_cast<T*>(autos->tol.mutable_data());
             out.n_signal = static_cast<std::int64_t*>(autos->n_signal.mutable_data());
@@ -180,8 +197,8 @@ void greedy_decode_auto(const py::array& A, const py::array& Y, py::array X, py:
                         py::array sigma, py::array tol, py::array n_signal, std::ptrdiff_t max_atoms,
                         std::ptrdiff_t cap, py::array gamma2, py::array a,
                         py::array lnbeta, py::array logu, double b, int n_threads,
-                        std::ptrdiff_t gram_limit) {
-    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal};
+                        std::ptrdiff_t gram_limit, const py::object& path_end) {
+    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal, path_end, py::array()};
     if (has_dtype<double>(A)) {
         run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
                     n_threads, gram_limit, &autos);
@@ -223,7 +240,7 @@ void register_greedy(py::module_& m) {
           py::arg("atoms"), py::arg("sigma"), py::arg("tol"), py::arg("n_signal"),
           py::arg("max_atoms"), py::arg("cap"), py::arg("gamma2"),
           py::arg("a"), py::arg("lnbeta"), py::arg("logu"), py::arg("b"), py::arg("n_threads"),
-          py::arg("gram_limit"),
+          py::arg("gram_limit"), py::arg("path_end") = py::none(),
           "Greedy (S)OMP decode with tol='auto' (residual ratio thresholding on the path, "
           "then the paper's rule on the estimated noise) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp with tol='auto').");

@@ -54,6 +54,7 @@ from .._validation import (
 from ..result import STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 from .greedy_operator import is_operator, run_operator
+from .path_stop import greedy_path_end
 from .stopping import is_auto, path_length, rrt_tables
 
 __all__ = ["omp", "somp"]
@@ -241,10 +242,12 @@ def _decode_auto(
     extra = {"sigma_hat": np.zeros(P, dtype=dtype), "tol_auto": np.zeros(P, dtype=dtype),
              "n_signal": np.zeros(P, dtype=np.int64)}  # fmt: skip
     t = rrt_tables(M, A.shape[1], L, max_atoms)
+    end = greedy_path_end(M, A.shape[1], L, max_atoms, n_nonzero=cap if cap < max_atoms else None)
     if P:
         _core._greedy_decode_auto(
             A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
             cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
+            path_end=end,
         )  # fmt: skip
     # float64 whatever the input, as the learned decoders' estimates
     extra["sigma_hat"] = extra["sigma_hat"].astype(np.float64)

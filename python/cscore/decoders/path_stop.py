@@ -21,12 +21,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import numpy as np
+from scipy import special
 
 from .._validation import check_positive_int
 from ..result import DecodeResult
 from .stopping import ALPHA, REDO_FRACTION, _cut, _mmv_result, path_length, rrt_thresholds
 
-__all__ = ["PATIENCE", "RESET_ALPHA", "auto_decode_path_stop", "path_stop_rule"]
+__all__ = ["GREEDY_PATIENCE", "GREEDY_RESET_Q", "PATIENCE", "RESET_ALPHA",
+           "auto_decode_path_stop", "greedy_path_end", "path_stop_rule"]
 
 #: LSTM-CS's path ends by itself (``lstm::PathStop``), per problem, once the
 #: residual-ratio test has taken a step for signal and PATIENCE steps in a row
@@ -36,6 +38,17 @@ __all__ = ["PATIENCE", "RESET_ALPHA", "auto_decode_path_stop", "path_stop_rule"]
 #: rule's at about 1.3x its steps.
 PATIENCE = 3
 RESET_ALPHA = 1e7
+
+#: OMP and SOMP end their compiled ``tol="auto"`` path the same way
+#: (``greedy::Options::auto_reset2`` in ``cpp/include/cscore/greedy.hpp``).  A step
+#: is signal-like when its residual ratio is below the GREEDY_RESET_Q quantile of
+#: a noise-only step's law, ``Beta((M - k) L / 2, L / 2)`` (no union bound: the
+#: joint steps that add one channel's atom are weak).  The check step applies to
+#: single vectors (L = 1) only: in MMV the joint support's last atoms serve single
+#: channels and the strict test misses them, so a path ended at ceil(M/2) would cut
+#: signal.  Chosen on MNIST validation digits (benchmarks/results/omp_auto.md).
+GREEDY_PATIENCE = 3
+GREEDY_RESET_Q = 0.01
 
 
 def path_stop_rule(
@@ -69,14 +82,51 @@ def path_stop_rule(
     """
     gamma2 = rrt_thresholds(M, N, L, K, alpha, joint=False) ** 2
     reset2 = rrt_thresholds(M, N, L, K, RESET_ALPHA, joint=False) ** 2
+    check, check_last = _check_steps(M, K, n_nonzero)
+    return (np.ascontiguousarray(gamma2), np.ascontiguousarray(reset2), PATIENCE, check,
+            check_last)
+
+
+def _check_steps(M: int, K: int, n_nonzero: int | None) -> tuple[int, int]:
+    """The check step ``ceil(M / 2)`` (at least ``n_nonzero``) and its two-thirds mark."""
     check = min(K, max(1, (M + 1) // 2))
     if n_nonzero is not None:
         check = max(check, min(int(n_nonzero), K))
     check_last = check - max(1, check // REDO_FRACTION)
-    if check >= K:
-        check = check_last = 0
-    return (np.ascontiguousarray(gamma2), np.ascontiguousarray(reset2), PATIENCE, check,
-            check_last)
+    return (0, 0) if check >= K else (check, check_last)
+
+
+def greedy_path_end(
+    M: int, N: int, L: int, K: int, n_nonzero: int | None = None
+) -> tuple[np.ndarray, int, int, int]:
+    """Where the compiled (S)OMP ``tol="auto"`` path may end before ``K`` steps.
+
+    The rule of :func:`path_stop_rule`: the path ends once the test took a step
+    for signal and :data:`GREEDY_PATIENCE` steps in a row were not signal-like
+    (below the :data:`GREEDY_RESET_Q` quantile of a noise step's ratio law), and,
+    for single vectors, at the check step.
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels.
+    K : int
+        Longest path.
+    n_nonzero : int, optional
+        The caller's cap on atoms (the check step is at least this).
+
+    Returns
+    -------
+    reset2 : ndarray (K,)
+        Squared thresholds of a signal-like step (level :data:`GREEDY_RESET_ALPHA`).
+    patience, check, check_last : int
+        As in :func:`path_stop_rule`.
+    """
+    k = np.arange(1, K + 1, dtype=np.float64)
+    a = np.maximum((M - k) * L / 2.0, 1e-9)
+    reset2 = special.betaincinv(a, L / 2.0, GREEDY_RESET_Q)
+    check, check_last = _check_steps(M, K, n_nonzero) if L == 1 else (0, 0)
+    return np.ascontiguousarray(reset2), GREEDY_PATIENCE, check, check_last
 
 
 def auto_decode_path_stop(

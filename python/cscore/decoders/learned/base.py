@@ -167,7 +167,8 @@ class GreedyModel(LearnedModel):
     PATH_STOP: ClassVar[bool] = False
 
     def _run_path(
-        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int, int, int], **options: Any
+        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int, int, int],
+        **options: Any,
     ) -> tuple[np.ndarray, np.ndarray]:
         """``tol="auto"``'s path of a checked batch ``Y`` (B, M, L) float64 when
         :attr:`PATH_STOP`: atoms (B, L, K) and channel residual norms (B, L, K + 1)."""

@@ -451,7 +451,8 @@ class LSTMCS(GreedyModel):
         return S, atoms, resid, n_iter, stop
 
     def _run_path(
-        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int, int, int], **options: Any
+        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int, int, int],
+        **options: Any,
     ) -> tuple[np.ndarray, np.ndarray]:
         out = self._kernel_call(Y, K, -1.0, True, rule, options)
         return out[1], out[5]
