@@ -39,8 +39,13 @@ from cscore.training.unrolled import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-RECIPES = ("lamp-bg-n500-m250", "lista-n500-m250", "lamp-bg-mnist-m72", "lista-mnist-m72",
-           "lamp-bg-mnist-m36", "lista-mnist-m36")
+#: lista-bg-n500-m250 (issue 24): tied LISTA, stepped init, all layers jointly, online data
+LISTA_BG = {"n_layers": 14, "n_train": 20000,
+            "tuning": {"lista_init": "stepped", "schedule": "joint", "online": True,
+                       "matrix_lr": 1.0, "lr": 1e-3, "refine": (0.3, 0.1), "patience": 20,
+                       "max_steps": 100000}}
+RECIPES = ("lamp-bg-n500-m250", "lista-bg-n500-m250", "lista-n500-m250", "lamp-bg-mnist-m72",
+           "lista-mnist-m72", "lamp-bg-mnist-m36", "lista-mnist-m36")
 
 
 def _mnist(name: str, data: Path, device: str, max_seconds: float, threads: int | None) -> object:
@@ -83,7 +88,12 @@ def main() -> None:
     for name in args.names:
         t0 = time.perf_counter()
         path = args.out / f"{name}.npz"
-        if name.endswith("n500-m250"):
+        if name == "lista-bg-n500-m250":
+            res = train_bg_benchmark("lista", max_seconds=args.max_seconds,
+                                     n_threads=args.threads, progress=True, device=args.device,
+                                     untied=False, n_layers=LISTA_BG["n_layers"],
+                                     n_train=LISTA_BG["n_train"], tuning=LISTA_BG["tuning"])
+        elif name.endswith("n500-m250"):
             arch = "lamp" if name.startswith("lamp") else "lista"
             res = train_bg_benchmark(arch, n_layers=14, max_seconds=args.max_seconds,
                                      n_threads=args.threads, progress=False, device=args.device,
