@@ -285,7 +285,8 @@ def run_bg(
     seed : int
         Seed.
     models : dict, optional
-        Decoder name -> model trained for this ``A`` (its ``A`` is used).
+        Decoder name -> model trained for this ``A`` (its ``A`` is used; only
+        with ``kappa`` 1).
     iterations : int
         Length of the AMP/VAMP per-iteration curves (0: none).
     N, M, rate, snr_db : int, int, float, float
@@ -300,6 +301,9 @@ def run_bg(
     models = models or {}
     A = None
     if models:
+        if kappa != 1.0:  # the models' A is the problem's A: kappa would be ignored
+            raise ValueError(f"kappa {kappa:g} needs its own matrix; the models were trained "
+                             "for theirs (run the model decoders with kappa 1)")
         A = np.asarray(next(iter(models.values())).A)
     p = bg_problems(n_problems, N=N, M=M, rate=rate, snr_db=snr_db, kappa=kappa, seed=seed,
                     A=A)
