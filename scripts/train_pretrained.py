@@ -13,6 +13,16 @@ The shipped files came from (torch CPU, 1 thread, 2026-11-22)::
     OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
         cdsn-msrc-dct-m25 --max-seconds 540
 
+BG benchmark model (issue 24, 2026-11-27, torch CPU, 1 thread, nice 10, shared
+machine: stopped by the wall budget after 24 epochs, 712 s of CPU)::
+
+    OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
+        lstm-bg-n500-m250 --threads 1 --max-epochs 200 --max-seconds 2000
+
+(``train_bg_lstm``: L = 1, lamp-bg-n500-m250's A, signals from
+``cscore.bench.bg.bg_problems`` with seeds 100 (train) and 200 (validation), 256
+cells; results in benchmarks/results/bg_learned.md.)
+
 (``--out DIR`` writes elsewhere, default python/cscore/models.)  The MNIST runs
 stopped at the wall-clock budget (``--max-seconds``), so an exact re-run depends
 on the machine's speed; without the budget they are deterministic.
