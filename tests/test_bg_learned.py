@@ -157,3 +157,30 @@ def test_models_are_refused_with_another_condition_number():
     lamp = cscore.pretrained(LAMP_BG)
     with pytest.raises(ValueError, match="kappa 15"):
         run_bg(["lamp"], n_problems=2, kappa=15.0, models={"lamp": lamp})
+
+
+def test_joint_online_training_of_a_tied_lista_improves_on_its_start():
+    pytest.importorskip("torch")
+    from cscore.problem import ProblemSpec
+    from cscore.training._lista_init import lista_stepped
+    from cscore.training.unrolled import BernoulliGaussian, UnrolledTrainConfig, train_unrolled
+
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((20, 40)) / math.sqrt(20)
+    src = BernoulliGaussian(A, rate=0.1, snr_db=40.0)
+    spec = ProblemSpec(M=20, N=40, L=1)
+    X, Y = src.draw(200, 5)
+    init = lista_stepped(A, spec, X, Y, n_layers=4)
+    assert init.info["init"]["nmse_db_fit"] < -3.0  # better than 0 (the zero estimate)
+    cfg = UnrolledTrainConfig(n_layers=4, n_train=400, batch_size=32, lr=3e-3, refine=(0.3,),
+                              val_every=5, patience=50, max_steps=60, schedule="joint",
+                              online=True, matrix_lr=0.5, progress=False, n_threads=1)
+    res = train_unrolled("lista", src, cfg, untied=False, init=init)
+    assert [h["stage"] for h in res.history] == ["all x1", "all x0.3"]
+    assert len(res.val_nmse_db) == 4 and res.val_nmse_db[-1] < res.val_nmse_db[0]
+    Xv, Yv = src.draw(300, 99)
+    before = nmse_db(np.asarray(init.decode(Yv)), Xv)
+    after = nmse_db(np.asarray(res.model.decode(Yv)), Xv)
+    assert after < before
+    with pytest.raises(ValueError, match="schedule"):
+        train_unrolled("lista", src, UnrolledTrainConfig(schedule="grow", progress=False))
