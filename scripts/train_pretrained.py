@@ -13,6 +13,16 @@ The shipped files came from (torch CPU, 1 thread, 2026-11-22)::
     OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
         cdsn-msrc-dct-m25 --max-seconds 540
 
+BG benchmark model (issue 24, 2026-11-27, torch CPU, 1 thread, nice 10, shared
+machine: stopped by the wall budget after 24 epochs, 712 s of CPU)::
+
+    OMP_NUM_THREADS=1 PYTHONPATH=python nice -n 10 python scripts/train_pretrained.py \
+        lstm-bg-n500-m250 --threads 1 --max-epochs 200 --max-seconds 2000
+
+(``train_bg_lstm``: L = 1, lamp-bg-n500-m250's A, signals from
+``cscore.bench.bg.bg_problems`` with seeds 100 (train) and 200 (validation), 256
+cells; results in benchmarks/results/bg_learned.md.)
+
 (``--out DIR`` writes elsewhere, default python/cscore/models.)  The MNIST runs
 stopped at the wall-clock budget (``--max-seconds``), so an exact re-run depends
 on the machine's speed; without the budget they are deterministic.
@@ -98,6 +108,7 @@ apart; the files were given the local matrix).
 from __future__ import annotations
 
 import argparse
+import math
 import platform
 import time
 from dataclasses import replace
@@ -206,6 +217,44 @@ def train_demo(name: str, out: Path, threads: int | None, max_epochs: int) -> No
     }
     model, res = train_lstm_model(S_tr, S_va, A, spec, config=cfg, n_steps=20, k_range=(2, 20),
                                   sigma=0.005, problems_per_epoch=2500, info=info)
+    _save(name, out, model, res)
+
+
+#: LSTM-CS for the Bernoulli-Gaussian benchmark of ``cscore bench bg`` (issue 24)
+BG_LSTM = "lstm-bg-n500-m250"
+BG_LSTM_SEEDS = {"train": 100, "validation": 200}  # the benchmark's test problems: seed 0
+
+
+def train_bg_lstm(name: str, out: Path, threads: int | None, max_epochs: int,
+                  max_seconds: float | None, seed: int = 0, lr: float = 1e-3,
+                  n_cells: int = 256) -> None:
+    """LSTM-CS for N=500, M=250 (lamp-bg-n500-m250's A), BG rate 0.1, SNR 40 dB, L = 1."""
+    from cscore.bench.bg import bg_problems
+    from cscore.training.unrolled import bg_benchmark_source
+
+    A = np.asarray(bg_benchmark_source(0).A, dtype=np.float64)  # == lamp-bg-n500-m250's A
+    tr = bg_problems(40000, A=A, seed=BG_LSTM_SEEDS["train"])  # signals from rng(seed + 1)
+    va = bg_problems(1000, A=A, seed=BG_LSTM_SEEDS["validation"])
+    sigma = math.sqrt(tr.noise_var)  # SNR 40 dB: fresh noise per problem and epoch
+    spec = ProblemSpec(M=250, N=500, L=1, dataset="bernoulli-gaussian rate 0.1, SNR 40 dB")
+    cfg = TrainConfig(n_cells=n_cells, cell="paper", optimizer="adam", lr=lr, batch_size=256,
+                      max_epochs=max_epochs, patience=4, clip=100.0, seed=seed,
+                      n_threads=threads, max_seconds=max_seconds)
+    info = {
+        "name": name,
+        "description": "LSTM-CS for the BG benchmark (N=500, M=250, A iid N(0,1/M) seed 0, "
+                       "rate 0.1, SNR 40 dB; L = 1)",
+        "data": {"source": "cscore.bench.bg.bg_problems with lamp-bg-n500-m250's A",
+                 "train": f"40000 signals, seed {BG_LSTM_SEEDS['train']} (4000 per epoch)",
+                 "validation": f"1000 signals, seed {BG_LSTM_SEEDS['validation']}",
+                 "test": "cscore bench bg's problems (seed 0), not used here",
+                 "noise_sigma": sigma},
+        "sensing_matrix": "gaussian_matrix(250, 500, 0, unit_norm=False)",
+        "machine": f"{platform.machine()} {platform.processor() or ''} (CPU, torch)",
+        "script": "scripts/train_pretrained.py",
+    }
+    model, res = train_lstm_model(tr.X, va.X, A, spec, config=cfg, n_steps=64, sigma=sigma,
+                                  problems_per_epoch=4000, info=info)
     _save(name, out, model, res)
 
 
@@ -411,7 +460,7 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+",
-                    choices=[*MNIST_CFG, "demo-dct-m32", *MSRC_CFG, "nwsomp-mnist-m72",
+                    choices=[*MNIST_CFG, "demo-dct-m32", BG_LSTM, *MSRC_CFG, "nwsomp-mnist-m72",
                              "cdsn-msrc-dct-m25", *FRONTIER_MNIST, *FRONTIER_MSRC])
     ap.add_argument("--patience", type=int, default=3,
                     help="frontier models: epochs without validation gain before stopping")
@@ -446,6 +495,9 @@ def main() -> None:
                          args.max_seconds, args.seed)
         elif name == "cdsn-msrc-dct-m25":
             train_cdsn(name, args.msrc, args.out, args.max_seconds, args.seed, not args.no_rbm)
+        elif name == BG_LSTM:
+            train_bg_lstm(name, args.out, args.threads, args.max_epochs, args.max_seconds,
+                          args.seed, args.lr, args.n_cells or 256)
         elif name == "demo-dct-m32":
             train_demo(name, args.out, args.threads, args.max_epochs)
         elif name in MSRC_CFG or name in FRONTIER_MSRC:

@@ -142,7 +142,7 @@ def test_library_checks(models, tmp_path):
     assert model_labels(["a/x.npz", "b/x.npz"]) == ["a/x.npz", "b/x.npz"]
 
 
-@pytest.mark.parametrize("experiment", ["phase", "bg"])
+@pytest.mark.parametrize("experiment", ["phase"])  # bg takes several (tests/test_bg_learned.py)
 def test_several_models_only_for_sparsity_and_noise(models, tmp_path, experiment):
     config = BenchConfig(experiment, models=(str(models["lista-short"]),
                                              str(models["lista-long"])),

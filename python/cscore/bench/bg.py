@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ import numpy as np
 from ..decoders import get_decoder_spec
 from .decoders import run_decoder
 
-__all__ = ["BGProblems", "bg_matrix", "bg_problems", "iteration_curve", "run_bg",
+__all__ = ["BGProblems", "bg_matrix", "bg_models", "bg_problems", "iteration_curve", "run_bg",
            "support_oracle"]
 
 #: The published levels (dB) at N=500, M=250, rate 0.1, SNR 40 dB, for the report.
@@ -211,6 +212,45 @@ class BGResult:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+def bg_models(models: Mapping[str, Any], model: Any = None) -> dict[str, Any]:
+    """The models of a run by the decoder that runs them (one model per decoder).
+
+    Parameters
+    ----------
+    models : mapping
+        Model label -> loaded model (``--model a --model b``), possibly empty.
+    model : object, optional
+        The single model of a one-model run (used when ``models`` is empty).
+
+    Returns
+    -------
+    dict
+        Decoder name (``lamp``, ``lista``, ``lstm-cs``, ...) -> model.
+
+    Raises
+    ------
+    ValueError
+        Two models for one decoder, or models with different matrices ``A``.
+    """
+    from .decoders import own_decoder
+
+    given = dict(models) if models else ({"model": model} if model is not None else {})
+    out: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    for label, m in given.items():
+        name = own_decoder(m)
+        if name is None:
+            continue
+        if name in out:
+            raise ValueError(f"bg runs one model per decoder: {labels[name]} and {label} are "
+                             f"both {name} models")
+        out[name], labels[name] = m, label
+    mats = [np.asarray(m.A) for m in out.values()]
+    if any(a.shape != mats[0].shape or not np.array_equal(a, mats[0]) for a in mats[1:]):
+        raise ValueError("the models must share one sensing matrix A")
+    return out
+
+
 def _settings_for(name: str, p: BGProblems) -> dict[str, Any]:
     spec = get_decoder_spec(name)
     if "tol" in spec.stopping:  # the noise-aware rule: the expected noise norm
@@ -245,7 +285,8 @@ def run_bg(
     seed : int
         Seed.
     models : dict, optional
-        Decoder name -> model trained for this ``A`` (its ``A`` is used).
+        Decoder name -> model trained for this ``A`` (its ``A`` is used; only
+        with ``kappa`` 1).
     iterations : int
         Length of the AMP/VAMP per-iteration curves (0: none).
     N, M, rate, snr_db : int, int, float, float
@@ -260,6 +301,9 @@ def run_bg(
     models = models or {}
     A = None
     if models:
+        if kappa != 1.0:  # the models' A is the problem's A: kappa would be ignored
+            raise ValueError(f"kappa {kappa:g} needs its own matrix; the models were trained "
+                             "for theirs (run the model decoders with kappa 1)")
         A = np.asarray(next(iter(models.values())).A)
     p = bg_problems(n_problems, N=N, M=M, rate=rate, snr_db=snr_db, kappa=kappa, seed=seed,
                     A=A)

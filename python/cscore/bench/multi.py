@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from ..decoders import decoder_names
-from .config import BenchConfig, BenchConfigError
+from .config import BG_DECODERS, BenchConfig, BenchConfigError
 from .decoders import own_decoder, pair_models
 
 __all__ = ["MULTI_MODEL_EXPERIMENTS", "check_experiment", "check_shared_matrix",
            "choose_model_decoders", "model_labels"]
 
-#: The experiments that take several models.
-MULTI_MODEL_EXPERIMENTS = ("sparsity", "noise")
+#: The experiments that take several models (bg: one model per model decoder).
+MULTI_MODEL_EXPERIMENTS = ("sparsity", "noise", "bg")
 
 
 def model_labels(names: Sequence[str]) -> list[str]:
@@ -111,7 +111,7 @@ def check_experiment(config: BenchConfig) -> None:
     if len(config.model_names) > 1 and config.experiment not in MULTI_MODEL_EXPERIMENTS:
         raise BenchConfigError(
             "--model", f"several models (--model {','.join(config.model_names)}) are for the "
-            f"experiments {' and '.join(MULTI_MODEL_EXPERIMENTS)}; {config.experiment} takes one"
+            f"experiments {', '.join(MULTI_MODEL_EXPERIMENTS)}; {config.experiment} takes one"
         )
 
 
@@ -128,17 +128,23 @@ def choose_model_decoders(config: BenchConfig, models: Mapping[str, Any]) -> lis
     -------
     list of str
         ``config.decoders``, or by default every model's own decoder (once,
-        in the models' order), ``somp`` and ``omp``.
+        in the models' order), ``somp`` and ``omp`` (bg: the decoders of
+        :data:`~cscore.bench.config.BG_DECODERS`).
 
     Raises
     ------
     BenchConfigError
         An unknown decoder, or a model decoder with no model of its class
-        (option ``--decoders``).
+        (option ``--decoders``); for bg, two models of one decoder (``--model``).
     """
+    own = [d for d in (own_decoder(m) for m in models.values()) if d is not None]
+    twice = [d for i, d in enumerate(own) if d in own[:i]]
+    if config.experiment == "bg" and twice:
+        raise BenchConfigError("--model", f"bg runs one model per decoder: several {twice[0]} "
+                               f"models (--model {', '.join(models)})")
     if config.decoders is None:
-        own = [d for d in (own_decoder(m) for m in models.values()) if d is not None]
-        decoders = [*dict.fromkeys(own), "somp", "omp"]
+        tail = list(BG_DECODERS) if config.experiment == "bg" else ["somp", "omp"]
+        decoders = [*dict.fromkeys(own), *tail]
     else:
         decoders = list(config.decoders)
         if not decoders:

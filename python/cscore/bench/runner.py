@@ -30,7 +30,6 @@ from .config import (
     check_config,
     check_paths,
     choose_decoders,
-    model_decoder,
     sizes_for,
 )
 from .decoders import needs_model
@@ -546,16 +545,12 @@ def _run_mnist_phase(plan: BenchPlan, log: Log) -> BenchOutcome:
 
 def _run_bg(plan: BenchPlan) -> BenchOutcome:
     """The Bernoulli-Gaussian benchmark of the AMP/LAMP papers (:mod:`cscore.bench.bg`)."""
-    from .bg import PUBLISHED_DB, run_bg
+    from .bg import PUBLISHED_DB, bg_models, run_bg
 
     c = plan.config
     N = c.n_atoms
     M = c.M if c.M is not None else N // 2
-    models = {}
-    if plan.model is not None:
-        learned = model_decoder(plan.model)
-        if learned is not None:
-            models[learned] = plan.model
+    models = bg_models(plan.models or {}, plan.model)
     n_problems = min(c.problems, 10) if c.quick else c.problems
     tally = WarningTally()
     res = run_bg(plan.decoders, n_problems=n_problems, kappa=c.kappa, seed=c.seed,

@@ -114,6 +114,23 @@ class UnrolledTrainConfig:
     device : str, default "cpu"
         torch device of the training (``"cuda"`` for a GPU; its arithmetic
         and minibatch draws do not reproduce a CPU run's numbers).
+    schedule : {"layerwise", "joint"}, default "layerwise"
+        "layerwise": Borgerding et al.'s growth, one layer at a time; "joint":
+        all ``n_layers`` layers from the first step, at ``lr`` then at each
+        ``lr * refine[i]`` (each rate a stage that ends by validation).
+    matrix_lr : float, default 1.0
+        Factor of the learning rate for the matrices ``B``, ``S`` (Adam moves
+        every entry by about ``lr`` per step, whatever its size: a sign pattern
+        of ``lr`` over an N x N matrix is a change of operator norm up to
+        ``lr * N``, so the matrices may need a smaller rate than the thresholds).
+    online : bool, default False
+        Draw every minibatch fresh from the source (``source.draw(batch_size,
+        seed + 2 + step)``) instead of from the ``n_train`` problems drawn
+        once (which still give the validation split); no over-fitting of a
+        large tied ``S`` to a finite training set.
+    copy_previous : bool, default True
+        Layer-wise: a new layer starts from the previous layer's trained
+        values (else from the untrained network's own values for that layer).
     """
 
     n_layers: int = 6
@@ -130,6 +147,10 @@ class UnrolledTrainConfig:
     n_threads: int | None = None
     progress: bool = True
     device: str = "cpu"
+    schedule: str = "layerwise"
+    matrix_lr: float = 1.0
+    online: bool = False
+    copy_previous: bool = True
 
 
 @dataclass
@@ -240,6 +261,22 @@ class _Data:
     Xva: Any
     gen: Any
     cfg: UnrolledTrainConfig
+    source: Any = None
+    joint: bool = False
+    drawn: int = 0
+
+    def batch(self, torch: Any, n_tr: int) -> tuple[Any, Any]:
+        """The next minibatch (Y, X): fresh from the source (online) or from the pool."""
+        cfg = self.cfg
+        if cfg.online and self.source is not None:
+            self.drawn += 1
+            X, Y = self.source.draw(cfg.batch_size, cfg.seed + 1 + self.drawn)
+            f32 = torch.float32
+            return (torch.tensor(grouped(Y, self.joint), dtype=f32, device=cfg.device),
+                    torch.tensor(grouped(X, self.joint), dtype=f32, device=cfg.device))
+        idx = torch.randint(0, n_tr, (min(cfg.batch_size, n_tr),), generator=self.gen,
+                            device=self.Ytr.device)
+        return self.Ytr[idx], self.Xtr[idx]
 
 
 def _nmse(torch: Any, Xh: Any, X: Any) -> Any:
@@ -254,7 +291,11 @@ def _stage(torch: Any, net: Any, params: list[Any], lr: float, depth: int, data:
            deadline: float) -> dict[str, Any]:
     """Train ``params`` of the first ``depth`` layers; keep the best (validation) values."""
     cfg = data.cfg
-    opt = torch.optim.Adam(params, lr=lr)
+    mats = [p for p in params if p.ndim >= 2]
+    vecs = [p for p in params if p.ndim < 2]
+    opt = torch.optim.Adam([g for g in ({"params": vecs, "lr": lr},
+                                        {"params": mats, "lr": lr * cfg.matrix_lr})
+                            if g["params"]])
 
     def validate() -> float:
         with torch.no_grad():
@@ -263,9 +304,8 @@ def _stage(torch: Any, net: Any, params: list[Any], lr: float, depth: int, data:
     best, best_vals, bad, steps, run = validate(), [p.detach().clone() for p in params], 0, 0, []
     n_tr = data.Ytr.shape[0]
     while steps < cfg.max_steps and time.perf_counter() < deadline:
-        idx = torch.randint(0, n_tr, (min(cfg.batch_size, n_tr),), generator=data.gen,
-                            device=data.Ytr.device)
-        loss = _nmse(torch, net(data.Ytr[idx], depth)[-1], data.Xtr[idx])
+        Yb, Xb = data.batch(torch, n_tr)
+        loss = _nmse(torch, net(Yb, depth)[-1], Xb)
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -298,6 +338,10 @@ def _check(arch: str, cfg: UnrolledTrainConfig, init: UnrolledModel | None) -> N
             raise ValueError(f"config.{name} must be >= 1, got {getattr(cfg, name)}")
     if not 0 < cfg.val_fraction < 1:
         raise ValueError(f"config.val_fraction must be in (0, 1), got {cfg.val_fraction}")
+    if cfg.schedule not in ("layerwise", "joint"):
+        raise ValueError(f"config.schedule must be 'layerwise' or 'joint', got {cfg.schedule!r}")
+    if not cfg.matrix_lr > 0:
+        raise ValueError(f"config.matrix_lr must be > 0, got {cfg.matrix_lr}")
 
 
 def _split(source: ProblemSource, cfg: UnrolledTrainConfig) -> tuple[np.ndarray, ...]:
@@ -374,7 +418,8 @@ def train_unrolled(
             Xtr=torch.tensor(grouped(Xtr, init.joint), dtype=f32, device=dev),
             Yva=torch.tensor(grouped(Yva, init.joint), dtype=f32, device=dev),
             Xva=torch.tensor(grouped(Xva, init.joint), dtype=f32, device=dev),
-            gen=torch.Generator(device=dev).manual_seed(cfg.seed + 1), cfg=cfg)
+            gen=torch.Generator(device=dev).manual_seed(cfg.seed + 1), cfg=cfg,
+            source=source, joint=init.joint)
         history, per_layer = _grow(torch, net, data)
     finally:
         torch.set_num_threads(old_threads)
@@ -403,6 +448,8 @@ def _grow(torch: Any, net: Any, data: _Data) -> tuple[list[dict[str, Any]], list
     T = cfg.n_layers
     lrs = [cfg.lr] + [cfg.lr * f for f in cfg.refine]
     stages = [(t, i) for t in range(1, T + 1) for i in range(len(lrs))]
+    if cfg.schedule == "joint":  # all layers at once: one stage per rate, all parameters
+        stages = [(T, i) for i in range(len(lrs))]
     history: list[dict[str, Any]] = []
     per_layer: list[float] = []
     name = "lista" if net.kind == "lista" else f"lamp-{net.kind}"
@@ -410,11 +457,12 @@ def _grow(torch: Any, net: Any, data: _Data) -> tuple[list[dict[str, Any]], list
                leave=False)
     try:
         for k, (t, i) in enumerate(stages):
-            if i == 0 and t > 1:  # a new layer starts from the previous layer's values
+            if i == 0 and t > 1 and cfg.copy_previous and cfg.schedule == "layerwise":
+                # a new layer starts from the previous layer's values
                 with torch.no_grad():
                     for new, old in zip(net.layer_params(t - 1), net.layer_params(t - 2)):
                         new.copy_(old)
-            params = net.layer_params(t - 1) if i == 0 else (
+            params = net.layer_params(t - 1) if i == 0 and cfg.schedule == "layerwise" else (
                 [p for s in range(t) for p in net.layer_params(s)] + net.shared_params())
             deadline = math.inf
             if cfg.max_seconds is not None:  # the rest of the budget, by the stages' depth
@@ -422,7 +470,8 @@ def _grow(torch: Any, net: Any, data: _Data) -> tuple[list[dict[str, Any]], list
                 deadline = time.perf_counter() + left * t / sum(s for s, _ in stages[k:])
             s0 = time.perf_counter()
             rec = _stage(torch, net, params, lrs[i], t, data, deadline)
-            rec = {"layer": t, "stage": "new layer" if i == 0 else f"all x{cfg.refine[i - 1]}",
+            what = "new layer" if cfg.schedule == "layerwise" else "all x1"
+            rec = {"layer": t, "stage": what if i == 0 else f"all x{cfg.refine[i - 1]}",
                    "lr": lrs[i], **rec, "seconds": round(time.perf_counter() - s0, 2)}
             history.append(rec)
             if i == len(lrs) - 1:
@@ -433,6 +482,9 @@ def _grow(torch: Any, net: Any, data: _Data) -> tuple[list[dict[str, Any]], list
             bar.update()
     finally:
         bar.close()
+    if cfg.schedule == "joint":  # the trained network's every layer on the validation split
+        with torch.no_grad():
+            per_layer = [_db(float(_nmse(torch, o, data.Xva))) for o in net(data.Yva, T)]
     return history, per_layer
 
 
@@ -442,6 +494,7 @@ def train_bg_benchmark(
     shrinkage: str = "bg", n_train: int = 20000, seed: int = 0, seed_A: int = 0,
     n_threads: int | None = None, progress: bool = True, path: str | Path | None = None,
     device: str = "cpu", max_steps: int = 4000, untied: bool = True,
+    tuning: dict[str, Any] | None = None,
 ) -> UnrolledTrainResult:
     """Train LISTA or LAMP for Borgerding et al.'s benchmark (the recipe of the bench).
 
@@ -472,25 +525,43 @@ def train_bg_benchmark(
         Steps per stage at most.
     untied : bool, default True
         LISTA: one B, S per layer (False: shared by the layers).
+    tuning : dict, optional
+        Overrides of the :class:`UnrolledTrainConfig` fields above (``lr``,
+        ``refine``, ``patience``, ``schedule``, ``matrix_lr``, ``online``, ...),
+        plus ``"lista_init": "stepped"`` for LISTA's untrained network from
+        :func:`~cscore.training._lista_init.lista_stepped` (default: ISTA).
 
     Returns
     -------
     UnrolledTrainResult
     """
     source = bg_benchmark_source(seed_A)
-    cfg = UnrolledTrainConfig(n_layers=n_layers, n_train=n_train, val_fraction=0.05,
-                              batch_size=256, lr=1e-3, refine=(0.5, 0.1), val_every=25,
-                              patience=8, max_steps=max_steps, max_seconds=max_seconds,
-                              seed=seed, n_threads=n_threads, progress=progress, device=device)
+    over = dict(tuning or {})
+    lista_init = over.pop("lista_init", "ista")
+    cfg = UnrolledTrainConfig(**{**dict(
+        n_layers=n_layers, n_train=n_train, val_fraction=0.05, batch_size=256, lr=1e-3,
+        refine=(0.5, 0.1), val_every=25, patience=8, max_steps=max_steps,
+        max_seconds=max_seconds, seed=seed, n_threads=n_threads, progress=progress,
+        device=device), **over})
     name = f"{arch}-{shrinkage}" if arch == "lamp" else arch
     info = {"description": f"{name.upper()} for Borgerding et al.'s BG benchmark "
                            "(N=500, M=250, A iid N(0,1/M), rate 0.1, SNR 40 dB)",
             "problems": {**BG_BENCHMARK, "variance": 1.0, "seed_A": seed_A,
                          "matrix": f"gaussian_matrix(250, 500, {seed_A}, unit_norm=False)"},
             "recipe": "cscore.training.unrolled.train_bg_benchmark"}
+    spec = ProblemSpec(M=BG_BENCHMARK["M"], N=BG_BENCHMARK["N"], L=1,
+                       dataset="bernoulli-gaussian rate 0.1, SNR 40 dB")
+    init = None
+    if arch == "lista" and lista_init == "stepped":
+        from ._lista_init import lista_stepped
+
+        X, Y = source.draw(300, seed + 10_000)  # not the training draw (seed)
+        init = lista_stepped(source.A, spec, X, Y, n_layers=cfg.n_layers, untied=untied)
+        info["init"] = init.info["init"]  # the untrained network, rebuildable from A
+    elif lista_init != "ista":
+        raise ValueError(f"lista_init must be 'ista' or 'stepped', got {lista_init!r}")
     res = train_unrolled(arch, source, cfg, shrinkage=shrinkage, info=info, untied=untied,
-                         spec=ProblemSpec(M=BG_BENCHMARK["M"], N=BG_BENCHMARK["N"], L=1,
-                                          dataset="bernoulli-gaussian rate 0.1, SNR 40 dB"))
+                         spec=spec, init=init)
     if path is not None:
         res.model.save(path)
     return res
