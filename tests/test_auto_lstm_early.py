@@ -49,7 +49,7 @@ def _ends(norms, gamma2, reset2, patience, check=0, check_last=0):
             if rr2 < gamma2[s - 1]:
                 signal, last_signal = True, s
             last = s if rr2 < reset2[s - 1] else last
-            if check and s == check and last_signal <= check_last:
+            if check and s == check and signal and last_signal <= check_last:
                 out[b] = s
                 break
             if signal and s - last >= patience:

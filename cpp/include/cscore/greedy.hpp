@@ -167,7 +167,7 @@ struct Options {
     // Optional end of the auto path before max_atoms (as lstm::PathStop): with
     // auto_reset2 set, the path ends once a step was taken for signal (ratio below
     // auto_gamma2) and auto_patience steps in a row had no ratio below auto_reset2,
-    // or at step auto_check when the last signal step is <= auto_check_last.
+    // or at step auto_check when such a step was taken and the last one is <= auto_check_last.
     const double* auto_reset2 = nullptr;
     std::ptrdiff_t auto_patience = 0;
     std::ptrdiff_t auto_check = 0;
@@ -1133,8 +1133,9 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
                 last_signal = n;
             }
             if (rr2 < opt.auto_reset2[n - 1]) last_like = n;
-            if ((opt.auto_check > 0 && n == opt.auto_check && last_signal <= opt.auto_check_last) ||
-                (signal && n - last_like >= opt.auto_patience)) {
+            if (signal && ((opt.auto_check > 0 && n == opt.auto_check &&
+                            last_signal <= opt.auto_check_last) ||
+                           n - last_like >= opt.auto_patience)) {
                 reason = StopReason::exhausted;
                 break;
             }

@@ -1100,8 +1100,8 @@ struct DecodeOptions {
     const double* rrt_reset2 = nullptr;  // (k_max) looser thresholds: a step below one is
                                          // still signal-like and restarts the patience
     int rrt_patience = 0;                // steps without such a step that end the path
-    int rrt_check = 0;                   // > 0: at this step, a path ends when its last
-    int rrt_check_last = 0;              // step taken for signal is <= rrt_check_last
+    int rrt_check = 0;                   // > 0: at this step, a path ends when the test took
+    int rrt_check_last = 0;              // a step for signal, the last at <= rrt_check_last
 };
 
 // Outputs, row-major, for B problems.
@@ -1156,9 +1156,10 @@ struct PathStop {
             last_signal = s;
         }
         if (rr2 < opt.rrt_reset2[s - 1]) last = s;
-        // the check step: a signal that ended in the path's first two thirds is
-        // not followed further (the bound of the two-stage rule, stopping.py)
-        if (opt.rrt_check > 0 && s == opt.rrt_check && last_signal <= opt.rrt_check_last)
+        // the check step: a signal the test found and that ended in the path's first
+        // two thirds is not followed further (the bound of the two-stage rule,
+        // stopping.py); a path where the test found none yet goes on
+        if (opt.rrt_check > 0 && s == opt.rrt_check && signal && last_signal <= opt.rrt_check_last)
             return true;
         return signal && s - last >= opt.rrt_patience;
     }
