@@ -109,13 +109,13 @@ inline bool attach_rrt(lstm::DecodeOptions& opt, const py::object& rrt, RrtHolde
     if (!keep.gamma2 || !keep.reset2) throw std::invalid_argument("rrt: arrays expected");
     expect_shape("rrt gamma2", keep.gamma2, {static_cast<py::ssize_t>(opt.k_max)});
     expect_shape("rrt reset2", keep.reset2, {static_cast<py::ssize_t>(opt.k_max)});
-    opt.rrt_patience = t[2].cast<int>();
-    if (opt.rrt_patience < 1) throw std::invalid_argument("rrt patience must be >= 1");
-    opt.rrt_check = t.size() == 5 ? t[3].cast<int>() : 0;
-    opt.rrt_check_last = t.size() == 5 ? t[4].cast<int>() : 0;
-    if (opt.rrt_check < 0) throw std::invalid_argument("rrt check must be >= 0");
-    opt.rrt_gamma2 = keep.gamma2.data();
-    opt.rrt_reset2 = keep.reset2.data();
+    opt.rrt.patience = t[2].cast<int>();
+    if (opt.rrt.patience < 1) throw std::invalid_argument("rrt patience must be >= 1");
+    opt.rrt.check = t.size() == 5 ? t[3].cast<int>() : 0;
+    opt.rrt.check_last = t.size() == 5 ? t[4].cast<int>() : 0;
+    if (opt.rrt.check < 0) throw std::invalid_argument("rrt check must be >= 0");
+    opt.rrt.gamma2 = keep.gamma2.data();
+    opt.rrt.reset2 = keep.reset2.data();
     return true;
 }
 

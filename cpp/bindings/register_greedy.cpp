@@ -132,11 +132,12 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
                             autos->reset2.ndim() == 1 && autos->reset2.shape(0) == max_atoms &&
                             (autos->reset2.flags() & c_contig),
                         "path_end reset2 must be C-contiguous float64 (max_atoms,)");
-                opt.auto_reset2 = static_cast<const double*>(autos->reset2.data());
-                opt.auto_patience = t[1].cast<std::ptrdiff_t>();
-                opt.auto_check = t[2].cast<std::ptrdiff_t>();
-                opt.auto_check_last = t[3].cast<std::ptrdiff_t>();
-                require(opt.auto_patience >= 1 && opt.auto_check >= 0,
+                opt.auto_end.gamma2 = opt.auto_gamma2;
+                opt.auto_end.reset2 = static_cast<const double*>(autos->reset2.data());
+                opt.auto_end.patience = t[1].cast<int>();
+                opt.auto_end.check = t[2].cast<int>();
+                opt.auto_end.check_last = t[3].cast<int>();
+                require(opt.auto_end.patience >= 1 && opt.auto_end.check >= 0,
                         "path_end patience must be >= 1 and check >= 0");
             }
             out.sigma = static_cast<T*>(autos->sigma.mutable_data());

@@ -48,6 +48,7 @@
 #include "cscore/cpu.hpp"
 #include "cscore/linalg.hpp"
 #include "cscore/parallel.hpp"
+#include "cscore/path_end.hpp"
 #include "cscore/result.hpp"
 
 #if defined(__GNUC__) || defined(__clang__)
@@ -164,14 +165,9 @@ struct Options {
     const double* auto_logu = nullptr;
     double auto_b = 0.5;
     std::ptrdiff_t auto_cap = 1;
-    // Optional end of the auto path before max_atoms (as lstm::PathStop): with
-    // auto_reset2 set, the path ends once a step was taken for signal (ratio below
-    // auto_gamma2) and auto_patience steps in a row had no ratio below auto_reset2,
-    // or at step auto_check when such a step was taken and the last one is <= auto_check_last.
-    const double* auto_reset2 = nullptr;
-    std::ptrdiff_t auto_patience = 0;
-    std::ptrdiff_t auto_check = 0;
-    std::ptrdiff_t auto_check_last = 0;
+    // Optional end of the auto path before max_atoms (path_end.hpp): used when
+    // auto_end.reset2 is set (with auto_end.gamma2 = auto_gamma2).
+    PathEndRule auto_end;
     // A given path instead of the greedy choice: problem p adds the atoms
     // forced[p * forced_ld + i], i = 0, 1, ... (until -1 or max_atoms); the fit
     // and residuals are those of that path (used to fit another decoder's path).
@@ -1026,11 +1022,10 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
 
     StopReason reason = StopReason::exhausted;
     bool stopped_dependent = false;
-    // the auto path's end (Options::auto_reset2): energies relative to y's
-    const bool path_end = opt.auto_gamma2 != nullptr && opt.auto_reset2 != nullptr;
-    double e_prev = static_cast<double>(ytot2);
-    std::ptrdiff_t last_like = 0, last_signal = 0;
-    bool signal = false;
+    // the auto path's end (Options::auto_end), on the channels' summed energies
+    const bool path_end = opt.auto_end.reset2 != nullptr;
+    PathEnd end;
+    end.start(static_cast<double>(ytot2));
     std::ptrdiff_t n = 0;
     bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
     std::ptrdiff_t k_next = 0;   // fused: the next atom, found by the last step
@@ -1126,16 +1121,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
             double e = 0.0;
             for (std::ptrdiff_t c = 0; c < L; ++c)
                 e += static_cast<double>(ws.energy[static_cast<std::size_t>(c)]);
-            const double rr2 = e_prev > 0.0 ? e / e_prev : 1.0;
-            e_prev = e;
-            if (rr2 < opt.auto_gamma2[n - 1]) {
-                signal = true;
-                last_signal = n;
-            }
-            if (rr2 < opt.auto_reset2[n - 1]) last_like = n;
-            if (signal && ((opt.auto_check > 0 && n == opt.auto_check &&
-                            last_signal <= opt.auto_check_last) ||
-                           n - last_like >= opt.auto_patience)) {
+            if (end.step(e, static_cast<int>(n), opt.auto_end)) {
                 reason = StopReason::exhausted;
                 break;
             }

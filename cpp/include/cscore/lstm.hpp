@@ -30,6 +30,7 @@
 #include "cscore/blas.hpp"
 #include "cscore/cpu.hpp"
 #include "cscore/parallel.hpp"
+#include "cscore/path_end.hpp"
 #include "cscore/result.hpp"
 
 namespace cscore::lstm {
@@ -1094,14 +1095,9 @@ struct DecodeOptions {
     bool k_from_user = true;        // k_max came from n_nonzero (else: the cap)
     int n_threads = 1;
     int chunk = kChunk;             // problems per LSTM batch (results do not depend on it)
-    // tol="auto" (python/cscore/decoders/stopping.py): when rrt_gamma2 is set, each
-    // problem's path ends by itself (see PathStop) and out.path_norms is filled.
-    const double* rrt_gamma2 = nullptr;  // (k_max) Gamma(k)^2 of the residual-ratio test
-    const double* rrt_reset2 = nullptr;  // (k_max) looser thresholds: a step below one is
-                                         // still signal-like and restarts the patience
-    int rrt_patience = 0;                // steps without such a step that end the path
-    int rrt_check = 0;                   // > 0: at this step, a path ends when the test took
-    int rrt_check_last = 0;              // a step for signal, the last at <= rrt_check_last
+    // tol="auto" (python/cscore/decoders/stopping.py): when rrt.gamma2 is set, each
+    // problem's path ends by itself (path_end.hpp, PathStop) and out.path_norms is filled.
+    PathEndRule rrt;
 };
 
 // Outputs, row-major, for B problems.
@@ -1115,20 +1111,12 @@ struct DecodeOutput {
                                     // step, the last repeated past the path's end (auto only)
 };
 
-// tol="auto": where one problem's greedy path may end.  After step s the squared
-// residual E_s (summed over channels, relative to the largest channel norm of y)
-// gives the residual ratio RR(s)^2 = E_s / E_{s-1} (1 when E_{s-1} = 0).  A ratio
-// below Gamma(s)^2 is a step the residual-ratio test takes for signal; one below
-// the looser reset threshold is signal-like.  The path ends once the test has
-// taken a step for signal and no signal-like step came in the last `patience`
-// steps (or y is zero), so that the test's cut, made later on the path's norms,
-// almost never lies beyond the end.  Depends on the problem's own numbers only.
+// tol="auto": where one problem's greedy path may end (path_end.hpp), on its
+// squared residual summed over channels, relative to the largest channel norm of
+// y; a zero y ends the path at once.
 struct PathStop {
-    double scale = 0.0;   // largest channel norm of y
-    double prev = 0.0;    // E_{s-1}
-    int last = 0;         // last signal-like step
-    int last_signal = 0;  // last step the test took for signal
-    bool signal = false;  // the test took a step for signal
+    double scale = 0.0;  // largest channel norm of y
+    PathEnd end;
 
     // Channel norms `nrm` (L) after step s; true when the path ends here.
     bool update(const double* nrm, int L, int s, const DecodeOptions& opt) {
@@ -1143,25 +1131,10 @@ struct PathStop {
                 e += t * t;
             }
         if (s == 0) {
-            prev = e;
-            last = 0;
-            last_signal = 0;
-            signal = false;
+            end.start(e);
             return !(scale > 0.0);
         }
-        const double rr2 = prev > 0.0 ? e / prev : 1.0;
-        prev = e;
-        if (rr2 < opt.rrt_gamma2[s - 1]) {
-            signal = true;
-            last_signal = s;
-        }
-        if (rr2 < opt.rrt_reset2[s - 1]) last = s;
-        // the check step: a signal the test found and that ended in the path's first
-        // two thirds is not followed further (the bound of the two-stage rule,
-        // stopping.py); a path where the test found none yet goes on
-        if (opt.rrt_check > 0 && s == opt.rrt_check && signal && last_signal <= opt.rrt_check_last)
-            return true;
-        return signal && s - last >= opt.rrt_patience;
+        return end.step(e, s, opt.rrt);
     }
 };
 
@@ -1288,7 +1261,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
         std::vector<T> zall(static_cast<std::size_t>(L * chunk * N), T(0));
         std::vector<idx> active;
         active.reserve(static_cast<std::size_t>(chunk));
-        const bool rrt = opt.rrt_gamma2 != nullptr;
+        const bool rrt = opt.rrt.gamma2 != nullptr;
         const idx kp1 = static_cast<idx>(k_max) + 1;
         std::vector<PathStop> path(rrt ? static_cast<std::size_t>(chunk) : 0);
         std::vector<double> nrm(static_cast<std::size_t>(L));
