@@ -1,4 +1,4 @@
-"""OMP/SOMP ``tol="auto"``: the compiled path ends early (greedy::Options::auto_reset2)."""
+"""OMP/SOMP ``tol="auto"``: the compiled path ends early (cpp/include/cscore/path_end.hpp)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ PATIENCE = 3
 RESET_ALPHA = 1e7
 
 #: OMP and SOMP end their compiled ``tol="auto"`` path the same way
-#: (``greedy::Options::auto_reset2`` in ``cpp/include/cscore/greedy.hpp``).  A step
+#: (``cpp/include/cscore/path_end.hpp``, as ``greedy::Options::auto_end``).  A step
 #: is signal-like when its residual ratio is below the GREEDY_RESET_Q quantile of
 #: a noise-only step's law, ``Beta((M - k) L / 2, L / 2)`` (no union bound: the
 #: joint steps that add one channel's atom are weak).  The check step applies to

@@ -32,7 +32,7 @@ from ...result import STOP_REASONS, DecodeResult
 from ..path_stop import auto_decode_path_stop
 from ..stopping import auto_decode_mmv, is_auto
 
-__all__ = ["GreedyModel", "GreedyOutput", "LearnedModel", "greedy_result"]
+__all__ = ["GreedyModel", "GreedyOutput", "LearnedModel", "greedy_result", "support_from_atoms"]
 
 #: What a greedy loop returns for a batch of B problems:
 #: ``S`` (B, N, L) float64, ``atoms`` (B, L, k) int64 (-1 padded), ``resid`` (B,)
@@ -218,6 +218,25 @@ class GreedyModel(LearnedModel):
         return greedy_result(S, atoms, resid, n_iter, stop, single=single, out_dtype=out_dtype)
 
 
+def support_from_atoms(atoms: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """The boolean support (B, N, L) of per-channel atoms (B, L, k), -1 padded.
+
+    Parameters
+    ----------
+    atoms : ndarray (B, L, k) int
+    shape : tuple
+        ``(B, N, L)``.
+
+    Returns
+    -------
+    ndarray (B, N, L) bool
+    """
+    b_idx, l_idx, _ = np.nonzero(atoms >= 0)
+    support = np.zeros(shape, dtype=bool)
+    support[b_idx, atoms[atoms >= 0], l_idx] = True
+    return support
+
+
 def greedy_result(
     S: np.ndarray,
     atoms: np.ndarray,
@@ -232,9 +251,7 @@ def greedy_result(
 
     ``atoms`` is (B, L, k), -1 padded.
     """
-    b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-    support = np.zeros(S.shape, dtype=bool)
-    support[b_idx, atoms[atoms >= 0], l_idx] = True
+    support = support_from_atoms(atoms, S.shape)
     reasons = np.array([STOP_REASONS[int(s)] for s in stop])
     sel: Any = 0 if single else slice(None)
     return DecodeResult(

@@ -53,7 +53,8 @@ import numpy as np
 
 from ..._blas import single_threaded_blas
 from ...result import DecodeResult
-from ._greedy import normalize_maxabs
+from ._greedy import lstm_cell, normalize_maxabs
+from .base import support_from_atoms
 from .weights import LSTMCSWeights
 
 __all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_result", "channel_tolerances",
@@ -88,20 +89,12 @@ class _Net:
         self.b = np.asarray(w.b, dtype=np.float32)
         self.UT = np.ascontiguousarray(np.asarray(w.U, dtype=np.float32).T)
         self.c_out = np.asarray(w.c_out, dtype=np.float32)
-        self.paper = w.cell == "paper"
+        self.cell_type = w.cell
         self.H = int(self.RT.shape[0])
 
     def cell(self, gates: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gate pre-activations (n, G*H) and previous cells (n, H) -> (v, c)."""
-        H = self.H
-        sig = lambda x: 0.5 * (1.0 + np.tanh(0.5 * x))  # noqa: E731
-        if self.paper:
-            c = c + sig(gates[:, :H]) * np.tanh(gates[:, H : 2 * H])
-            o = gates[:, 2 * H :]
-        else:
-            c = sig(gates[:, H : 2 * H]) * c + sig(gates[:, :H]) * np.tanh(gates[:, 2 * H : 3 * H])
-            o = gates[:, 3 * H :]
-        return sig(o) * np.tanh(c), c
+        return lstm_cell(gates, c, self.cell_type)
 
 
 def _trajectory(A: np.ndarray, y: np.ndarray, path: list[int]) -> np.ndarray:
@@ -431,9 +424,7 @@ def beam_result(
     with single_threaded_blas():
         S, atoms, rescued = rescue_channels(weights, A, Yb, S, atoms, opts)
     resid = np.linalg.norm(Yb - np.einsum("mn,bnl->bml", A, S), axis=1).sum(axis=1)
-    b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-    support = np.zeros(S.shape, dtype=bool)
-    support[b_idx, atoms[atoms >= 0], l_idx] = True
+    support = support_from_atoms(atoms, S.shape)
     sel: Any = 0 if single else slice(None)
     extra = {**result.extra, "atoms": atoms[sel], "rescued": rescued[sel]}
     return DecodeResult(

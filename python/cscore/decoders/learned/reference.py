@@ -8,14 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._greedy import normalize_maxabs
+from ._greedy import lstm_cell, normalize_maxabs
 from .weights import BLSTMCSWeights, LSTMCSWeights
 
 __all__ = ["blstm_logits", "lstm_logits", "lstm_step", "normalize_maxabs", "reference_decode"]
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
 def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:
@@ -83,14 +79,7 @@ def lstm_step(
         Scores of the atoms.
     """
     W, R = weights.W.astype(np.float64), weights.R.astype(np.float64)
-    gates = x @ W.T + v @ R.T + weights.b
-    if weights.cell == "paper":
-        i, g, o = np.split(gates, 3, axis=1)
-        c = c + _sigmoid(i) * np.tanh(g)
-    else:
-        i, f, g, o = np.split(gates, 4, axis=1)
-        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-    v = _sigmoid(o) * np.tanh(c)
+    v, c = lstm_cell(x @ W.T + v @ R.T + weights.b, c, weights.cell)
     return v, c, v @ weights.U.astype(np.float64).T + weights.c_out
 
 
