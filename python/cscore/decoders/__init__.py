@@ -11,7 +11,6 @@ adding a decoder is one module and one :func:`register_decoder` call.
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from ._decoder import Decoder, decoder
@@ -92,8 +91,6 @@ register_decoder("vamp", vamp, stopping=(),
 register_decoder("lstm-cs", model_type=LSTMCS, stopping=_GREEDY,
                  description="LSTM-CS (Palangi et al. 2016), per-channel supports")
 register_decoder("lstm-cs-beam", _lstm_cs_beam, model_type=LSTMCS, stopping=_GREEDY,
-                 settings=tuple(p for p in inspect.signature(LSTMCS.decode).parameters
-                                if p not in ("self", "Y") and not p.startswith("_")),
                  description="LSTM-CS, then a beam search (width 8) re-decodes the channels "
                              "it leaves unexplained")
 register_decoder("blstm-cs", model_type=BLSTMCS, stopping=_GREEDY,

@@ -181,7 +181,8 @@ def register_decoder(
         One line for listings.
     settings : tuple of str, optional
         Accepted settings; default: the keyword parameters of ``func`` (of
-        ``model_type.decode`` for model decoders).
+        ``model_type.decode`` for model decoders, also when their ``func`` takes
+        ``**settings``).
     stopping : iterable of str, optional
         Supported stopping rules, from :data:`STOPPING_RULES`; default: those
         of ``n_nonzero`` and ``tol`` that are settings (``"auto"`` only when
@@ -223,6 +224,9 @@ def register_decoder(
     assert func is not None
     if settings is None:
         settings = _keyword_params(func) if func is not _model_decode else ()
+        if not settings and model_type is not None and hasattr(model_type, "decode"):
+            # a wrapper ``func(model, Y, **settings)`` passes them to model.decode
+            settings = _keyword_params(model_type.decode)
     spec = DecoderSpec(
         name=name, func=func, kind=kind, layout=layout, load=load, pretrained=pretrained,
         model_type=model_type, description=description, settings=tuple(settings),
