@@ -103,7 +103,9 @@ def problem_sets(args: argparse.Namespace) -> tuple[Any, Any, int, str]:
     return problems_m, blocks, imgs.shape[0], f"MSRC {args.transform} {what}"
 
 
-def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float], str]:
+def run(
+    args: argparse.Namespace,
+) -> tuple[list[dict[str, Any]], dict[str, float], dict[int, dict[str, float]], str]:
     stems = [Path(str(m)).stem for m in args.models]
     labels = [s if stems.count(s) == 1 else f"{Path(str(m)).parent.name}/{s}"
               for s, m in zip(stems, args.models)]  # files of one name: their folders tell
@@ -144,12 +146,12 @@ def run(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, float
         rows.append(row)
         print(" ".join(f"{c}={v:.4f}" if isinstance(v, float) else f"{c}={v}"
                        for c, v in row.items()), flush=True)
-    args.per_k_ms = per_k
-    return rows, {m: 1e3 * s / n_prob for m, s in secs.items()}, f"{what}, {n} image groups"
+    ms = {m: 1e3 * s / n_prob for m, s in secs.items()}
+    return rows, ms, per_k, f"{what}, {n} image groups"
 
 
 def markdown(args: argparse.Namespace, rows: list[dict[str, Any]], ms: dict[str, float],
-             what: str) -> str:
+             per_k: dict[int, dict[str, float]], what: str) -> str:
     cols = [c for c in rows[0] if c != "k"]
     lines = [f"{what}; sigma {args.sigma}, seed {args.seed} + k; NMSE per image, mean. "
              f"CPU {platform.processor() or platform.machine()}, kernels "
@@ -160,7 +162,6 @@ def markdown(args: argparse.Namespace, rows: list[dict[str, Any]], ms: dict[str,
         lines.append(f"| {r['k']} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |")
     lines += ["", "| model | ms / problem (1 thread) |", "|---|---|"]
     lines += [f"| {m} | {v:.2f} |" for m, v in ms.items()]
-    per_k = getattr(args, "per_k_ms", {})
     if per_k:
         names = list(ms)
         lines += ["", "| k | " + " | ".join(f"{m} ms" for m in names) + " |",
@@ -195,8 +196,8 @@ def main() -> int:
     args.ks = [int(v) for v in args.ks.split(",")]
     args.baselines = [b for b in args.baselines.split(",") if b]
     args.classes = args.classes.split(",")
-    rows, ms, what = run(args)
-    text = markdown(args, rows, ms, what)
+    rows, ms, per_k, what = run(args)
+    text = markdown(args, rows, ms, per_k, what)
     print(text)
     if args.markdown:
         with open(args.markdown, "a") as f:

@@ -428,7 +428,7 @@ class LSTMCS(GreedyModel):
         candidates: int, channel_tol: Any, opts: dict[str, Any],
     ) -> np.ndarray | DecodeResult:
         """The greedy decode followed by the beam-search rescue (``beam_width > 0``)."""
-        if not isinstance(self.weights, LSTMCSWeights) or type(self.weights) is not LSTMCSWeights:
+        if type(self.weights) is not LSTMCSWeights:  # BLSTMCSWeights: no backward context
             raise ValueError("beam_width works with the unidirectional LSTM-CS only")
         candidates = check_positive_int("beam_candidates", candidates, upper=self.N,
                                         upper_desc="N of the model")
