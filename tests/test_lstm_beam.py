@@ -9,7 +9,8 @@ import pytest
 
 import cscore
 from cscore.datasets import expected_noise_tol
-from cscore.decoders.learned.beam import BeamOptions, _Contexts, _Net, _search
+from cscore.decoders.learned import reference_beam as ref
+from cscore.decoders.learned.beam import network_arrays, search_supports
 
 SIGMA = 0.005
 MNIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
@@ -75,25 +76,81 @@ def test_width_one_search_retraces_the_greedy_path(model):
     A = model.A
     _, Y = _problems(A, 4, 9, seed=3)
     res = model.decode(Y, n_nonzero=9, return_result=True)
-    net = _Net(model.weights)
+    atoms = res.extra["atoms"]
+    lens = (atoms >= 0).sum(axis=2).astype(np.int32)
+    net = network_arrays(model.weights)
+    # tol -1 is never met: the search runs to its limit and returns nothing
+    none = search_supports(net, A, Y, atoms, np.full(4, -1.0), lens, 1, 1)
+    assert np.all(none == -1)
+    # each channel's final residual as its tolerance (scaled as the search scales
+    # it, by sqrt((M - s) / M) at s atoms) gives the path back, atom for atom
     agree = []
-    for b in range(4):
-        paths = [[int(a) for a in res.extra["atoms"][b, j] if a >= 0] for j in range(4)]
-        ctx = _Contexts(net, A, Y[b], paths)
-        for j in range(4):
-            found = _search(net, A, Y[b, :, j], ctx, j, -1.0, len(paths[j]),
-                            BeamOptions(1, 1, np.zeros(1)))
-            assert found is None  # tol -1: never explained, the search runs to its limit
-            # rerun with the final residual as tolerance (the search scales it by
-            # sqrt((M - s) / M) at support size s) to get the path back
-            n = len(paths[j])
-            last = np.linalg.norm(Y[b, :, j] - A @ res.x[b, :, j])
-            found = _search(net, A, Y[b, :, j], ctx, j, last * (1 + 1e-9) / np.sqrt((36 - n) / 36),
-                            n, BeamOptions(1, 1, np.zeros(1)))
-            agree.append(found == paths[j])
-    # the NumPy float32 LSTM rounds differently from the compiled kernel: a near-tie
-    # may flip, but nearly every path must come back atom for atom
-    assert np.mean(agree) >= 0.85, agree
+    for j in range(4):
+        last = np.linalg.norm(Y[:, :, j] - res.x[:, :, j] @ A.T, axis=1)
+        tol = last * (1 + 1e-9) / np.sqrt((36 - lens[:, j]) / 36)
+        limits = np.zeros_like(lens)
+        limits[:, j] = lens[:, j]
+        found = search_supports(net, A, Y, atoms, tol, limits, 1, 1)
+        for b in range(4):
+            agree.append(np.array_equal(found[b, j, : lens[b, j]], atoms[b, j, : lens[b, j]]))
+            assert np.all(found[b, np.arange(4) != j] == -1)  # only channel j is searched
+    # the search's inputs are the greedy decode's bits; its LSTM sums R v + b before
+    # x W^T (the greedy kernel the other way round), so a near-tie may flip
+    assert np.mean(agree) >= 0.9, agree
+
+
+def test_compiled_search_matches_the_numpy_specification(model):
+    """The C++ search and reference_beam.py find the same supports."""
+    A = model.A
+    _, Y = _problems(A, 6, 12, seed=5)
+    tol = expected_noise_tol(36, 4, SIGMA)
+    res = model.decode(Y, tol=tol, return_result=True)
+    atoms = res.extra["atoms"]
+    ctol = 1.5 * SIGMA * np.sqrt(36)
+    resid = np.linalg.norm(Y - np.einsum("mn,bnl->bml", A, res.x), axis=1)
+    lens = (atoms >= 0).sum(axis=2)
+    limits = np.where(resid > ctol, np.minimum(35, lens + 10), 0).astype(np.int32)
+    assert (limits > 0).sum() >= 4, "this batch has channels to search"
+    found = search_supports(network_arrays(model.weights), A, Y, atoms, np.full(6, ctol),
+                            limits, 4, 3)
+    two = search_supports(network_arrays(model.weights), A, Y, atoms, np.full(6, ctol),
+                          limits, 4, 3, n_threads=2)
+    np.testing.assert_array_equal(two, found)  # threads do not change a bit
+    net = ref.Net(model.weights)
+    AT = np.ascontiguousarray(A.T)
+    col2 = np.einsum("ij,ij->i", AT, AT)
+    same, n = 0, 0
+    for b in range(6):
+        paths = [[int(a) for a in atoms[b, j] if a >= 0] for j in range(4)]
+        bad = {int(j): Y[b, :, j] for j in np.flatnonzero(limits[b])}
+        want = ref.search_channels(net, AT, col2, bad, ref.Contexts(net, A, Y[b], paths), ctol,
+                                   {j: int(limits[b, j]) for j in bad}, ref.SearchOptions(4, 3))
+        for j, supp in want.items():
+            got = [int(a) for a in found[b, j] if a >= 0]
+            same += sorted(got) == sorted(supp or [])  # one set, reached in either order
+            n += 1
+            if got:  # whatever was found explains the channel
+                x = np.linalg.lstsq(A[:, got], Y[b, :, j], rcond=None)[0]
+                r = np.linalg.norm(Y[b, :, j] - A[:, got] @ x)
+                assert r <= ctol * np.sqrt((36 - len(got)) / 36) * (1 + 1e-6)
+    # float32 products in another order may flip a near-tie in a long search
+    assert same >= 0.75 * n, (same, n)
+
+
+def test_search_arguments_are_checked(model):
+    A, net = model.A, network_arrays(model.weights)
+    Y = np.zeros((2, 36, 4))
+    atoms = np.full((2, 4, 3), -1)
+    ok = np.zeros((2, 4), dtype=np.int32)
+    assert np.all(search_supports(net, A, Y, atoms, np.ones(2), ok, 2, 2) == -1)
+    with pytest.raises(ValueError, match="limits"):
+        search_supports(net, A, Y, atoms, np.ones(2), ok - 1, 2, 2)
+    with pytest.raises(ValueError, match="tol"):
+        search_supports(net, A, Y, atoms, np.ones(3), ok, 2, 2)
+    with pytest.raises(ValueError, match="width"):
+        search_supports(net, A, Y, atoms, np.ones(2), ok, 0, 2)
+    with pytest.raises(ValueError, match="At"):
+        search_supports(net, A[:, :100], Y, atoms, np.ones(2), ok, 2, 2)
 
 
 def test_auto_and_explicit_channel_tol(model):

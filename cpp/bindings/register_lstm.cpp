@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cscore/lstm.hpp"
+#include "cscore/lstm_beam.hpp"
 #include "interrupt.hpp"
 #include "lstm_common.hpp"
 #include "register.hpp"
@@ -71,6 +72,49 @@ py::tuple decode(const carr<T>& WR, const carr<T>& b, const carr<T>& U, const ca
         });
 }
 
+// The beam-search rescue (lstm_beam.hpp) of the channels with limits > 0.
+py::array_t<std::int64_t> beam_search(const carr<float>& WR, const carr<float>& b,
+                                      const carr<float>& U, const carr<float>& c_out,
+                                      const std::string& cell, const carr<double>& At,
+                                      const carr<double>& Y, const carr<std::int64_t>& atoms,
+                                      const carr<double>& tol, const carr<std::int32_t>& limits,
+                                      int k_out, int width, int candidates, int n_threads) {
+    if (Y.ndim() != 3) throw std::invalid_argument("Y must be (B, M, L)");
+    const auto w = make_weights(WR, b, U, c_out, cell, static_cast<int>(Y.shape(1)));
+    const py::ssize_t B = Y.shape(0), M = Y.shape(1), L = Y.shape(2);
+    expect_shape("At", At, {static_cast<py::ssize_t>(w.N), M});
+    if (atoms.ndim() != 3 || atoms.shape(0) != B || atoms.shape(1) != L)
+        throw std::invalid_argument("atoms must be (B, L, k)");
+    expect_shape("tol", tol, {B});
+    expect_shape("limits", limits, {B, L});
+    if (width < 1 || candidates < 1 || candidates > w.N)
+        throw std::invalid_argument("width >= 1 and 1 <= candidates <= N required");
+    if (n_threads < 1) throw std::invalid_argument("n_threads must be >= 1");
+    if (k_out < 1 || k_out > std::min<py::ssize_t>(M, w.N))
+        throw std::invalid_argument("k_out must be in [1, min(M, N)]");
+    const std::int32_t* lim = limits.data();
+    for (py::ssize_t i = 0; i < B * L; ++i)
+        if (lim[i] < 0 || lim[i] > k_out) throw std::invalid_argument("limits must be in [0, k_out]");
+    py::array_t<std::int64_t> found({B, L, static_cast<py::ssize_t>(k_out)});
+    lstm::beam::Batch bt;
+    bt.Y = Y.data();
+    bt.atoms = atoms.data();
+    bt.k_in = static_cast<int>(atoms.shape(2));
+    bt.tol = tol.data();
+    bt.limits = lim;
+    bt.found = found.mutable_data();
+    bt.k_out = k_out;
+    bt.B = B;
+    bt.L = static_cast<int>(L);
+    lstm::beam::Options opt;
+    opt.width = width;
+    opt.candidates = candidates;
+    opt.n_threads = n_threads;
+    const double* at = At.data();
+    run_released([&](cscore::Control* ctl) { lstm::beam::rescue(w, at, bt, opt, ctl); });
+    return found;
+}
+
 template <class T>
 void def_typed(py::module_& m, const char* suffix) {
     m.def((std::string("_lstm_logits_") + suffix).c_str(), &logits<T>, py::arg("WR"),
@@ -97,6 +141,13 @@ void def_typed(py::module_& m, const char* suffix) {
 
 void register_lstm(py::module_& m) {
     def_typed<float>(m, "f32");
+    m.def("_lstm_beam_f32", &beam_search, py::arg("WR"), py::arg("b"), py::arg("U"),
+          py::arg("c_out"), py::arg("cell"), py::arg("At"), py::arg("Y"), py::arg("atoms"),
+          py::arg("tol"), py::arg("limits"), py::arg("k_out"), py::arg("width"),
+          py::arg("candidates"), py::arg("n_threads"),
+          "Beam-search rescue of LSTM-CS channels (lstm_beam.hpp): Y (B, M, L), the greedy "
+          "atoms (B, L, k), tol (B,), limits (B, L) int32 (0: not searched) -> the supports "
+          "found (B, L, k_out), -1 padded (all -1: none).");
     def_typed<double>(m, "f64");
 }
 

@@ -77,6 +77,22 @@ def _lstm_decode_f32(
     panels: tuple[Any, Any] | None = None,
     rrt: tuple[Any, Any, int] | None = None,
 ) -> tuple[Any, Any, Any, Any, Any]: ...
+def _lstm_beam_f32(
+    WR: Any,
+    b: Any,
+    U: Any,
+    c_out: Any,
+    cell: str,
+    At: Any,
+    Y: Any,
+    atoms: Any,
+    tol: Any,
+    limits: Any,
+    k_out: int,
+    width: int,
+    candidates: int,
+    n_threads: int,
+) -> Any: ...  # the beam-search rescue's supports (B, L, k_out), -1 padded
 def _lstm_decode_f64(
     WR: Any,
     b: Any,

@@ -22,22 +22,27 @@ the same network, keeping ``width`` partial supports instead of one:
    through one LSTM step from that state; its ``candidates`` best-scored atoms
    not yet in it are the children.
 3. **Ranking.**  A child's residual norm after least squares on its support
-   comes from the parent's orthonormal basis without a solve:
-   ``||r'||^2 = ||r||^2 - (p^T r)^2 / ||p||^2`` with ``p`` the new column with
-   the basis projected out.  The ``width`` distinct supports with the smallest
-   residual norms are kept.
-4. **Stop.**  The first support whose residual norm is ``<= channel_tol`` is
-   the channel's new support (the smallest one the search found that explains
-   the measurements down to the noise); its values are least squares on it.
-   If none does within ``max(2 k, k + 5)`` atoms (``k`` the decoded path's
-   length, at most ``min(M, N) - 1``), the channel keeps its decoded estimate.
+   comes from the parent's orthonormal basis ``Q`` without a solve:
+   ``||r'||^2 = ||r||^2 - (a^T r)^2 / (||a||^2 - ||Q^T a||^2)`` for the new
+   column ``a`` (the parent's residual ``r`` is orthogonal to ``Q``).  The
+   ``width`` distinct supports with the smallest residual norms are kept; only
+   they extend their bases (Gram-Schmidt, twice).
+4. **Stop.**  The first support whose residual norm is at most
+   ``channel_tol * sqrt((M - s) / M)`` (``s`` atoms: the noise left after a fit
+   on ``s`` atoms shrinks with them) is the channel's new support; its values
+   are least squares on it.  If none does within ``k + EXTRA_ATOMS`` atoms
+   (``k`` the decoded path's length; at most ``min(M, N) - 1``), the channel
+   keeps its decoded estimate.
 
 Channels within ``channel_tol`` are not touched, so the rescue never changes a
-channel the greedy decode already explained.  Each channel's search depends
-only on its own problem, so a problem's result does not depend on its batch or
-the thread count.  The search runs in float64 NumPy (one small matrix product
-per step for all partial supports), so its cost is that of a few greedy decodes
-of the rescued channels only.
+channel the greedy decode already explained.  The search is compiled
+(``cpp/include/cscore/lstm_beam.hpp``): the searches of a few problems step
+together, so every LSTM product runs over all their partial supports at once,
+and the recurrent product of the context is computed once per iteration, not
+once per partial support.  Each row of a product is an independent lane, so a
+problem's result does not depend on its batch or the thread count.
+:mod:`~cscore.decoders.learned.reference_beam` is the same search in NumPy
+(the specification the tests compare with).
 
 This is the beam search over supports of tree-search sparse decoders (e.g. the
 multipath matching pursuit of Kwon, Wang and Shim, IEEE TIT 2014) with the
@@ -51,14 +56,14 @@ from typing import Any
 
 import numpy as np
 
+from ... import _core
 from ..._blas import single_threaded_blas
 from ...result import DecodeResult
-from ._greedy import lstm_cell, normalize_maxabs
 from .base import support_from_atoms
 from .weights import LSTMCSWeights
 
 __all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_result", "channel_tolerances",
-           "rescue_channels"]
+           "network_arrays", "rescue_channels", "search_supports"]
 
 
 @dataclass(frozen=True)
@@ -80,210 +85,86 @@ class BeamOptions:
     channel_tol: np.ndarray
 
 
-class _Net:
-    """The LSTM's arrays (float32, as the compiled decoder runs them) for NumPy steps."""
+def network_arrays(weights: LSTMCSWeights) -> tuple[Any, ...]:
+    """The network as the compiled search takes it: float32 ``(WR, b, U, c_out, cell)``.
 
-    def __init__(self, w: LSTMCSWeights) -> None:
-        self.WT = np.ascontiguousarray(np.asarray(w.W, dtype=np.float32).T)
-        self.RT = np.ascontiguousarray(np.asarray(w.R, dtype=np.float32).T)
-        self.b = np.asarray(w.b, dtype=np.float32)
-        self.UT = np.ascontiguousarray(np.asarray(w.U, dtype=np.float32).T)
-        self.c_out = np.asarray(w.c_out, dtype=np.float32)
-        self.cell_type = w.cell
-        self.H = int(self.RT.shape[0])
+    Parameters
+    ----------
+    weights : LSTMCSWeights
+        A unidirectional LSTM-CS network.
 
-    def cell(self, gates: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Gate pre-activations (n, G*H) and previous cells (n, H) -> (v, c)."""
-        return lstm_cell(gates, c, self.cell_type)
-
-
-def _trajectory(A: np.ndarray, y: np.ndarray, path: list[int]) -> np.ndarray:
-    """Residuals of ``y`` after 0, 1, ..., len(path) atoms of ``path`` (least squares)."""
-    out = np.empty((len(path) + 1, y.size))
-    out[0] = r = y
-    Q = np.zeros((y.size, 0))
-    for t, a in enumerate(path):
-        p = A[:, a] - Q @ (Q.T @ A[:, a])
-        p -= Q @ (Q.T @ p)
-        nrm = np.linalg.norm(p)
-        if nrm > 0:
-            q = p / nrm
-            r = r - q * (q @ r)
-            Q = np.column_stack([Q, q])
-        out[t + 1] = r
-    return out
-
-
-class _Contexts:
-    """LSTM states entering each channel at each iteration, made in blocks on demand.
-
-    Block ``k`` holds iterations ``k*BLOCK ..``: the chain over channels is
-    extended only as far as a search asks, and shared by every channel of the
-    problem (channel ``j``'s context is a prefix of channel ``j+1``'s).
+    Returns
+    -------
+    tuple
+        ``[W | R]`` (G*H, M+H), ``b``, ``U``, ``c_out`` (C-contiguous float32)
+        and the cell name.
     """
-
-    BLOCK = 8
-
-    def __init__(self, net: _Net, A: np.ndarray, Y: np.ndarray, paths: list[list[int]]) -> None:
-        self.net, self.A, self.Y, self.paths = net, A, Y, paths
-        self.inputs: dict[int, np.ndarray] = {}
-        #: block -> (gates entering channel j = R v_{j-1} + b, cells c_{j-1}), j = 0, 1, ...
-        self.blocks: dict[int, tuple[list[np.ndarray], list[np.ndarray]]] = {}
-
-    def _inputs(self, i: int) -> np.ndarray:
-        if i not in self.inputs:
-            traj = _trajectory(self.A, self.Y[:, i], self.paths[i])
-            self.inputs[i] = normalize_maxabs(traj).astype(np.float32)
-        return self.inputs[i]
-
-    def at(self, j: int, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """(R v + b, c) of the state entering channel ``j`` at iteration ``t``."""
-        net = self.net
-        blk, off = divmod(t, self.BLOCK)
-        if blk not in self.blocks:
-            zeros = np.zeros((self.BLOCK, net.H), dtype=np.float32)
-            self.blocks[blk] = ([np.broadcast_to(net.b, (self.BLOCK, net.b.size))], [zeros])
-        gates, cells = self.blocks[blk]
-        while len(gates) <= j:
-            inp = self._inputs(len(gates) - 1)
-            rows = np.minimum(np.arange(blk * self.BLOCK, (blk + 1) * self.BLOCK), len(inp) - 1)
-            v, c = net.cell(inp[rows] @ net.WT + gates[-1], cells[-1])
-            gates.append(v @ net.RT + net.b)
-            cells.append(c)
-        return gates[j][off], cells[j][off]
+    f32 = [np.ascontiguousarray(np.asarray(a, dtype=np.float32))
+           for a in (np.hstack([weights.W, weights.R]), weights.b, weights.U, weights.c_out)]
+    return (*f32, weights.cell)
 
 
-def _search(
-    net: _Net,
+def search_supports(
+    network: tuple[Any, ...],
     A: np.ndarray,
-    y: np.ndarray,
-    ctx: _Contexts,
-    j: int,
-    tol: float,
-    limit: int,
-    opts: BeamOptions,
-) -> list[int] | None:
-    """Beam search of channel ``j`` alone (see :func:`_search_channels`)."""
-    AT = np.ascontiguousarray(A.T)
-    col2 = np.einsum("ij,ij->i", AT, AT)
-    return _search_channels(net, AT, col2, {j: y}, ctx, tol, {j: limit}, opts)[j]
+    Y: np.ndarray,
+    atoms: np.ndarray,
+    tol: np.ndarray,
+    limits: np.ndarray,
+    width: int,
+    candidates: int,
+    n_threads: int = 1,
+) -> np.ndarray:
+    """The compiled beam search of the channels with ``limits > 0``.
 
+    Parameters
+    ----------
+    network : tuple
+        :func:`network_arrays` of the model.
+    A : ndarray (M, N)
+    Y : ndarray (B, M, L) float64
+    atoms : ndarray (B, L, k) int
+        The greedy decode's atoms in selection order, -1 padded (the context).
+    tol : ndarray (B,)
+        Residual norm counting as explained, per problem.
+    limits : ndarray (B, L) int
+        Atoms a channel's search may use (0: the channel is not searched).
+    width, candidates : int
+        Partial supports kept per step; children per partial support.
+    n_threads : int, default 1
+        Problems searched in parallel (results do not depend on it).
 
-@dataclass
-class _Beam:
-    """One channel's partial supports: the search state."""
-
-    supp: np.ndarray  # (h, s) atoms in selection order
-    masks: list[int]  # the same supports as sets (bit a = atom a), to skip duplicates
-    Q: np.ndarray  # (h, M, s) orthonormal bases of the supports' columns
-    R: np.ndarray  # (h, M) residuals
-
-
-def _search_channels(
-    net: _Net,
-    AT: np.ndarray,
-    col2: np.ndarray,
-    ys: dict[int, np.ndarray],
-    ctx: _Contexts,
-    tol: float,
-    limits: dict[int, int],
-    opts: BeamOptions,
-) -> dict[int, list[int] | None]:
-    """Beam searches of one problem's channels ``ys`` (channel -> y), stepped together.
-
-    Every partial support of every channel has ``t`` atoms at step ``t``, so the
-    channels' LSTM steps and candidate fits run as one stack of rows.  Returns,
-    per channel, the first support whose residual norm is
-    ``<= tol * sqrt((M - s) / M)`` (s atoms), or None.
+    Returns
+    -------
+    ndarray (B, L, max(limits)) int64
+        The support each search found, in selection order, -1 padded; all -1
+        where nothing was found or searched.
     """
-    M = AT.shape[1]
-    C = opts.candidates
-    beams = {j: _Beam(np.zeros((1, 0), dtype=np.int64), [0], np.zeros((1, M, 0)),
-                      np.asarray(y, dtype=np.float64)[None].copy()) for j, y in ys.items()}
-    out: dict[int, list[int] | None] = dict.fromkeys(ys)
-    for t in range(max(limits.values(), default=0)):
-        act = [j for j in beams if t < limits[j]]
-        if not act:
-            break
-        sizes = [beams[j].R.shape[0] for j in act]
-        R = np.concatenate([beams[j].R for j in act])
-        Q = np.concatenate([beams[j].Q for j in act])
-        supp = np.concatenate([beams[j].supp for j in act])
-        states = [ctx.at(j, t) for j in act]
-        g_ctx = np.repeat(np.stack([g for g, _ in states]), sizes, axis=0)
-        c_ctx = np.repeat(np.stack([c for _, c in states]), sizes, axis=0)
-        v, _ = net.cell(normalize_maxabs(R).astype(np.float32) @ net.WT + g_ctx, c_ctx)
-        z = v @ net.UT + net.c_out
-        np.put_along_axis(z, supp, -np.inf, axis=1)
-        cand = np.argpartition(-z, C - 1, axis=1)[:, :C]
-        Ac = AT[cand]  # (rows, C, M)
-        for _ in range(2):  # project the basis out twice (stable Gram-Schmidt)
-            Ac = Ac - np.einsum("hms,hcs->hcm", Q, np.einsum("hms,hcm->hcs", Q, Ac))
-        pn2 = np.einsum("hcm,hcm->hc", Ac, Ac)
-        ok = pn2 > 1e-10 * col2[cand]
-        gain = np.divide(np.einsum("hcm,hm->hc", Ac, R) ** 2, pn2, out=np.zeros_like(pn2),
-                         where=ok)
-        e = np.where(ok, np.einsum("hm,hm->h", R, R)[:, None] - gain, np.inf)
-        flat_cand = cand.ravel().tolist()
-        # explained: noise alone after t + 1 atoms leaves about sigma sqrt(M - t - 1)
-        thr = tol * np.sqrt((M - t - 1) / M)
-        first = 0
-        for j, h_j in zip(act, sizes):
-            keep = _best_children(e[first : first + h_j], flat_cand[first * C : (first + h_j) * C],
-                                  beams[j].masks, C, opts.width)
-            if not keep:
-                del beams[j]
-                first += h_j
-                continue
-            hs = np.array([first + h for h, _ in keep])
-            cs = np.array([c for _, c in keep])
-            q = Ac[hs, cs] / np.sqrt(pn2[hs, cs])[:, None]
-            b = beams[j]
-            b.masks = [b.masks[h] | (1 << flat_cand[(first + h) * C + c]) for h, c in keep]
-            b.R = R[hs] - q * np.einsum("hm,hm->h", q, R[hs])[:, None]
-            b.Q = np.concatenate([Q[hs], q[:, :, None]], axis=2)
-            b.supp = np.concatenate([supp[hs], cand[hs, cs][:, None]], axis=1)
-            if np.linalg.norm(b.R[0]) <= thr:
-                out[j] = [int(a) for a in b.supp[0]]
-                del beams[j]
-            first += h_j
-    return out
-
-
-def _best_children(
-    e: np.ndarray, cand: list[int], masks: list[int], C: int, width: int
-) -> list[tuple[int, int]]:
-    """(parent, candidate) of the ``width`` distinct supports with the smallest ``e``."""
-    keep: list[tuple[int, int]] = []
-    seen: set[int] = set()
-    finite = np.isfinite(e).ravel().tolist()
-    for flat in np.argsort(e, axis=None, kind="stable").tolist():
-        if not finite[flat]:
-            break
-        h, c = divmod(flat, C)
-        key = masks[h] | (1 << cand[flat])
-        if key not in seen:
-            seen.add(key)
-            keep.append((h, c))
-            if len(keep) == width:
-                break
-    return keep
+    limits = np.ascontiguousarray(limits, dtype=np.int32)
+    k_out = max(int(limits.max(initial=0)), 1)
+    WR, b, U, c_out, cell = network
+    return np.asarray(_core._lstm_beam_f32(
+        WR, b, U, c_out, cell, np.ascontiguousarray(A.T, dtype=np.float64),
+        np.ascontiguousarray(Y, dtype=np.float64), np.ascontiguousarray(atoms, dtype=np.int64),
+        np.ascontiguousarray(tol, dtype=np.float64), limits, k_out, int(width),
+        int(candidates), int(n_threads)))
 
 
 def rescue_channels(
-    weights: LSTMCSWeights,
+    network: tuple[Any, ...],
     A: np.ndarray,
     Y: np.ndarray,
     S: np.ndarray,
     atoms: np.ndarray,
     opts: BeamOptions,
+    n_threads: int = 1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Re-decode, by beam search, every channel whose residual exceeds its tolerance.
 
     Parameters
     ----------
-    weights : LSTMCSWeights
-        The unidirectional LSTM-CS network that decoded ``S``.
+    network : tuple
+        :func:`network_arrays` of the unidirectional LSTM-CS network that decoded ``S``.
     A : ndarray (M, N)
     Y : ndarray (B, M, L) float64
     S : ndarray (B, N, L) float64
@@ -291,6 +172,8 @@ def rescue_channels(
     atoms : ndarray (B, L, k) int
         The decode's atoms in selection order, -1 padded.
     opts : BeamOptions
+    n_threads : int, default 1
+        Problems searched in parallel (results do not depend on it).
 
     Returns
     -------
@@ -303,33 +186,23 @@ def rescue_channels(
     B, M, L = Y.shape
     cap = min(M, A.shape[1])
     S = S.copy()
-    net = _Net(weights)
-    resid = np.linalg.norm(Y - np.einsum("mn,bnl->bml", A, S), axis=1)  # (B, L)
-    rescued = np.zeros((B, L), dtype=bool)
-    found: dict[tuple[int, int], list[int]] = {}
-    AT = np.ascontiguousarray(A.T)
-    col2 = np.einsum("ij,ij->i", AT, AT)
-    for b in np.flatnonzero((resid > opts.channel_tol[:, None]).any(axis=1)):
-        tol = float(opts.channel_tol[b])
-        paths = [[int(a) for a in atoms[b, j] if a >= 0] for j in range(L)]
-        bad = [int(j) for j in np.flatnonzero(resid[b] > tol)]
-        limits = {j: min(cap - 1, len(paths[j]) + EXTRA_ATOMS) for j in bad}
-        found_b = _search_channels(net, AT, col2, {j: Y[b, :, j] for j in bad},
-                                   _Contexts(net, A, Y[b], paths), tol, limits, opts)
-        for j, supp in found_b.items():
-            if supp is None:
-                continue
-            coef = np.linalg.lstsq(A[:, supp], Y[b, :, j], rcond=None)[0]
-            S[b, :, j] = 0.0
-            S[b, supp, j] = coef
-            rescued[b, j] = True
-            found[(int(b), int(j))] = supp
-    k = max([atoms.shape[2], *(len(s) for s in found.values())])
-    out = np.full((B, L, k), -1, dtype=atoms.dtype)
+    resid = np.linalg.norm(Y - A @ S, axis=1)  # (B, L)
+    path_len = (atoms >= 0).sum(axis=2)
+    limits = np.where(resid > opts.channel_tol[:, None],
+                      np.minimum(cap - 1, path_len + EXTRA_ATOMS), 0)
+    found = search_supports(network, A, Y, atoms, opts.channel_tol, limits, opts.width,
+                            opts.candidates, n_threads)
+    rescued = found[:, :, 0] >= 0
+    for b, j in zip(*np.nonzero(rescued)):
+        supp = found[b, j][found[b, j] >= 0]
+        S[b, :, j] = 0.0
+        S[b, supp, j] = np.linalg.lstsq(A[:, supp], Y[b, :, j], rcond=None)[0]
+    if not rescued.any():
+        return S, atoms.copy(), rescued
+    out = np.full((B, L, max(atoms.shape[2], found.shape[2])), -1, dtype=atoms.dtype)
     out[:, :, : atoms.shape[2]] = atoms
-    for (pb, pj), supp in found.items():
-        out[pb, pj] = -1
-        out[pb, pj, : len(supp)] = supp
+    out[rescued] = -1
+    out[rescued, : found.shape[2]] = found[rescued]
     return S, out, rescued
 
 
@@ -388,23 +261,27 @@ def channel_tolerances(
 
 
 def beam_result(
-    weights: LSTMCSWeights,
+    network: tuple[Any, ...],
     A: np.ndarray,
     Y: np.ndarray,
     result: DecodeResult,
     opts: BeamOptions,
+    n_threads: int = 1,
 ) -> DecodeResult:
     """Apply :func:`rescue_channels` to a greedy decode's result.
 
     Parameters
     ----------
-    weights : LSTMCSWeights
+    network : tuple
+        :func:`network_arrays` of the LSTM-CS network that made ``result``.
     A : ndarray (M, N)
     Y : ndarray (M, L) or (B, M, L)
         The measurements the result decoded.
     result : DecodeResult
         The greedy decode, one problem or a batch (as ``Y``).
     opts : BeamOptions
+    n_threads : int, default 1
+        Problems searched in parallel (results do not depend on it).
 
     Returns
     -------
@@ -422,8 +299,8 @@ def beam_result(
     atoms = np.asarray(result.extra["atoms"])
     atoms = atoms[None] if single else atoms
     with single_threaded_blas():
-        S, atoms, rescued = rescue_channels(weights, A, Yb, S, atoms, opts)
-    resid = np.linalg.norm(Yb - np.einsum("mn,bnl->bml", A, S), axis=1).sum(axis=1)
+        S, atoms, rescued = rescue_channels(network, A, Yb, S, atoms, opts, n_threads)
+    resid = np.linalg.norm(Yb - A @ S, axis=1).sum(axis=1)
     support = support_from_atoms(atoms, S.shape)
     sel: Any = 0 if single else slice(None)
     extra = {**result.extra, "atoms": atoms[sel], "rescued": rescued[sel]}

@@ -438,7 +438,8 @@ class LSTMCS(GreedyModel):
         B = 1 if Yf.ndim == 2 else Yf.shape[0]
         beam = BeamOptions(width, candidates,
                            channel_tolerances(tol, channel_tol, res, self.M, self.L, B))
-        out = beam_result(self.weights, self._A, Yf, res, beam)
+        out = beam_result(self._prep(np.float32).args(), self._A, Yf, res, beam,
+                          resolve_threads(opts["n_threads"]))
         return out if return_result else out.x
 
     PATH_STOP: ClassVar[bool] = True
