@@ -109,6 +109,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import time
 from dataclasses import replace
@@ -457,7 +458,34 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
     _save(name, out, model, res)
 
 
+def passive_omp_threads(environ: dict[str, str] | None = None) -> str:
+    """Make torch's OpenMP threads sleep while they wait, unless ``OMP_WAIT_POLICY`` is set.
+
+    By default libgomp (torch's OpenMP) spins a thread that waits for the others
+    at the end of every parallel region.  On a 2-core machine shared with other
+    jobs a spinning thread keeps its core from the thread it waits for: with
+    one core taken by another job, a 2-thread training step ran 10-25x slower
+    than with 1 thread (benchmarks/results/train_speed.md).  Passive waiting
+    costs nothing measurable on a quiet machine and keeps 2 threads at least as
+    fast as 1 on a busy one.  libgomp reads the variable when it is loaded,
+    so this must run before torch is imported (``main`` does so first).
+
+    Parameters
+    ----------
+    environ : dict, optional
+        The environment to set (default ``os.environ``).
+
+    Returns
+    -------
+    str
+        The policy in force afterwards (a value given by the caller is kept).
+    """
+    env = os.environ if environ is None else environ
+    return env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
 def main() -> None:
+    passive_omp_threads()  # before anything imports torch
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+",
                     choices=[*MNIST_CFG, "demo-dct-m32", BG_LSTM, *MSRC_CFG, "nwsomp-mnist-m72",
@@ -473,7 +501,8 @@ def main() -> None:
     ap.add_argument("--msrc", type=Path, default=DEFAULT_DATA.parent / "msrc-v2")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch CPU threads (default: torch's own, the physical cores)")
     ap.add_argument("--init", type=Path, default=None, help="continue from this model file")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-rbm", action="store_true",
