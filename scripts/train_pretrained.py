@@ -458,17 +458,19 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
     _save(name, out, model, res)
 
 
-def passive_omp_threads(environ: dict[str, str] | None = None) -> str:
-    """Make torch's OpenMP threads sleep while they wait, unless ``OMP_WAIT_POLICY`` is set.
+def passive_omp_threads(environ: dict[str, str] | None = None) -> bool:
+    """Make torch's OpenMP threads sleep while they wait, unless the caller chose a policy.
 
-    By default libgomp (torch's OpenMP) spins a thread that waits for the others
-    at the end of every parallel region.  On a 2-core machine shared with other
-    jobs a spinning thread keeps its core from the thread it waits for: with
-    one core taken by another job, a 2-thread training step ran 10-25x slower
-    than with 1 thread (benchmarks/results/train_speed.md).  Passive waiting
-    costs nothing measurable on a quiet machine and keeps 2 threads at least as
-    fast as 1 on a busy one.  libgomp reads the variable when it is loaded,
-    so this must run before torch is imported (``main`` does so first).
+    By default libgomp (torch's OpenMP, also MKL's threading layer here) spins
+    a thread that waits for the others at the end of a parallel region.  On a
+    2-core machine shared with other jobs a spinning thread keeps a core from
+    the thread it waits for: with the other engineers' jobs on the machine a
+    2-thread training step ran 5-25x slower than with 1 thread.  Passive
+    waiting keeps 2 threads about as fast as 1 on a busy machine; on free cores
+    it costs up to ~1.4x per step against spinning (benchmarks/results/
+    train_speed.md).  ``GOMP_SPINCOUNT=1000`` is the middle way for a machine
+    known to be quiet.  libgomp reads these variables when it is loaded, so
+    this must run before torch is imported (``main`` does so first).
 
     Parameters
     ----------
@@ -477,11 +479,16 @@ def passive_omp_threads(environ: dict[str, str] | None = None) -> str:
 
     Returns
     -------
-    str
-        The policy in force afterwards (a value given by the caller is kept).
+    bool
+        True when ``OMP_WAIT_POLICY=PASSIVE`` was set; False when the
+        environment already had ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
+        (left as they are).
     """
     env = os.environ if environ is None else environ
-    return env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
+        return False
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
 
 
 def main() -> None:

@@ -193,10 +193,12 @@ def test_train_pretrained_makes_omp_threads_wait_passively():
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    env: dict[str, str] = {}
-    assert mod.passive_omp_threads(env) == "PASSIVE" and env == {"OMP_WAIT_POLICY": "PASSIVE"}
-    env = {"OMP_WAIT_POLICY": "ACTIVE"}  # the caller's choice stays
-    assert mod.passive_omp_threads(env) == "ACTIVE" and env["OMP_WAIT_POLICY"] == "ACTIVE"
+    env: dict[str, str] = {"PATH": "/bin"}
+    assert mod.passive_omp_threads(env) is True
+    assert env == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE"}
+    for chosen in ({"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "1000"}):
+        env = dict(chosen)  # the caller's choice stays, nothing added
+        assert mod.passive_omp_threads(env) is False and env == chosen
 
 
 @requires_torch
