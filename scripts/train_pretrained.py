@@ -27,6 +27,22 @@ cells; results in benchmarks/results/bg_learned.md.)
 stopped at the wall-clock budget (``--max-seconds``), so an exact re-run depends
 on the machine's speed; without the budget they are deterministic.
 
+Speed (issue 23, 2026-11-27, benchmarks/results/train_speed.md): the 1200 s were
+1 thread on a machine under load 4-8, not the recipe.  The recipe is unchanged
+and deterministic; with 2 threads (torch's default here) the full 30 epochs of
+``mnist-m72`` take an estimated 200-280 s on a quiet 2-core machine (6.2-7.4 s per
+undisturbed epoch) and took 332 s wall (372 s
+CPU) under load ~3, with the same weights bit for bit::
+
+    PYTHONPATH=python OMP_NUM_THREADS=2 python scripts/train_pretrained.py mnist-m72 \
+        --out /tmp/train10 --threads 2
+
+The script sets ``OMP_WAIT_POLICY=PASSIVE`` unless ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT`` is set (:func:`passive_omp_threads`): spinning OpenMP threads
+made 2-thread training 5-25x slower whenever another job held a core.  The
+training loop validates with one forward pass and makes the next epoch's
+sequences in a background thread (the same arrays).
+
 MNIST models (the LSTM-CS paper's protocol, see cscore.datasets.mnist): the
 8000 digits of ../shared/data/mnist (images-idx3-ubyte.gz, labels-idx1-ubyte.gz)
 are split by index: 0..5399 training, 5400..5999 validation (model selection,
