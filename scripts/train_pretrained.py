@@ -27,6 +27,22 @@ cells; results in benchmarks/results/bg_learned.md.)
 stopped at the wall-clock budget (``--max-seconds``), so an exact re-run depends
 on the machine's speed; without the budget they are deterministic.
 
+Speed (issue 23, 2026-11-27, benchmarks/results/train_speed.md): the 1200 s were
+1 thread on a machine under load 4-8, not the recipe.  The recipe is unchanged
+and deterministic; with 2 threads (torch's default here) the full 30 epochs of
+``mnist-m72`` take an estimated 200-280 s on a quiet 2-core machine (6.2-7.4 s per
+undisturbed epoch) and took 332 s wall (372 s
+CPU) under load ~3, with the same weights bit for bit::
+
+    PYTHONPATH=python OMP_NUM_THREADS=2 python scripts/train_pretrained.py mnist-m72 \
+        --out /tmp/train10 --threads 2
+
+The script sets ``OMP_WAIT_POLICY=PASSIVE`` unless ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT`` is set (:func:`passive_omp_threads`): spinning OpenMP threads
+made 2-thread training 5-25x slower whenever another job held a core.  The
+training loop validates with one forward pass and makes the next epoch's
+sequences in a background thread (the same arrays).
+
 MNIST models (the LSTM-CS paper's protocol, see cscore.datasets.mnist): the
 8000 digits of ../shared/data/mnist (images-idx3-ubyte.gz, labels-idx1-ubyte.gz)
 are split by index: 0..5399 training, 5400..5999 validation (model selection,
@@ -109,6 +125,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import platform
 import time
 from dataclasses import replace
@@ -457,7 +474,41 @@ def train_frontier_mnist(name: str, data: Path, out: Path, device: str, max_seco
     _save(name, out, model, res)
 
 
+def passive_omp_threads(environ: dict[str, str] | None = None) -> bool:
+    """Make torch's OpenMP threads sleep while they wait, unless the caller chose a policy.
+
+    By default libgomp (torch's OpenMP, also MKL's threading layer here) spins
+    a thread that waits for the others at the end of a parallel region.  On a
+    2-core machine shared with other jobs a spinning thread keeps a core from
+    the thread it waits for: with the other engineers' jobs on the machine a
+    2-thread training step ran 5-25x slower than with 1 thread.  Passive
+    waiting keeps 2 threads about as fast as 1 on a busy machine; on free cores
+    it costs up to ~1.4x per step against spinning (benchmarks/results/
+    train_speed.md).  ``GOMP_SPINCOUNT=1000`` is the middle way for a machine
+    known to be quiet.  libgomp reads these variables when it is loaded, so
+    this must run before torch is imported (``main`` does so first).
+
+    Parameters
+    ----------
+    environ : dict, optional
+        The environment to set (default ``os.environ``).
+
+    Returns
+    -------
+    bool
+        True when ``OMP_WAIT_POLICY=PASSIVE`` was set; False when the
+        environment already had ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``
+        (left as they are).
+    """
+    env = os.environ if environ is None else environ
+    if "OMP_WAIT_POLICY" in env or "GOMP_SPINCOUNT" in env:
+        return False
+    env["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
+
+
 def main() -> None:
+    passive_omp_threads()  # before anything imports torch
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="+",
                     choices=[*MNIST_CFG, "demo-dct-m32", BG_LSTM, *MSRC_CFG, "nwsomp-mnist-m72",
@@ -473,7 +524,8 @@ def main() -> None:
     ap.add_argument("--msrc", type=Path, default=DEFAULT_DATA.parent / "msrc-v2")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--out", type=Path, default=ROOT / "python" / "cscore" / "models")
-    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch CPU threads (default: torch's own, the physical cores)")
     ap.add_argument("--init", type=Path, default=None, help="continue from this model file")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-rbm", action="store_true",

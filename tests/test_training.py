@@ -126,6 +126,81 @@ def test_training_is_deterministic():
     assert not np.array_equal(res.weights.W, res3.weights.W)
 
 
+def test_prefetch_returns_what_make_returns_once_per_epoch():
+    from cscore.training.lstm import _Prefetch
+
+    calls: list[int] = []
+
+    def make(epoch):
+        calls.append(epoch)
+        return np.full((2, 1, 1), float(epoch)), np.full((2, 1), epoch)
+
+    with _Prefetch(make, 3) as ahead:
+        got = [ahead(e) for e in range(4)]
+    assert [int(x[0, 0, 0]) for x, _ in got] == [0, 1, 2, 3]
+    assert sorted(calls) == [0, 1, 2, 3]  # epoch e + 1 made (once) while e is used
+    calls.clear()
+    with _Prefetch(make, 0) as ahead:  # last = 0: nothing made ahead
+        ahead(0)
+    assert calls == [0]
+
+
+@requires_torch
+def test_prefetched_run_equals_sequential_run(monkeypatch):
+    from cscore.training import lstm
+
+    res, _, _ = _tiny_fit(epochs=3)
+
+    class Sequential(lstm._Prefetch):
+        def __call__(self, epoch):
+            return self.make(epoch)
+
+    monkeypatch.setattr(lstm, "_Prefetch", Sequential)
+    res2, _, _ = _tiny_fit(epochs=3)
+    assert len(res.history) == len(res2.history) == 3
+    for a, b in zip(res.history, res2.history):
+        assert (a["train_loss"], a["val_loss"], a["val_acc"]) == (
+            b["train_loss"], b["val_loss"], b["val_acc"])
+    for name in ("W", "R", "b", "U", "c_out"):
+        np.testing.assert_array_equal(getattr(res.weights, name), getattr(res2.weights, name))
+
+
+@requires_torch
+def test_one_validation_pass_gives_loss_and_accuracy(rng):
+    import torch
+
+    from cscore.training._lstm_steps import init_params
+    from cscore.training.lstm import _loss_and_accuracy, _mean_loss, torch_logits
+
+    params = init_params(torch, 6, 9, 5, 3, torch.Generator().manual_seed(0), torch.float32,
+                         True)
+    X = torch.as_tensor(rng.standard_normal((23, 3, 6)), dtype=torch.float32)
+    T = torch.as_tensor(rng.integers(-1, 9, (23, 3)))
+    loss, acc = _loss_and_accuracy(torch, params, X, T, "paper", batch=10)
+    assert loss == _mean_loss(torch, params, X, T, "paper", batch=10)
+    with torch.no_grad():
+        pred = torch_logits(params, X, "paper").argmax(-1)
+    ok = T != IGNORE
+    assert acc == pytest.approx(float(((pred == T) & ok).sum()) / float(ok.sum()))
+
+
+def test_train_pretrained_makes_omp_threads_wait_passively():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "train_pretrained.py"
+    spec = importlib.util.spec_from_file_location("train_pretrained_under_test", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    env: dict[str, str] = {"PATH": "/bin"}
+    assert mod.passive_omp_threads(env) is True
+    assert env == {"PATH": "/bin", "OMP_WAIT_POLICY": "PASSIVE"}
+    for chosen in ({"OMP_WAIT_POLICY": "ACTIVE"}, {"GOMP_SPINCOUNT": "1000"}):
+        env = dict(chosen)  # the caller's choice stays, nothing added
+        assert mod.passive_omp_threads(env) is False and env == chosen
+
+
 @requires_torch
 def test_nesterov_paper_recipe_trains():
     res, _, _ = _tiny_fit(epochs=3, optimizer="nesterov", lr=3e-3)
