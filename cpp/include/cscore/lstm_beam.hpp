@@ -35,6 +35,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cscore/linalg.hpp"
 #include "cscore/lstm.hpp"
 #include "cscore/parallel.hpp"
 
@@ -114,20 +115,6 @@ struct Dictionary {
     const double* col2 = nullptr;
     const double* col_norms = nullptr;
 };
-
-// sum a[m] b[m] in four interleaved partial sums (independent chains).
-inline double dot4(const double* a, const double* b, int n) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
-    int m = 0;
-    for (; m + 4 <= n; m += 4) {
-        s0 += a[m] * b[m];
-        s1 += a[m + 1] * b[m + 1];
-        s2 += a[m + 2] * b[m + 2];
-        s3 += a[m + 3] * b[m + 3];
-    }
-    for (; m < n; ++m) s0 += a[m] * b[m];
-    return (s0 + s1) + (s2 + s3);
-}
 
 // One channel's partial supports (at most `width`), t atoms each.
 struct Beam {
@@ -229,7 +216,7 @@ class ChunkSearch {
                     continue;
                 }
                 std::swap(tk->cur, tk->nxt);
-                const double rn = std::sqrt(dot4(tk->cur.r.data(), tk->cur.r.data(), M));
+                const double rn = std::sqrt(linalg::dot<double>(tk->cur.r.data(), tk->cur.r.data(), M));
                 // explained: noise alone after t + 1 atoms leaves about sigma sqrt(M - t - 1)
                 if (rn <= tk->tol * std::sqrt(static_cast<double>(M - t - 1) / M)) {
                     std::copy(tk->cur.supp.begin(), tk->cur.supp.begin() + t + 1, tk->out);
@@ -467,17 +454,17 @@ class ChunkSearch {
             // projection).  Only the kept children's columns are projected (select).
             const double* Qh = tk.cur.Q.data() + static_cast<std::size_t>(h) * qstride;
             const double* r = tk.cur.r.data() + static_cast<idx>(h) * M;
-            const double rr = dot4(r, r, M);
+            const double rr = linalg::dot<double>(r, r, M);
             for (int c = 0; c < got; ++c) {
                 const int a = ch[c];
                 const std::size_t k = static_cast<std::size_t>(h * C + c);
                 const double* col = d_.At + static_cast<idx>(a) * M;
                 double proj = 0.0;
                 for (int i = 0; i < t; ++i) {
-                    const double hi = dot4(Qh + static_cast<idx>(i) * M, col, M);
+                    const double hi = linalg::dot<double>(Qh + static_cast<idx>(i) * M, col, M);
                     proj += hi * hi;
                 }
-                const double pn = d_.col2[a] - proj, pr = dot4(col, r, M);
+                const double pn = d_.col2[a] - proj, pr = linalg::dot<double>(col, r, M);
                 pn2_[k] = pn;
                 if (pn > 1e-10 * d_.col2[a]) e_[k] = rr - pr * pr / pn;
             }
@@ -523,13 +510,13 @@ class ChunkSearch {
             for (int pass = 0; pass < 2; ++pass)
                 for (int i = 0; i < t; ++i) {
                     const double* qi = Qs + static_cast<idx>(i) * M;
-                    const double hcoef = dot4(qi, q, M);
+                    const double hcoef = linalg::dot<double>(qi, q, M);
                     for (int m = 0; m < M; ++m) q[m] -= hcoef * qi[m];
                 }
-            const double qn = std::sqrt(dot4(q, q, M));
+            const double qn = std::sqrt(linalg::dot<double>(q, q, M));
             for (int m = 0; m < M; ++m) q[m] /= qn;
             const double* r = cu.r.data() + static_cast<idx>(h) * M;
-            const double qr = dot4(q, r, M);
+            const double qr = linalg::dot<double>(q, r, M);
             double* rs = nx.r.data() + static_cast<idx>(s) * M;
             for (int m = 0; m < M; ++m) rs[m] = r[m] - q[m] * qr;
             if (nx.n == opt_.width) break;
@@ -547,7 +534,7 @@ inline void rescue(const Weights<float>& w, const double* At, const Batch& bt,
                    const Options& opt, Control* ctl = nullptr) {
     std::vector<double> col2(static_cast<std::size_t>(w.N)), col_norms(col2.size());
     for (int a = 0; a < w.N; ++a) {
-        const double s = detail::dot4(At + static_cast<idx>(a) * w.M, At + static_cast<idx>(a) * w.M, w.M);
+        const double s = linalg::dot<double>(At + static_cast<idx>(a) * w.M, At + static_cast<idx>(a) * w.M, w.M);
         col2[static_cast<std::size_t>(a)] = s;
         col_norms[static_cast<std::size_t>(a)] = std::sqrt(s);
     }
