@@ -196,3 +196,33 @@ def test_beam_lowers_the_error_on_validation_digits(model):
     greedy = err(model.decode(Y, tol=tol))
     beam = err(model.decode(Y, tol=tol, beam_width=8))
     assert beam < 0.8 * greedy, (beam, greedy)
+
+
+@pytest.mark.parametrize("width,candidates", [(1, 144), (3, 1), (40, 7), (300, 2)])
+def test_search_odd_settings(model, width, candidates):
+    """Extreme widths and candidate counts: valid supports, thread-independent."""
+    A = model.A
+    rng = np.random.default_rng(width)
+    Y = rng.standard_normal((3, 36, 4))
+    Y[1] = 0.0  # nothing to explain: the search finds the empty residual at once
+    atoms = np.full((3, 4, 2), -1)
+    atoms[0, :, 0] = [3, 5, 7, 11]
+    limits = np.array([[4, 0, 9, 35], [3, 3, 0, 0], [1, 2, 3, 4]], dtype=np.int32)
+    tol = np.array([0.5, 0.5, 1e-9])
+    net = network_arrays(model.weights)
+    found = search_supports(net, A, Y, atoms, tol, limits, width, candidates)
+    assert found.shape == (3, 4, 35)
+    np.testing.assert_array_equal(
+        search_supports(net, A, Y, atoms, tol, limits, width, candidates, n_threads=2), found)
+    for b in range(3):
+        for j in range(4):
+            supp = found[b, j][found[b, j] >= 0]
+            assert supp.size <= limits[b, j]
+            assert np.all(found[b, j][supp.size:] == -1)  # -1 padded after the support
+            assert len(set(supp.tolist())) == supp.size and np.all(supp < 144)
+            if supp.size:
+                x = np.linalg.lstsq(A[:, supp], Y[b, :, j], rcond=None)[0]
+                r = np.linalg.norm(Y[b, :, j] - A[:, supp] @ x)
+                assert r <= tol[b] * np.sqrt((36 - supp.size) / 36) * (1 + 1e-6)
+    # an all-zero channel is explained by its first atom (residual 0)
+    assert np.all(found[1, :2, 0] >= 0) and np.all(found[1, :2, 1:] == -1)
