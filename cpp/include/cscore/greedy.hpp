@@ -1101,8 +1101,11 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
 #ifdef CSCORE_GREEDY_AVX2
         } else if constexpr (kAvx2d) {
             if (fused) {
-                k_next = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
-                                        &best_next);
+                // After the last atom the loop only stops (tol test, cap): nothing
+                // reads this step's Q column, correlations or next atom.
+                if (n + 1 < opt.max_atoms)
+                    k_next = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha,
+                                            ws.score.data(), &best_next);
             } else {
                 avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
                 update_scores(ws, qn, zn);
