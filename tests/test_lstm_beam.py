@@ -10,10 +10,15 @@ import pytest
 import cscore
 from cscore.datasets import expected_noise_tol
 from cscore.decoders.learned import reference_beam as ref
-from cscore.decoders.learned.beam import network_arrays, search_supports
+from cscore.decoders.learned.beam import search_supports
 
 SIGMA = 0.005
 MNIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"
+
+
+def _network(model: cscore.LSTMCS) -> tuple:
+    """The kernel arguments of the model's float32 weights (what decode passes)."""
+    return model._prep(np.float32).args()
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +83,7 @@ def test_width_one_search_retraces_the_greedy_path(model):
     res = model.decode(Y, n_nonzero=9, return_result=True)
     atoms = res.extra["atoms"]
     lens = (atoms >= 0).sum(axis=2).astype(np.int32)
-    net = network_arrays(model.weights)
+    net = _network(model)
     # tol -1 is never met: the search runs to its limit and returns nothing
     none = search_supports(net, A, Y, atoms, np.full(4, -1.0), lens, 1, 1)
     assert np.all(none == -1)
@@ -111,9 +116,9 @@ def test_compiled_search_matches_the_numpy_specification(model):
     lens = (atoms >= 0).sum(axis=2)
     limits = np.where(resid > ctol, np.minimum(35, lens + 10), 0).astype(np.int32)
     assert (limits > 0).sum() >= 4, "this batch has channels to search"
-    found = search_supports(network_arrays(model.weights), A, Y, atoms, np.full(6, ctol),
+    found = search_supports(_network(model), A, Y, atoms, np.full(6, ctol),
                             limits, 4, 3)
-    two = search_supports(network_arrays(model.weights), A, Y, atoms, np.full(6, ctol),
+    two = search_supports(_network(model), A, Y, atoms, np.full(6, ctol),
                           limits, 4, 3, n_threads=2)
     np.testing.assert_array_equal(two, found)  # threads do not change a bit
     net = ref.Net(model.weights)
@@ -138,7 +143,7 @@ def test_compiled_search_matches_the_numpy_specification(model):
 
 
 def test_search_arguments_are_checked(model):
-    A, net = model.A, network_arrays(model.weights)
+    A, net = model.A, _network(model)
     Y = np.zeros((2, 36, 4))
     atoms = np.full((2, 4, 3), -1)
     ok = np.zeros((2, 4), dtype=np.int32)
@@ -209,7 +214,7 @@ def test_search_odd_settings(model, width, candidates):
     atoms[0, :, 0] = [3, 5, 7, 11]
     limits = np.array([[4, 0, 9, 35], [3, 3, 0, 0], [1, 2, 3, 4]], dtype=np.int32)
     tol = np.array([0.5, 0.5, 1e-9])
-    net = network_arrays(model.weights)
+    net = _network(model)
     found = search_supports(net, A, Y, atoms, tol, limits, width, candidates)
     assert found.shape == (3, 4, 35)
     np.testing.assert_array_equal(

@@ -1138,6 +1138,15 @@ struct PathStop {
     }
 };
 
+// The LSTM's input from a residual r (M): x = r / max|r| (zero stays zero),
+// written to x[m * stride].
+template <class T>
+inline void maxabs_input(const double* r, idx M, T* x, idx stride) {
+    double mx = 0.0;
+    for (idx m = 0; m < M; ++m) mx = std::max(mx, std::abs(r[m]));
+    for (idx m = 0; m < M; ++m) x[m * stride] = mx > 0.0 ? static_cast<T>(r[m] / mx) : T(0);
+}
+
 // Incremental least squares for one channel: thin QR of the support columns.
 struct ChannelLS {
     int k = 0;
@@ -1318,10 +1327,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                     T* xj = xin.data() + static_cast<idx>(j) * chunk * M;
                     for (int col = 0; col < n; ++col) {
                         const ChannelLS& c = ls[static_cast<std::size_t>(active[static_cast<std::size_t>(col)] * L + j)];
-                        double mx = 0.0;
-                        for (double v : c.r) mx = std::max(mx, std::abs(v));
-                        for (idx m = 0; m < M; ++m)
-                            xj[col + m * chunk] = mx > 0.0 ? static_cast<T>(c.r[static_cast<std::size_t>(m)] / mx) : T(0);
+                        maxabs_input(c.r.data(), M, xj + col, chunk);
                     }
                 }
                 // 2. logits of every channel

@@ -261,11 +261,7 @@ class ChunkSearch {
                 if (!ls.stopped && !ls.append(a, d_.At + a * M, d_.col_norms[a], M, cap))
                     ls.stopped = true;
             }
-            double mx = 0.0;
-            for (double v : ls.r) mx = std::max(mx, std::abs(v));
-            float* xt = x.data() + static_cast<idx>(t) * M;
-            for (int m = 0; m < M; ++m)
-                xt[m] = mx > 0.0 ? static_cast<float>(ls.r[static_cast<std::size_t>(m)] / mx) : 0.0f;
+            maxabs_input(ls.r.data(), M, x.data() + static_cast<idx>(t) * M, 1);
         }
         return x;
     }
@@ -398,11 +394,7 @@ class ChunkSearch {
                 const float* G = Gb + static_cast<idx>(te % kCtxRows) * GH_;
                 const float* c = cb + static_cast<idx>(te % kCtxRows) * H;
                 for (int h = 0; h < tk.cur.n; ++h, ++row) {
-                    const double* r = tk.cur.r.data() + static_cast<idx>(h) * M;
-                    double mx = 0.0;
-                    for (int m = 0; m < M; ++m) mx = std::max(mx, std::abs(r[m]));
-                    for (int m = 0; m < M; ++m)
-                        work_.x(row, m) = mx > 0.0 ? static_cast<float>(r[m] / mx) : 0.0f;
+                    maxabs_input(tk.cur.r.data() + static_cast<idx>(h) * M, M, &work_.x(row, 0), ch);
                     rowG_[static_cast<std::size_t>(row)] = G;
                     rowC_[static_cast<std::size_t>(row)] = c;
                 }

@@ -60,10 +60,9 @@ from ... import _core
 from ..._blas import single_threaded_blas
 from ...result import DecodeResult
 from .base import support_from_atoms
-from .weights import LSTMCSWeights
 
 __all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_result", "channel_tolerances",
-           "network_arrays", "rescue_channels", "search_supports"]
+           "rescue_channels", "search_supports"]
 
 
 @dataclass(frozen=True)
@@ -85,25 +84,6 @@ class BeamOptions:
     channel_tol: np.ndarray
 
 
-def network_arrays(weights: LSTMCSWeights) -> tuple[Any, ...]:
-    """The network as the compiled search takes it: float32 ``(WR, b, U, c_out, cell)``.
-
-    Parameters
-    ----------
-    weights : LSTMCSWeights
-        A unidirectional LSTM-CS network.
-
-    Returns
-    -------
-    tuple
-        ``[W | R]`` (G*H, M+H), ``b``, ``U``, ``c_out`` (C-contiguous float32)
-        and the cell name.
-    """
-    f32 = [np.ascontiguousarray(np.asarray(a, dtype=np.float32))
-           for a in (np.hstack([weights.W, weights.R]), weights.b, weights.U, weights.c_out)]
-    return (*f32, weights.cell)
-
-
 def search_supports(
     network: tuple[Any, ...],
     A: np.ndarray,
@@ -120,7 +100,8 @@ def search_supports(
     Parameters
     ----------
     network : tuple
-        :func:`network_arrays` of the model.
+        The kernel arguments of the model's float32 weights,
+        ``(WR, b, U, c_out, cell)`` (``LSTMCS._prep(np.float32).args()``).
     A : ndarray (M, N)
     Y : ndarray (B, M, L) float64
     atoms : ndarray (B, L, k) int
@@ -164,7 +145,8 @@ def rescue_channels(
     Parameters
     ----------
     network : tuple
-        :func:`network_arrays` of the unidirectional LSTM-CS network that decoded ``S``.
+        The kernel arguments of the unidirectional LSTM-CS network that decoded
+        ``S`` (as :func:`search_supports`).
     A : ndarray (M, N)
     Y : ndarray (B, M, L) float64
     S : ndarray (B, N, L) float64
@@ -273,7 +255,8 @@ def beam_result(
     Parameters
     ----------
     network : tuple
-        :func:`network_arrays` of the LSTM-CS network that made ``result``.
+        The kernel arguments of the LSTM-CS network that made ``result`` (as
+        :func:`search_supports`).
     A : ndarray (M, N)
     Y : ndarray (M, L) or (B, M, L)
         The measurements the result decoded.
