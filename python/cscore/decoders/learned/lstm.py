@@ -324,6 +324,7 @@ class LSTMCS(GreedyModel):
         beam_width: int = 0,
         beam_candidates: int = 4,
         channel_tol: float | np.ndarray | None = None,
+        device: Any = None,
         _lstm_dtype: type = np.float32,
         _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
@@ -382,6 +383,12 @@ class LSTMCS(GreedyModel):
             ``tol`` as the paper's rule ``L * sigma * sqrt(M L)``, or each
             problem's ``sigma_hat`` with ``tol="auto"``; needed when only
             ``n_nonzero`` is given.
+        device : str, optional
+            None (default): the compiled CPU kernel.  A torch device
+            (``"cpu"``, ``"cuda"``, ``"cuda:1"``): the same algorithm in PyTorch
+            on that device (:mod:`cscore.decoders.torch_backend.lstm`, needs
+            torch; ``docs/gpu.md``).  The LSTM runs in float32 there too; the
+            beam rescue of ``beam_width`` stays on the CPU.
 
         Returns
         -------
@@ -414,8 +421,13 @@ class LSTMCS(GreedyModel):
         the duration of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         opts = {"exclude_selected": exclude_selected, "n_threads": n_threads,
-                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk}
+                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk,
+                "device": device}
         if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
                 and beam_width == 0:
             return self._decode(Y, n_nonzero, tol, return_result, **opts)
@@ -468,6 +480,12 @@ class LSTMCS(GreedyModel):
         wdt = options["weights_dtype"]
         if wdt not in WEIGHTS_DTYPES:
             raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, got {wdt!r}")
+        if options.get("device") is not None:
+            from ..torch_backend.lstm import lstm_greedy
+
+            w = self._weights if wdt == "float32" else _round_to_half(self._weights)
+            return lstm_greedy(w, self._A, self._norms, Y, k_max, tol, exclude, k_from_user,
+                               options["device"], rule=rule)
         prep = self._prep(options["_lstm_dtype"], wdt)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
         extra = {} if rule is None else {"rrt": rule}
