@@ -248,10 +248,14 @@ class UnrolledModel(LearnedModel):
         """(P, G): the shrinkage's groups, G = L channels for a joint model, else 1."""
         return (B, L) if self.joint else (B * L, 1)
 
-    def _run(self, Yb: np.ndarray, T: int, keep: bool) -> list[np.ndarray]:
+    def _run(self, Yb: np.ndarray, T: int, keep: bool, device: Any = None) -> list[np.ndarray]:
         B, _, L = Yb.shape
         if B == 0:
             return [np.zeros((0, self.N, L), dtype=Yb.dtype)] * (T if keep else 1)
+        if device is not None:
+            from ..torch_backend.unrolled import unrolled_decode
+
+            return unrolled_decode(self, Yb, T, keep, device)
         # The products are one (L, K) x (K, N) product per problem (a stacked
         # matmul), on one BLAS thread: a problem's result never depends on the
         # batch it is decoded in (chunked files, Dask) nor on the thread count.
@@ -261,7 +265,8 @@ class UnrolledModel(LearnedModel):
         return [np.ascontiguousarray(X.transpose(0, 2, 1)) for X in outs]
 
     def decode(
-        self, Y: np.ndarray, *, n_layers: int | None = None, return_result: bool = False
+        self, Y: np.ndarray, *, n_layers: int | None = None, return_result: bool = False,
+        device: Any = None,
     ) -> np.ndarray | DecodeResult:
         """Recover sparse ``X`` from ``Y = A X + noise`` with the unrolled network.
 
@@ -275,6 +280,10 @@ class UnrolledModel(LearnedModel):
             default all): the output of an earlier layer.
         return_result : bool, default False
             Return a :class:`cscore.DecodeResult` instead of the array.
+        device : str, optional
+            None (default): NumPy.  A torch device (``"cpu"``, ``"cuda"``,
+            ``"cuda:1"``): the same layers in PyTorch on that device
+            (:mod:`cscore.decoders.torch_backend.unrolled`; needs torch).
 
         Returns
         -------
@@ -283,8 +292,12 @@ class UnrolledModel(LearnedModel):
             otherwise.  The result's ``residual_norm`` is ``||y - A x||`` per
             channel, ``n_iter`` the layers run, ``stop_reason`` "layers".
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         Yb, single, T = self._prepare(Y, n_layers)
-        X = self._run(Yb, T, keep=False)[-1]
+        X = self._run(Yb, T, keep=False, device=device)[-1]
         if not return_result:
             return X[0] if single else X
         R = Yb - np.einsum("mn,bnl->bml", self._weights(X.dtype)["A"], X)
@@ -295,7 +308,8 @@ class UnrolledModel(LearnedModel):
             stop_reason=np.full(X.shape[0], "layers")[sel], extra={"n_layers": T},
         )
 
-    def decode_layers(self, Y: np.ndarray, *, n_layers: int | None = None) -> np.ndarray:
+    def decode_layers(self, Y: np.ndarray, *, n_layers: int | None = None,
+                      device: Any = None) -> np.ndarray:
         """Every layer's output (for per-layer error curves).
 
         Parameters
@@ -304,6 +318,8 @@ class UnrolledModel(LearnedModel):
             Measurements.
         n_layers : int, optional
             Layers to run (default all).
+        device : str, optional
+            As in :meth:`decode`.
 
         Returns
         -------
@@ -311,8 +327,12 @@ class UnrolledModel(LearnedModel):
             Entry ``t`` is the estimate after layer ``t + 1`` (equal to
             ``decode(Y, n_layers=t + 1)``).
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         Yb, single, T = self._prepare(Y, n_layers)
-        out = np.stack(self._run(Yb, T, keep=True))
+        out = np.stack(self._run(Yb, T, keep=True, device=device))
         return out[:, 0] if single else out
 
 

@@ -73,7 +73,7 @@ def greedy_decode(
         per += size * (N * N + M * N)
     C = chunk_rows(dev, per, chunk)
     if not per_A:
-        At = torch.as_tensor(np.ascontiguousarray(A), dtype=dt, device=dev)
+        At = torch.as_tensor(np.array(A), dtype=dt, device=dev)
         G, An, inv = _gram(At)
     X = np.zeros((P, N, L), dtype=Y.dtype)
     res = np.zeros((P, L), dtype=Y.dtype)

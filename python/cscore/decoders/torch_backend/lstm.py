@@ -139,8 +139,8 @@ def lstm_greedy(
     per = 8 * L * (k_max * M + k_max * k_max + 4 * M + 2 * k_max + N) + 4 * L * (
         2 * M + 8 * net.H + 2 * N)
     C = chunk_rows(dev, per, chunk)
-    At = torch.as_tensor(np.ascontiguousarray(A.T), dtype=torch.float64, device=dev)
-    norms = torch.as_tensor(col_norms, dtype=torch.float64, device=dev)
+    At = torch.as_tensor(np.array(A.T, order="C"), dtype=torch.float64, device=dev)
+    norms = torch.as_tensor(np.array(col_norms), dtype=torch.float64, device=dev)
     S = np.zeros((B, N, L))
     atoms = np.full((B, L, k_max), -1, dtype=np.int64)
     resid = np.zeros((B, L))
