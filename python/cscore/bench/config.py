@@ -198,6 +198,10 @@ class BenchConfig:
         Several models (sparsity and noise), sharing one sensing matrix: each
         model decoder runs once per model of its class, labelled
         ``decoder[model]``; ``model`` is then taken as ``models[0]``.
+    device : str, optional
+        A torch device (``"cuda"``, ``"cpu"``) for the decoders that take
+        ``device=`` (:mod:`cscore.decoders.torch_backend`); the others run
+        on the compiled CPU path as always.  Default None: every decoder compiled.
     """
 
     experiment: str
@@ -228,6 +232,7 @@ class BenchConfig:
     plot: bool = True
     argv: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
+    device: str | None = None
 
     @property
     def model_names(self) -> tuple[str, ...]:

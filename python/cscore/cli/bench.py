@@ -120,6 +120,10 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    "point (default 50)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the problems, sensing matrices and noise (default 0)")
+    p.add_argument("--device", default=None,
+                   help="torch device ('cuda', 'cuda:1', 'cpu') for the decoders that "
+                   "take device= (LSTM-CS, BLSTM-CS, OMP, SOMP, LISTA, LAMP; needs torch; "
+                   "OMP/SOMP's tol='auto' stays compiled); default: none, all compiled")
 
 
 def _add_output_arguments(p: argparse.ArgumentParser) -> None:
@@ -198,6 +202,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         seed=args.seed, out=args.out, overwrite=args.overwrite,
         progress=not args.no_progress, plot=not args.no_plot,
         argv=tuple(argv) if argv is not None else None,
+        device=getattr(args, "device", None),
     )  # fmt: skip
 
 

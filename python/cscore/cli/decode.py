@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tol", type=_tol,
                    help="setting tol: a residual threshold, or 'auto' (noise estimated from "
                         "the measurements) for decoders that support it (default: the decoder's)")
+    g.add_argument("--device", help="setting device: a torch device ('cuda', 'cuda:1', "
+                   "'cpu') for decoders that take it (needs torch; default: none, the "
+                   "compiled CPU path)")
     g.add_argument(
         "--set",
         action="append",
@@ -87,7 +90,14 @@ def build_decoder(args: argparse.Namespace) -> Any:
     if args.config is not None:
         if args.decoder or args.matrix or args.model or args.set or args.n_nonzero or args.tol:
             raise ValueError("give either --config or the decoder flags, not both")
-        return Decoder.from_config(args.config, allow_outside=args.allow_outside)
+        dec = Decoder.from_config(args.config, allow_outside=args.allow_outside)
+        device = getattr(args, "device", None)
+        if device is None:
+            return dec
+        settings = {**dec.settings, "device": device}  # --device overrides the config's
+        if dec.model is not None:
+            return Decoder(dec.name, model=dec.model, **settings)
+        return Decoder(dec.name, dec.A, **settings)
     if not args.decoder:
         raise ValueError("name the decoder: --config FILE or --decoder NAME")
     settings: dict[str, Any] = {}
@@ -100,6 +110,8 @@ def build_decoder(args: argparse.Namespace) -> Any:
         settings["n_nonzero"] = args.n_nonzero
     if args.tol is not None:
         settings["tol"] = args.tol
+    if getattr(args, "device", None) is not None:
+        settings["device"] = args.device
     A = _load_matrix(args.matrix) if args.matrix is not None else None
     return Decoder(args.decoder, A, model=args.model, **settings)
 
