@@ -94,10 +94,9 @@ def build_decoder(args: argparse.Namespace) -> Any:
         device = getattr(args, "device", None)
         if device is None:
             return dec
-        settings = {**dec.settings, "device": device}  # --device overrides the config's
-        if dec.model is not None:
-            return Decoder(dec.name, model=dec.model, **settings)
-        return Decoder(dec.name, dec.A, **settings)
+        cfg = dec.config  # --device overrides the config's (its files were checked above)
+        cfg["settings"] = {**cfg["settings"], "device": device}
+        return Decoder.from_config(cfg, allow_outside=True)
     if not args.decoder:
         raise ValueError("name the decoder: --config FILE or --decoder NAME")
     settings: dict[str, Any] = {}
