@@ -80,10 +80,12 @@ def check_device(device: Any) -> Any:
     return dev
 
 
-def chunk_rows(dev: Any, bytes_per_problem: int, chunk: int | None = None) -> int:
+def chunk_rows(dev: Any, bytes_per_problem: int, chunk: int | None = None,
+               batch: int | None = None) -> int:
     """Problems per chunk: ``chunk`` if given, else :data:`CPU_CHUNK` on a CPU and
     what fits in :data:`MEMORY_SHARE` of the free memory of a GPU (at most
-    :data:`GPU_CHUNK_MAX`); a multiple of :data:`BLOCK`, at least one block.
+    :data:`GPU_CHUNK_MAX`); no more than the ``batch`` rounded up to whole
+    blocks; a multiple of :data:`BLOCK`, at least one block.
 
     A batch larger than a chunk is decoded chunk after chunk, so no decode fails
     for its size alone; the results do not depend on the chunk size.
@@ -95,6 +97,8 @@ def chunk_rows(dev: Any, bytes_per_problem: int, chunk: int | None = None) -> in
             chunk = min(GPU_CHUNK_MAX, int(MEMORY_SHARE * free) // max(1, bytes_per_problem))
         else:
             chunk = CPU_CHUNK
+    if batch is not None:
+        chunk = min(int(chunk), -(-batch // BLOCK) * BLOCK)
     return max(BLOCK, int(chunk) // BLOCK * BLOCK)
 
 

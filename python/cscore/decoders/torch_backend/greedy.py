@@ -71,7 +71,7 @@ def greedy_decode(
     per = size * (N * L + max_atoms * (N + max_atoms + L) + 4 * N + M * L)
     if per_A:
         per += size * (N * N + M * N)
-    C = chunk_rows(dev, per, chunk)
+    C = chunk_rows(dev, per, chunk, P)
     if not per_A:
         At = torch.as_tensor(np.array(A), dtype=dt, device=dev)
         G, An, inv = _gram(At)

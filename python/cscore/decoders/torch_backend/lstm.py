@@ -36,6 +36,26 @@ _N_NONZERO, _TOL, _DEPENDENT, _MAX_ITER = 0, 1, 2, 3
 #: relative size below which a new atom's orthogonal part counts as zero (kDependentTol)
 _DEP_TOL = 1e-10
 
+#: Least squares in the compiled kernel's order of operations (modified
+#: Gram-Schmidt, every dot product summed left to right, ``q * (1 / rho)``), so
+#: the float64 residuals -- and so the LSTM's inputs -- are the kernel's bit for
+#: bit.  It matters: once a channel is explained exactly, its residual is
+#: rounding noise, scaled to max-abs 1 it still drives the LSTM's state and so
+#: the atoms of the later channels.  False: batched reductions (faster on a GPU,
+#: same maths, other rounding).
+SEQUENTIAL_SUMS = True
+
+
+def _dot(a: Any, b: Any) -> Any:
+    """``sum(a * b)`` over the last axis, added left to right (as the kernel does)."""
+    if not SEQUENTIAL_SUMS:
+        return (a * b).sum(dim=-1)
+    p = a * b
+    s = p[..., 0].clone()
+    for m in range(1, p.shape[-1]):
+        s = s + p[..., m]
+    return s
+
 
 class _Net:
     """The LSTM's float32 weights on the device and its forward over the channels."""
@@ -138,7 +158,7 @@ def lstm_greedy(
     net = _Net(weights, dev)
     per = 8 * L * (k_max * M + k_max * k_max + 4 * M + 2 * k_max + N) + 4 * L * (
         2 * M + 8 * net.H + 2 * N)
-    C = chunk_rows(dev, per, chunk)
+    C = chunk_rows(dev, per, chunk, B)
     At = torch.as_tensor(np.array(A.T, order="C"), dtype=torch.float64, device=dev)
     norms = torch.as_tensor(np.array(col_norms), dtype=torch.float64, device=dev)
     S = np.zeros((B, N, L))
@@ -219,19 +239,25 @@ def _chunk(
         q = a.clone()
         kk = it  # slots in use are < it (one atom per channel and step at most)
         rc = torch.zeros((C, L, kk + 1), dtype=f64, device=dev)
-        Qk = Q[:, :, :kk]
         for _pass in range(2):
-            h = torch.einsum("clkm,clm->clk", Qk, q)
-            rc[:, :, :kk] += h
-            q -= torch.einsum("clk,clkm->clm", h, Qk)
-        rho = torch.linalg.vector_norm(q, dim=2)
+            if SEQUENTIAL_SUMS:  # modified Gram-Schmidt, column after column
+                for i in range(kk):
+                    h = _dot(Q[:, :, i], q)
+                    rc[:, :, i] += h
+                    q = q - h[..., None] * Q[:, :, i]
+            else:
+                Qk = Q[:, :, :kk]
+                h = torch.einsum("clkm,clm->clk", Qk, q)
+                rc[:, :, :kk] += h
+                q -= torch.einsum("clk,clkm->clm", h, Qk)
+        rho = torch.sqrt(_dot(q, q))
         ok = live & ~again & (rho > _DEP_TOL * norms[best])
         stopped = stopped | (live & ~ok)
         ci, li = torch.nonzero(ok, as_tuple=True)
         if ci.numel():
             t = count[ci, li]
-            qn = q[ci, li] / rho[ci, li, None]
-            zk = (qn * r[ci, li]).sum(dim=1)
+            qn = q[ci, li] * (1.0 / rho[ci, li, None])
+            zk = _dot(qn, r[ci, li])
             r[ci, li] = r[ci, li] - zk[:, None] * qn
             Q[ci, li, t] = qn
             colv = rc[ci, li]  # (c, kk + 1): rows 0..kk of column t

@@ -49,7 +49,7 @@ def unrolled_decode(model: Any, Yb: np.ndarray, T: int, keep: bool, device: Any,
     N = model.N
     w = {k: torch.as_tensor(np.array(v), device=dev) for k, v in model._weights(Yb.dtype).items()}
     per = Yb.dtype.itemsize * L * (8 * N + 4 * M) * (T if keep else 1)
-    C = chunk_rows(dev, per, chunk)
+    C = chunk_rows(dev, per, chunk, B)
     outs = [np.zeros((B, N, L), dtype=Yb.dtype) for _ in range(T if keep else 1)]
     with torch.no_grad():
         for p0 in range(0, B, C):
