@@ -170,11 +170,11 @@ def sweep(case: Case, device: str, torch: Any, batches: list[int], cpu_cap_s: fl
     for B in batches:
         Y, _ = case.make(B)
         case.dev(Y[:, :64] if case.unit == "vectors" and Y.ndim == 2 else Y[:64], device)
-        t_dev = timed(lambda: case.dev(Y, device), torch, device, repeat)
+        t_dev = timed(lambda Y=Y: case.dev(Y, device), torch, device, repeat)
         row = {"batch": B, "dev_s": t_dev}
         for t in (1, cores):
             if cpu_rate[t] is None or B * 1.0 / cpu_rate[t] < cpu_cap_s:
-                t_cpu = timed(lambda: case.cpu(Y, t), torch, None, 1)
+                t_cpu = timed(lambda Y=Y, t=t: case.cpu(Y, t), torch, None, 1)
                 cpu_rate[t] = B / t_cpu
                 row[f"cpu{t}_s"] = t_cpu
             else:
