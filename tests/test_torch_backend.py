@@ -275,6 +275,48 @@ def test_joint_unrolled_device_cpu_matches_numpy(kind):
     assert np.array_equal(m.decode(Y[4:6], device="cpu"), r1.x[4:6])
 
 
+# -- AMP ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("denoiser", ["bg", "l1"])
+@pytest.mark.parametrize("L, joint", [(1, True), (3, True), (3, False)])
+def test_amp_device_cpu_matches_the_compiled_kernel(denoiser, L, joint):
+    from cscore.decoders.amp import amp
+
+    rng = np.random.default_rng(15)
+    M, N, B = 60, 120, 12
+    A = rng.standard_normal((M, N)) / np.sqrt(M)
+    S = _sparse(rng, B, N, L, 8, joint=True)
+    Y = np.einsum("mn,bnl->bml", A, S) + 0.01 * rng.standard_normal((B, M, L))
+    r0 = amp(A, Y, denoiser=denoiser, joint=joint, max_iter=60, return_result=True)
+    r1 = amp(A, Y, denoiser=denoiser, joint=joint, max_iter=60, return_result=True,
+             device="cpu")
+    same, e0, e1 = _agree(r0, r1, S)
+    assert same >= 0.99 and _close(e1, e0)
+    assert np.array_equal(r0.n_iter, r1.n_iter)
+    assert np.array_equal(r0.stop_reason, r1.stop_reason)
+    if denoiser == "bg":
+        np.testing.assert_allclose(r1.extra["noise_var"], r0.extra["noise_var"], rtol=1e-6)
+    part = amp(A, Y[3:5], denoiser=denoiser, joint=joint, max_iter=60, device="cpu")
+    assert np.array_equal(part, r1.x[3:5])
+
+
+def test_amp_device_divergence_guard_matches():
+    from cscore.decoders.amp import amp
+
+    rng = np.random.default_rng(16)
+    M, N, B = 60, 120, 8
+    U, _ = np.linalg.qr(rng.standard_normal((M, M)))
+    V, _ = np.linalg.qr(rng.standard_normal((N, N)))
+    A = (U * np.logspace(0, -3, M)) @ V[:M]  # ill-conditioned: plain AMP diverges
+    S = _sparse(rng, B, N, 1, 8)
+    Y = np.einsum("mn,bnl->bml", A, S) + 1e-3 * rng.standard_normal((B, M, 1))
+    r0 = amp(A, Y, max_iter=80, return_result=True)
+    r1 = amp(A, Y, max_iter=80, return_result=True, device="cpu")
+    assert np.all(r0.extra["damping"] > 0)  # the guard did act
+    np.testing.assert_array_equal(r1.extra["damping"], r0.extra["damping"])
+    assert np.array_equal(r0.stop_reason, r1.stop_reason)
+    np.testing.assert_allclose(r1.x, r0.x, rtol=1e-6, atol=1e-9)
+
+
 # -- the device= plumbing ------------------------------------------------------------------
 def test_decoder_config_stream_and_dask_pass_device_through():
     rng = np.random.default_rng(9)
@@ -355,6 +397,7 @@ def test_missing_torch_gives_the_projects_message(monkeypatch):
         lambda: cscore.somp(A, A[:, :2], n_nonzero=2, device="cpu"),
         lambda: cscore.pretrained("mnist-m72").decode(A[:, :4], n_nonzero=2, device="cpu"),
         lambda: cscore.pretrained("lista-mnist-m72").decode(A[:, :4], device="cpu"),
+        lambda: cscore.amp(A, A[:, :2], device="cpu"),
     ]
     for call in calls:
         with pytest.raises(ImportError, match=r'pip install "cscore\[train\]"'):

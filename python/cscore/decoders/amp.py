@@ -90,6 +90,7 @@ References
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
@@ -235,6 +236,7 @@ def amp(
     snr0: float = 100.0,
     n_threads: int | None = None,
     return_result: bool = False,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Approximate message passing (Donoho, Maleki & Montanari 2009) with EM-BG or l1.
 
@@ -284,6 +286,11 @@ def amp(
         ``joint=False``); results do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the array.
+    device : str, optional
+        None (default): the compiled kernel.  A torch device (``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``): the same algorithm in PyTorch on that device,
+        in float64 (:mod:`cscore.decoders.torch_backend.amp`; needs torch;
+        ``docs/gpu.md``).
 
     Returns
     -------
@@ -335,6 +342,13 @@ def amp(
     >>> bool(np.linalg.norm(x_hat - x) < 0.05 * np.linalg.norm(x))
     True
     """
+    kernel: Any = _core._amp_decode
+    if device is not None:
+        from .torch_backend import check_device
+        from .torch_backend.amp import amp_decode
+
+        check_device(device)
+        kernel = functools.partial(amp_decode, device=device)
     opts = _check_options(
         "amp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, noise_var,
         snr0,
@@ -351,7 +365,7 @@ def amp(
     A_s = np.ascontiguousarray(A64 * c)
     # The kernel works with A_s = c A, whose solution is x / c.
     return _decode(
-        "amp", _core._amp_decode, (A_s, float(N)), A64, c, Y_arr, Y3, dtype, opts,
+        "amp", kernel, (A_s, float(N)), A64, c, Y_arr, Y3, dtype, opts,
         n_threads, return_result,
     )  # fmt: skip
 
