@@ -122,7 +122,7 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the problems, sensing matrices and noise (default 0)")
     p.add_argument("--device", default=None,
                    help="torch device ('cuda', 'cuda:1', 'cpu') for the decoders that "
-                   "take device= (LSTM-CS, BLSTM-CS, OMP, SOMP, LISTA, LAMP; needs torch; "
+                   "take device= (LSTM-CS, BLSTM-CS, OMP, SOMP, LISTA, LAMP, AMP; needs torch; "
                    "OMP/SOMP's tol='auto' stays compiled); default: none, all compiled")
 
 

@@ -4,7 +4,7 @@
 and never imports torch.  A torch device string (``"cpu"``, ``"cuda"``,
 ``"cuda:1"``) runs the implementation of the same algorithm here, on that
 device: one module per family -- :mod:`.lstm` (LSTM-CS, BLSTM-CS),
-:mod:`.greedy` (OMP, SOMP), :mod:`.unrolled` (LISTA, LAMP).  torch is imported
+:mod:`.greedy` (OMP, SOMP), :mod:`.unrolled` (LISTA, LAMP), :mod:`.amp` (AMP).  torch is imported
 by :func:`._common.get_torch` only, when a decode runs; see ``docs/gpu.md``.
 """
 
