@@ -73,6 +73,7 @@ from scipy import special
 
 from .. import _core
 from .._config import resolve_threads
+from .._tol import paper_noise_tol
 from .._validation import check_positive_int, transposed_hint
 from ..result import DecodeResult
 
@@ -364,7 +365,7 @@ def _cut(
     sigma = np.sqrt(E[np.arange(P), n_sig] / dof)
     if scale is not None:
         sigma = sigma * scale
-    tol = L * sigma * np.sqrt(M * L)
+    tol = paper_noise_tol(M, L, sigma)
 
     # The paper's rule on the estimate: first step with total <= tol.
     hit = total <= tol[:, None] * (1 + 1e-12)
