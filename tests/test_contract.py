@@ -337,3 +337,18 @@ def test_docs_state_the_contract():
     text = (Path(__file__).resolve().parents[1] / "docs" / "decoders.md").read_text()
     for word in ("rtol", "sum of channel residual norms", "check_decoder", "tol / L"):
         assert word in text
+
+
+def test_decode_file_takes_a_sparse_decoder_and_refuses_an_operator(tmp_path, rng):
+    pytest.importorskip("zarr")
+    A, _ = _problem(rng)
+    Y = np.stack([_problem(np.random.default_rng(s))[1] for s in range(3)])
+    np.save(tmp_path / "Y.npy", Y)
+    dec = cscore.decoder("somp", sp.csr_matrix(A), n_nonzero=3)
+    out = cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "out", progress=False)
+    np.testing.assert_allclose(np.asarray(out), cscore.decoder("somp", A, n_nonzero=3)(Y),
+                               rtol=1e-9, atol=1e-12)  # sparse products: other rounding
+    op = cscore.decoder("somp", aslinearoperator(A), n_nonzero=3)
+    with pytest.raises(ValueError, match="LinearOperator"):
+        cscore.decode_file(op, tmp_path / "Y.npy", tmp_path / "out2", progress=False)
+    assert not (tmp_path / "out2").exists()
