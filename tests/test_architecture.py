@@ -44,7 +44,7 @@ def layer_of(module: str) -> str:
     """The layer of a dotted module name inside cscore."""
     parts = module.split(".")
     assert parts[0] == "cscore", module
-    if len(parts) == 1 or parts[1] in ("__main__",):
+    if len(parts) == 1 or parts[1] in ("__main__", "dask"):
         return "api"
     if parts[1] in _PACKAGES:
         return parts[1]
