@@ -117,13 +117,13 @@ def _outside_links(text: str, base: Path, srcdir: Path) -> str:
     return _LINK.sub(fix, text)
 
 
-def _on_source_read(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
+def _on_source_read(app, docname: str, source: list[str]) -> None:
     if app.env.doc2path(docname).suffix == ".md":
         srcdir = Path(app.srcdir).resolve()
         source[0] = _outside_links(source[0], srcdir / Path(docname).parent, srcdir)
 
 
-def _on_include_read(app, relative_path: Path, parent_docname: str,  # noqa: ANN001
+def _on_include_read(app, relative_path: Path, parent_docname: str,
                      content: list[str]) -> None:
     srcdir = Path(app.srcdir).resolve()
     path = (srcdir / relative_path).resolve()
@@ -136,6 +136,6 @@ def _on_include_read(app, relative_path: Path, parent_docname: str,  # noqa: ANN
         content[0] = _outside_links(text, srcdir, srcdir)
 
 
-def setup(app):  # noqa: ANN001, ANN201
+def setup(app):
     app.connect("source-read", _on_source_read)
     app.connect("include-read", _on_include_read)
