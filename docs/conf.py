@@ -64,9 +64,12 @@ numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
 numpydoc_attributes_as_param_list = False
-# Every documented object is checked: a missing docstring or a section that does not
-# parse is a warning, so `-W` fails the build.
-numpydoc_validation_checks = {"GL08", "SS01"}
+# Every documented object is checked for malformed docstrings, each a warning, so `-W`
+# fails the build: no docstring (GL08) or summary (SS01), an unknown or misplaced
+# section (GL06, GL07), a documented parameter the signature lacks (PR02), long type
+# names or a bad "name : type" colon (PR06, PR10), a generator without Yields (YD01).
+# Completeness checks (every parameter documented, See Also, Examples) are not on.
+numpydoc_validation_checks = {"GL06", "GL07", "GL08", "SS01", "PR02", "PR06", "PR10", "YD01"}
 
 # -- Gallery ------------------------------------------------------------------------
 sphinx_gallery_conf = {

@@ -32,6 +32,10 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+#: No C++ path (and a browser that must not inherit the sanitizer's LD_PRELOAD): left
+#: out of the sanitizer run, like the other docs tests.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 GALLERY = ROOT / "examples" / "gallery"
