@@ -50,7 +50,7 @@ templates_path = ["_templates"]
 nitpicky = False
 
 # -- MyST: the guides -------------------------------------------------------------
-myst_enable_extensions = ["dollarmath", "colon_fence", "deflist"]
+myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 suppress_warnings = ["myst.header"]
 

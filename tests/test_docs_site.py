@@ -263,10 +263,10 @@ def test_the_index_page_renders(tmp_path):
 def test_a_gallery_page_renders_with_its_figure(tmp_path):
     from PIL import Image
 
-    path = built("auto_examples/plot_demo.html")
+    path = built("auto_examples/plot_01_demo.html")
     page = Page(run_browser(["--dump-dom", path.as_uri()], tmp_path))
     assert page.title.startswith("The demo: LSTM-CS, SOMP and OMP on image blocks"), page.title
-    figures = [src for src in page.images if "sphx_glr_plot_demo_" in src
+    figures = [src for src in page.images if "sphx_glr_plot_01_demo_" in src
                and "thumb" not in src]
     assert figures, f"no figure of the example in the page: {page.images}"
     for src in figures:
