@@ -52,7 +52,6 @@ nitpicky = False
 # -- MyST: the guides -------------------------------------------------------------
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
-suppress_warnings = ["myst.header"]
 
 # -- API reference ------------------------------------------------------------------
 autosummary_generate = True

@@ -283,6 +283,16 @@ def test_a_gallery_page_renders_with_its_figure(tmp_path):
         assert sum(n > 0 for n in im.convert("L").histogram()) > 32
 
 
+def test_no_page_of_the_site_has_a_broken_internal_link():
+    """Every page, read as built (the browser checks above see two of them rendered)."""
+    built("index.html")
+    pages = [p for p in sorted(SITE.rglob("*.html")) if "_static" not in p.relative_to(SITE).parts]
+    assert len(pages) > 50  # the guides, the gallery and a page per documented name
+    broken = {str(p.relative_to(SITE)): b for p in pages
+              if (b := broken_links(p, Page(p.read_text(encoding="utf-8", errors="replace"))))}
+    assert broken == {}
+
+
 def test_the_link_check_finds_a_broken_link(tmp_path):
     (tmp_path / "a.html").write_text('<p id="x">x</p>', encoding="utf-8")
     page = Page('<title>t</title><a href="a.html#x">ok</a><a href="a.html#y">no id</a>'
