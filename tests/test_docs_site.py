@@ -249,6 +249,18 @@ def broken_links(page_path: Path, page: Page) -> list[str]:
     return broken
 
 
+def assert_gallery_figure(path: Path, page: Page, name: str) -> None:
+    """``page`` shows a figure ``name*`` drawn by the gallery: a PNG file of the build."""
+    from PIL import Image
+
+    figures = [src for src in page.images if name in src and "thumb" not in src]
+    assert figures, f"{path.name}: no gallery figure {name}* among {page.images}"
+    for src in figures:
+        with Image.open(path.parent / unquote(urlsplit(src).path)) as im:
+            assert im.format == "PNG" and min(im.size) >= 100, (src, im.size)
+            assert sum(n > 0 for n in im.convert("L").histogram()) > 16, f"{src} is blank"
+
+
 def test_the_index_page_renders(tmp_path):
     path = built("index.html")
     page = Page(run_browser(["--dump-dom", path.as_uri()], tmp_path))
@@ -257,6 +269,7 @@ def test_the_index_page_renders(tmp_path):
     # the page leads to the guides, the gallery and the API reference
     for must in ("overview.html", "auto_examples/index.html", "api/index.html"):
         assert must in links, f"index.html does not link to {must}"
+    assert_gallery_figure(path, page, "sphx_glr_plot_01_demo_001")
     assert broken_links(path, page) == []
 
 
@@ -266,13 +279,7 @@ def test_a_gallery_page_renders_with_its_figure(tmp_path):
     path = built("auto_examples/plot_01_demo.html")
     page = Page(run_browser(["--dump-dom", path.as_uri()], tmp_path))
     assert page.title.startswith("The demo: LSTM-CS, SOMP and OMP on image blocks"), page.title
-    figures = [src for src in page.images if "sphx_glr_plot_01_demo_" in src
-               and "thumb" not in src]
-    assert figures, f"no figure of the example in the page: {page.images}"
-    for src in figures:
-        with Image.open(path.parent / unquote(urlsplit(src).path)) as im:
-            assert im.format == "PNG" and min(im.size) >= 100, (src, im.size)
-            assert sum(n > 0 for n in im.convert("L").histogram()) > 16, f"{src} is blank"
+    assert_gallery_figure(path, page, "sphx_glr_plot_01_demo_")
     assert broken_links(path, page) == []
     # and the browser draws it: a screenshot of the page is not a blank canvas
     shot = tmp_path / "page.png"

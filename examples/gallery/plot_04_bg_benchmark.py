@@ -9,7 +9,7 @@ N(0, 1/250) and noise at SNR = 40 dB.  The score is the NMSE
 ``||x_hat - x||^2 / ||x||^2`` averaged over problems, in dB; the *support oracle*
 (least squares that knows the support, regularized by the noise) is the bound.
 
-``cscore bench bg`` runs the full benchmark; here 100 problems are drawn with
+``cscore bench bg`` runs the full benchmark; here 50 problems are drawn with
 :mod:`cscore.bench.bg` for the matrix of the shipped LAMP model
 ``lamp-bg-n500-m250`` (14 layers, trained for this ``A``).
 """
@@ -22,7 +22,7 @@ from cscore.bench import bg
 
 lamp = cscore.pretrained("lamp-bg-n500-m250")
 M, N = lamp.A.shape
-problems = bg.bg_problems(100, A=lamp.A, seed=0)
+problems = bg.bg_problems(50, A=lamp.A, seed=0)
 X = problems.X[..., 0]  # (P, N): one channel per problem
 print(f"{len(X)} problems, N = {N}, M = {M}, noise variance {problems.noise_var:.2e}")
 
