@@ -45,8 +45,9 @@ REQUIRE = os.environ.get("CSCORE_DOCS_REQUIRE", "") not in ("", "0")
 #: The packages (and public modules) whose ``__all__`` the API reference covers.
 PUBLIC_MODULES = [
     "cscore", "cscore.decoders", "cscore.decoders.learned", "cscore.models",
-    "cscore.pipelines", "cscore.pipelines.distributed", "cscore.datasets", "cscore.metrics",
+    "cscore.pipelines", "cscore.datasets", "cscore.metrics",
     "cscore.bench", "cscore.training", "cscore.seq", "cscore.text", "cscore.cli",
+    "cscore.testing", "cscore.problem", "cscore.dask",
 ]
 
 
