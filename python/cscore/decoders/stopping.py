@@ -112,10 +112,10 @@ AUTO = "auto"
 ALPHA = 0.1
 
 #: Level of the test that the measurements hold any signal (step 2b of the module
-#: docstring): without it, a path with no step below the residual-ratio threshold
-#: takes the fallback step only if pure Gaussian noise would pass one of the two
-#: tests with probability at most this.  Chosen on MNIST validation digits
-#: (benchmarks/results/omp_auto.md, section 4).
+#: docstring): a path with no step below the residual-ratio threshold takes the
+#: fallback step only if one of two tests rejects pure Gaussian noise, which they
+#: do for pure noise with probability at most SIGNAL_ALPHA.  Chosen on MNIST
+#: validation digits (benchmarks/results/omp_auto.md, section 4).
 SIGNAL_ALPHA = 0.05
 
 #: A learned decoder's first path (ceil(M / 2) steps) runs again to M - 1 steps
