@@ -5,11 +5,12 @@ fallback step (the smallest union-bound p-value), estimate the noise from what
 was left and fit half the path to noise.  Now the fallback runs only when the
 measurements reject pure Gaussian noise (``stopping.signal_tables``).
 
-Each rate below is a fraction of a few hundred noise problems with fixed seeds;
-the measured rates are 0-1.5% (benchmarks/results/omp_auto.md, section 4).  A
-bound of 5% is then far outside the binomial spread: with a true rate of 1.5% and
-300 problems, the standard deviation is 0.7 points, so 5% is 5 of them away.
-Before the change the rates were 20-90%.
+Each rate below is a fraction of 120-300 noise problems with fixed seeds; the
+rates measured on 200-400 problems per point are 0-2.5%
+(benchmarks/results/omp_auto.md, section 4).  The bound of 5% is outside the
+binomial spread: for a true rate of 2%, the standard deviation is 0.8 points
+with 300 problems (5% is 3.7 of them away) and 1.3 points with 120 (2.3 away).
+Before the change the rates were 15-94% on these decoders.
 """
 
 from __future__ import annotations
