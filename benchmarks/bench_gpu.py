@@ -19,7 +19,7 @@ It writes the tables as markdown (``--out``, default
 16 cores of the same machine): LSTM-CS (mnist-m72, k = 20, batch 65,536)
 >= 150,000 problems/s and >= 20x all cores; OMP (72 x 144, k = 20) >= 20x all
 cores at 65,536 and 4,096 vectors; AMP-BG (500 x 250) >= 20x; LISTA/LAMP
->= 50x.  VAMP has no device implementation (reported as such).
+>= 50x.
 
 Usage::
 
@@ -279,7 +279,6 @@ def main() -> None:
               "## Crossover (smallest batch of the sweep "
               f"{batches} where the device is faster)", "", *cross, "",
               "## Variants", "", *variants, "",
-              "VAMP: no device implementation (not measured).", "",
               f"Run time: {time.perf_counter() - t_start:.0f} s.", ""]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))

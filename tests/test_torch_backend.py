@@ -300,6 +300,28 @@ def test_amp_device_cpu_matches_the_compiled_kernel(denoiser, L, joint):
     assert np.array_equal(part, r1.x[3:5])
 
 
+@pytest.mark.parametrize("denoiser", ["bg", "l1"])
+@pytest.mark.parametrize("L, joint", [(1, True), (3, False)])
+def test_vamp_device_cpu_matches_the_compiled_kernel(denoiser, L, joint):
+    from cscore.decoders.amp import VAMPSolver, vamp
+
+    rng = np.random.default_rng(17)
+    M, N, B = 60, 120, 12
+    A = rng.standard_normal((M, N)) / np.sqrt(M)
+    S = _sparse(rng, B, N, L, 8, joint=True)
+    Y = np.einsum("mn,bnl->bml", A, S) + 0.01 * rng.standard_normal((B, M, L))
+    r0 = vamp(A, Y, denoiser=denoiser, joint=joint, max_iter=60, return_result=True)
+    r1 = vamp(A, Y, denoiser=denoiser, joint=joint, max_iter=60, return_result=True,
+              device="cpu")
+    same, e0, e1 = _agree(r0, r1, S)
+    assert same >= 0.99 and _close(e1, e0)
+    assert np.array_equal(r0.n_iter, r1.n_iter)
+    np.testing.assert_allclose(r1.extra["noise_var"], r0.extra["noise_var"], rtol=1e-6)
+    solver = VAMPSolver(A)
+    part = solver(Y[3:5], denoiser=denoiser, joint=joint, max_iter=60, device="cpu")
+    assert np.array_equal(part, r1.x[3:5])
+
+
 def test_amp_device_divergence_guard_matches():
     from cscore.decoders.amp import amp
 
@@ -401,6 +423,7 @@ def test_missing_torch_gives_the_projects_message(monkeypatch):
         lambda: cscore.pretrained("mnist-m72").decode(A[:, :4], n_nonzero=2, device="cpu"),
         lambda: cscore.pretrained("lista-mnist-m72").decode(A[:, :4], device="cpu"),
         lambda: cscore.amp(A, A[:, :2], device="cpu"),
+        lambda: cscore.vamp(A, A[:, :2], device="cpu"),
     ]
     for call in calls:
         with pytest.raises(ImportError, match=r'pip install "cscore\[train\]"'):

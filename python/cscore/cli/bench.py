@@ -122,8 +122,8 @@ def _add_run_arguments(p: argparse.ArgumentParser) -> None:
                    help="seed of the problems, sensing matrices and noise (default 0)")
     p.add_argument("--device", default=None,
                    help="torch device ('cuda', 'cuda:1', 'cpu') for the decoders that "
-                   "take device= (LSTM-CS, BLSTM-CS, OMP, SOMP, LISTA, LAMP, AMP; needs torch; "
-                   "OMP/SOMP's tol='auto' stays compiled); default: none, all compiled")
+                   "take device= (LSTM-CS, BLSTM-CS, OMP, SOMP, LISTA, LAMP, AMP, VAMP; needs "
+                   "torch; OMP/SOMP's tol='auto' stays compiled); default: none, all compiled")
 
 
 def _add_output_arguments(p: argparse.ArgumentParser) -> None:

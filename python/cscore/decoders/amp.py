@@ -450,8 +450,16 @@ class VAMPSolver:
         n_threads: int | None = None,
         return_result: bool = False,
         tol: float | None = None,
+        device: Any = None,
     ) -> np.ndarray | DecodeResult:
         """Decode ``Y`` with this matrix; the arguments are those of :func:`vamp`."""
+        kernel: Any = _core._vamp_decode
+        if device is not None:
+            from .torch_backend import check_device
+            from .torch_backend.amp import vamp_decode
+
+            check_device(device)
+            kernel = functools.partial(vamp_decode, device=device)
         opts = _check_options(
             "vamp", denoiser, joint, max_iter, resolve_rtol("vamp", rtol, tol), damping, alpha,
             sparsity, slab_var, noise_var, snr0,
@@ -460,7 +468,7 @@ class VAMPSolver:
         dtype = self.dtype if np.asarray(Y).dtype == np.float32 else np.dtype(np.float64)
         Y_arr, Y3 = _as_measurements(Y, M, dtype, self.shape[1])
         return _decode(
-            "vamp", _core._vamp_decode, (self._U, self._s_scaled, self._Vt), self._A64,
+            "vamp", kernel, (self._U, self._s_scaled, self._Vt), self._A64,
             self._c, Y_arr,
             Y3, dtype, opts, n_threads, return_result,
         )  # fmt: skip
@@ -511,6 +519,7 @@ def vamp(
     n_threads: int | None = None,
     return_result: bool = False,
     tol: float | None = None,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Vector AMP (Rangan, Schniter & Fletcher 2019), SVD form, with EM-BG or l1.
 
@@ -544,8 +553,9 @@ def vamp(
         Measurements, as in :func:`amp`.
     denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var, snr0
         As in :func:`amp`.
-    n_threads, return_result, tol
-        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``).
+    n_threads, return_result, tol, device
+        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``; ``device``
+        runs the same algorithm in PyTorch, :mod:`cscore.decoders.torch_backend.amp`).
     noise_var : float, optional
         Fix the noise variance (both denoisers: VAMP's LMMSE stage needs it;
         learned by EM otherwise).
@@ -602,5 +612,5 @@ def vamp(
     return solver(
         Y, denoiser=denoiser, joint=joint, max_iter=max_iter, rtol=rtol, damping=damping,
         alpha=alpha, sparsity=sparsity, slab_var=slab_var, noise_var=noise_var, snr0=snr0,
-        n_threads=n_threads, return_result=return_result,
+        n_threads=n_threads, return_result=return_result, device=device,
     )  # fmt: skip
