@@ -63,6 +63,14 @@ raises it stops there with stop reason ``"diverged"``.  So NaN never escapes,
 and AMP on an ill-conditioned ``A`` ends up damped rather than diverging.  The
 damping a run ended with is in ``extra["damping"]``.
 
+Scale.  Each problem is decoded as ``Y / 2**e`` (exact) with ``max |Y| / 2**e`` in
+[0.5, 1) and the estimate multiplied back, so ``decode(c Y) = c decode(Y)`` for any
+finite ``c`` whose result is representable (bit for bit for powers of two), from
+``Y`` near the smallest subnormal to near the largest float.  With ``joint=True``
+and no fixed variance, a channel weaker than the strongest by more than a factor
+``2**8`` is scaled up to that distance (exactly) before the joint denoiser sees it,
+so that its one slab variance fits every channel.
+
 Stopping: ``||x_t - x_{t-1}|| <= tol ||x_t||`` (stop reason ``"tol"``) or
 ``max_iter`` iterations (``"max_iter"``).  Per-iteration curves: a run is a
 deterministic function of its inputs, so ``max_iter=t, tol=0`` returns exactly
@@ -157,14 +165,23 @@ def _decode(
     n_iter = np.zeros((P, L), dtype=np.int64)
     stop = np.zeros((P, L), dtype=np.int8)
     damp = np.zeros((P, L))
-    if P:
+    # Each problem runs on Y / 2**e (exact), so that no square over- or underflows.
+    fixed = opts["slab_var"] is not None or opts["noise_var"] is not None
+    Yn, e = _pow2_normalise(Y3, joint and not fixed)
+    for sel in _exponent_groups(e[:, 0], fixed):
+        f2 = float(np.ldexp(1.0, -2 * int(e[sel[0], 0]))) if fixed else 1.0  # Y / 2**e units
+        out = (X[sel], act[sel], params[sel], n_iter[sel], stop[sel], damp[sel])
         with single_threaded_blas():
             kernel(
-                *matrices, Y3, X, act, params, n_iter, stop, damp,
+                *matrices, np.ascontiguousarray(Yn[sel]), *out,
                 _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["tol"],
-                opts["damping"], float(alpha), float(lam0), sparsity is None, slab, noise,
-                opts["snr0"], threads,
+                opts["damping"], float(alpha), float(lam0), sparsity is None,
+                _scaled_var(slab, f2), _scaled_var(noise, f2), opts["snr0"], threads,
             )  # fmt: skip
+        X[sel], act[sel], params[sel], n_iter[sel], stop[sel], damp[sel] = out
+    with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+        X = np.ldexp(X, e[:, None, :])
+        params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     if x_scale != 1.0:
         with np.errstate(over="ignore"):  # phi of an A scaled by 1e-150 is out of range
             X *= x_scale
@@ -214,6 +231,54 @@ def _decode(
         x=x, support=sup, residual_norm=r, n_iter=n_it.reshape(()),
         stop_reason=reasons.reshape(()), extra=ex,
     )  # fmt: skip
+
+
+#: Joint decoding: a channel weaker than the problem's strongest by more than
+#: ``2**_CHANNEL_SPAN`` (``max |y_l|``) is scaled up to that distance, exactly, by a
+#: power of two (and its estimate back).  The joint Bernoulli-Gaussian prior has one
+#: slab variance for all channels, so without this AMP fails on channels that differ
+#: by a gain of ~3e4 (about 0 dB on both).  Channels within the span are untouched.
+_CHANNEL_SPAN = 8
+
+
+def _pow2_normalise(Y3: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y3 / 2**e, e)``, ``e`` (P, L) integers putting each ``max |Y_p|`` in [0.5, 1).
+
+    ``e`` is the problem's exponent in every channel, except (``per_channel``) for
+    channels weaker than the strongest by more than ``2**_CHANNEL_SPAN``, which are
+    brought up to that distance.  Dividing by a power of two is exact, and both
+    decoders are equivariant to the scale of ``Y`` (their variances scale by
+    ``4**e``), so the result is the same as without the division wherever that one
+    did not over- or underflow, and ``decode(2**k Y) == 2**k decode(Y)`` holds bit
+    for bit.
+    """
+    P, _, L = Y3.shape
+    if P == 0 or Y3.size == 0:
+        return Y3, np.zeros((P, L), dtype=np.int64)
+    mx = np.max(np.abs(Y3), axis=1)  # (P, L)
+    ec = np.frexp(np.where(mx > 0.0, mx, 1.0))[1].astype(np.int64)
+    top = np.max(np.where(mx > 0.0, ec, np.iinfo(np.int64).min), axis=1)
+    top = np.where(np.any(mx > 0.0, axis=1), top, 0)
+    e = np.repeat(top[:, None], L, axis=1)
+    if per_channel:
+        e = np.where(mx > 0.0, np.minimum(e, ec + _CHANNEL_SPAN), e)
+    return np.ldexp(Y3, -e[:, None, :]), e
+
+
+def _exponent_groups(e: np.ndarray, split: bool) -> list[np.ndarray]:
+    """The problems to run together: all, or (``split``) those of equal exponent."""
+    if not split:
+        return [np.arange(e.shape[0])] if e.shape[0] else []
+    return [np.flatnonzero(e == v) for v in np.unique(e)]
+
+
+def _scaled_var(v: float, f2: float) -> float:
+    """A fixed variance (or the -1 "learn it" flag) in normalised units, kept normal."""
+    if v < 0.0:
+        return v
+    fi = np.finfo(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.clip(v * f2, fi.tiny, fi.max / 16))
 
 
 # --------------------------------------------------------------------------- AMP
