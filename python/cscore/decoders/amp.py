@@ -179,13 +179,14 @@ def _decode(
                 _scaled_var(slab, f2), _scaled_var(noise, f2), opts["snr0"], threads,
             )  # fmt: skip
         X[sel], act[sel], params[sel], n_iter[sel], stop[sel], damp[sel] = out
-    with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
-        X = np.ldexp(X, e[:, None, :])
-        params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     if x_scale != 1.0:
         with np.errstate(over="ignore"):  # phi of an A scaled by 1e-150 is out of range
             X *= x_scale
             params[:, :, 1] *= s2
+    Xn = X  # the estimate for Y / 2**e
+    with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+        X = np.ldexp(X, e[:, None, :])
+        params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     shape = _shape_out(Y_arr, N)
     X_out = X.reshape(shape) if Y_arr.ndim != 2 else X[0]
     x = X_out.astype(out_dtype, copy=False)
@@ -196,7 +197,8 @@ def _decode(
     n_it = n_iter.max(axis=1)
     worst = stop.max(axis=1)
     reasons = np.asarray(_STOP_NAMES, dtype=object)[worst].astype(str)
-    res = np.linalg.norm(Y3 - A64 @ X, axis=1).astype(out_dtype)  # (P, L)
+    with np.errstate(over="ignore"):  # (P, L), from Y / 2**e: no overflow of the squares
+        res = np.ldexp(np.linalg.norm(Yn - A64 @ Xn, axis=1), e).astype(out_dtype)
     support = act > 0.5
     extra: dict[str, Any] = {"damping": damp.max(axis=1)}
     if bg:
