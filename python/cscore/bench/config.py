@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_memory
 from ..decoders import decoder_names, get_decoder_spec
 from .decoders import own_decoder
 from .experiments import STOP_RULES
@@ -428,6 +429,28 @@ def _atoms(config: BenchConfig, model: Any) -> int:
     return N
 
 
+#: Bytes per problem and float64 entry of ``bg``: the problem (x, y, noise), the
+#: oracle's and each decoder's estimate and its error held at once (a bound).
+_BG_COPIES = 8
+
+
+def _check_bg_only(config: BenchConfig, M: int) -> None:
+    """``bg``: refuse the options it does not use, and a problem count beyond memory."""
+    if config.k is not None:
+        raise BenchConfigError("--k", "--k does not apply to bg: its problems are "
+                               "Bernoulli-Gaussian with rate 0.1 (the AMP/LAMP papers')")
+    if config.L != BenchConfig.L:
+        raise BenchConfigError("--L", f"--L does not apply to bg: its problems are single "
+                               f"vectors (L = 1); got --L {config.L}")
+    N = config.n_atoms
+    est = float(config.problems) * (N + M) * 8 * _BG_COPIES + 3.0 * M * N * 8  # + A, its SVD
+    try:
+        check_memory(f"--problems {config.problems} with --N {N} --M {M}", est,
+                     "the bg problems, their estimates and the matrix")
+    except ValueError as exc:
+        raise BenchConfigError("--problems", str(exc)) from None
+
+
 def check_config(config: BenchConfig, model: Any = None) -> None:
     """Check the settings against each other and against the model.
 
@@ -448,8 +471,10 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
         if not 1 <= M <= config.n_atoms:
             raise BenchConfigError("--M", f"--M must be between 1 and N = {config.n_atoms}, "
                                    f"got {M}")
-        if not config.kappa >= 1:
-            raise BenchConfigError("--kappa", f"--kappa must be >= 1, got {config.kappa}")
+        if not (config.kappa >= 1 and math.isfinite(config.kappa)):
+            raise BenchConfigError("--kappa", f"--kappa must be finite and >= 1, got "
+                                   f"{config.kappa}")
+        _check_bg_only(config, M)
         return
     if config.experiment == "phase":
         for name, v in (("--N", config.n_atoms), ("--L", config.L)):
