@@ -226,3 +226,31 @@ def test_beam_width_is_capped_by_the_memory_limit(lstm_model, monkeypatch):
         lstm_model.decode(Y, tol=0.1, beam_width=64)
     monkeypatch.delenv("CSCORE_MEMORY_LIMIT")
     assert lstm_model.decode(Y, tol=0.1, beam_width=64).shape == (2, 144, 4)
+
+
+# --------------------------------------------------------------------------- item 5: models
+
+
+def test_lamp_bg_theta_beyond_exp_range_is_refused_at_load(tmp_path):
+    from cscore.decoders.learned.unrolled import LAMP
+
+    m = cscore.pretrained("lamp-bg-n500-m250")
+    arrays = m.arrays()
+    theta = np.array(arrays["theta"])
+    theta[1, 0] = 720.0  # log psi: exp(720) is beyond float64
+    with pytest.raises(ValueError, match=r"theta\[:, 0\] = 720 exceeds 709.78"):
+        LAMP({**arrays, "theta": theta}, m.A, m.spec, m.arch_params())
+    theta[1, 0] = 700.0  # large but in range: decodes to finite values
+    ok = LAMP({**arrays, "theta": theta}, m.A, m.spec, m.arch_params())
+    Y = np.random.default_rng(0).standard_normal((m.M, 1))
+    assert np.all(np.isfinite(ok.decode(Y)))
+
+
+@pytest.mark.parametrize("bad", ["zero", "nan"])
+def test_lista_from_ista_needs_a_usable_a(bad):
+    from cscore.decoders.learned.unrolled import LISTA
+
+    m = cscore.pretrained("lista-bg-n500-m250")
+    A = np.zeros_like(m.A) if bad == "zero" else np.full_like(m.A, np.nan)
+    with pytest.raises(ValueError, match="from_ista: A must be finite and nonzero"):
+        LISTA.from_ista(A, m.spec, n_layers=3, lam=0.1)
