@@ -8,6 +8,8 @@ no entry of the scaled result is subnormal.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -254,3 +256,23 @@ def test_lista_from_ista_needs_a_usable_a(bad):
     A = np.zeros_like(m.A) if bad == "zero" else np.full_like(m.A, np.nan)
     with pytest.raises(ValueError, match="from_ista: A must be finite and nonzero"):
         LISTA.from_ista(A, m.spec, n_layers=3, lam=0.1)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs symlinks and FIFOs")
+def test_model_paths_that_are_not_regular_files(tmp_path):
+    from cscore.models import ModelFileError, load_model
+    from cscore.models.registry import resolve_model
+
+    (tmp_path / "a.npz").symlink_to(tmp_path / "b.npz")
+    (tmp_path / "b.npz").symlink_to(tmp_path / "a.npz")
+    os.mkfifo(tmp_path / "f.npz")
+    (tmp_path / "d.npz").mkdir()
+    for load in (load_model, resolve_model):
+        with pytest.raises(ModelFileError, match="loop of symbolic links"):
+            load(tmp_path / "a.npz")
+        with pytest.raises(ModelFileError, match="is a FIFO, not a model file"):
+            load(tmp_path / "f.npz")  # refused before anything opens (and blocks on) it
+        with pytest.raises(ModelFileError, match="is a folder"):
+            load(tmp_path / "d.npz")
+        with pytest.raises(FileNotFoundError, match="model file not found"):
+            load(tmp_path / "missing.npz")
