@@ -216,7 +216,7 @@ def test_beam_channel_tol_shape_is_checked(lstm_model):
 def test_beam_width_is_capped_by_the_memory_limit(lstm_model, monkeypatch):
     """A width whose search would not fit is refused before anything is allocated."""
     Y = np.zeros((2, 36, 4))
-    for width in (10**6, 2**31, 2**40):
+    for width in (10**6, 2**31 - 1):
         with pytest.raises(ValueError, match=f"beam_width={width} would need about .* over "
                                              "the memory limit of 4 GiB"):
             lstm_model.decode(Y, tol=0.1, beam_width=width)
@@ -226,6 +226,9 @@ def test_beam_width_is_capped_by_the_memory_limit(lstm_model, monkeypatch):
     monkeypatch.setenv("CSCORE_MEMORY_LIMIT", "lots")
     with pytest.raises(ValueError, match="CSCORE_MEMORY_LIMIT must be a positive size"):
         lstm_model.decode(Y, tol=0.1, beam_width=64)
+    monkeypatch.setenv("CSCORE_MEMORY_LIMIT", "4000000T")  # the int32 bound still holds
+    with pytest.raises(ValueError, match=r"beam_width must be <= 2147483647"):
+        lstm_model.decode(Y, tol=0.1, beam_width=2**31)
     monkeypatch.delenv("CSCORE_MEMORY_LIMIT")
     assert lstm_model.decode(Y, tol=0.1, beam_width=64).shape == (2, 144, 4)
 

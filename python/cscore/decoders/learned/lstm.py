@@ -423,7 +423,8 @@ class LSTMCS(GreedyModel):
         if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
                 and beam_width == 0:
             return self._decode(Y, n_nonzero, tol, return_result, **opts)
-        width = check_positive_int("beam_width", beam_width)
+        width = check_positive_int("beam_width", beam_width, upper=2**31 - 1,
+                                   upper_desc="the compiled search's int32 width")
         return self._beam_decode(Y, n_nonzero, tol, return_result, width, beam_candidates,
                                  channel_tol, opts)
 
