@@ -95,8 +95,11 @@ def test_sparse_a_of_extreme_scale(c):
     A, S, _ = _mmv(L=1)
     y = A @ S[:, 0]
     ref = cscore.omp(A, y, n_nonzero=5)
-    x = cscore.omp(sp.csr_matrix(A * c), y, n_nonzero=5)
+    As = sp.csc_matrix(A * c)
+    data = As.data.copy()
+    x = cscore.omp(As, y, n_nonzero=5)
     np.testing.assert_allclose(x * c, ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(As.data, data)  # the caller's matrix is not rescaled
 
 
 @pytest.mark.parametrize("c", [1e-300, 1e300])
