@@ -168,25 +168,31 @@ def _decode(
     # Each problem runs on Y / 2**e (exact), so that no square over- or underflows.
     fixed = opts["slab_var"] is not None or opts["noise_var"] is not None
     Yn, e = _pow2_normalise(Y3, joint and not fixed)
+    outs = (X, act, params, n_iter, stop, damp)
     for sel in _exponent_groups(e[:, 0], fixed):
-        f2 = float(np.ldexp(1.0, -2 * int(e[sel[0], 0]))) if fixed else 1.0  # Y / 2**e units
-        out = (X[sel], act[sel], params[sel], n_iter[sel], stop[sel], damp[sel])
+        # one call for the whole batch, or (fixed variances) one per exponent
+        e0 = int(e[0 if sel is None else sel[0], 0])
+        f2 = float(np.ldexp(1.0, -2 * e0)) if fixed else 1.0  # fixed variances: Y / 2**e units
+        part = outs if sel is None else tuple(a[sel] for a in outs)
         with single_threaded_blas():
             kernel(
-                *matrices, np.ascontiguousarray(Yn[sel]), *out,
+                *matrices, Yn if sel is None else np.ascontiguousarray(Yn[sel]), *part,
                 _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["tol"],
                 opts["damping"], float(alpha), float(lam0), sparsity is None,
                 _scaled_var(slab, f2), _scaled_var(noise, f2), opts["snr0"], threads,
             )  # fmt: skip
-        X[sel], act[sel], params[sel], n_iter[sel], stop[sel], damp[sel] = out
+        if sel is not None:
+            for a, b in zip(outs, part):
+                a[sel] = b
     if x_scale != 1.0:
         with np.errstate(over="ignore"):  # phi of an A scaled by 1e-150 is out of range
             X *= x_scale
             params[:, :, 1] *= s2
     Xn = X  # the estimate for Y / 2**e
-    with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
-        X = np.ldexp(X, e[:, None, :])
-        params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
+    if e.any():
+        with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+            X = np.ldexp(X, e[:, None, :])
+            params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     shape = _shape_out(Y_arr, N)
     X_out = X.reshape(shape) if Y_arr.ndim != 2 else X[0]
     x = X_out.astype(out_dtype, copy=False)
@@ -242,11 +248,17 @@ def _decode(
 #: by a gain of ~3e4 (about 0 dB on both).  Channels within the span are untouched.
 _CHANNEL_SPAN = 8
 
+#: Problems with ``max |Y|`` within ``[2**-256, 2**256]`` are passed as they are:
+#: the kernel divides by their root mean square, and dividing by a power of two
+#: first would give the same bits (no square over- or underflows there).
+_SAFE_LOW, _SAFE_HIGH = 2.0**-256, 2.0**256
+
 
 def _pow2_normalise(Y3: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
     """``(Y3 / 2**e, e)``, ``e`` (P, L) integers putting each ``max |Y_p|`` in [0.5, 1).
 
-    ``e`` is the problem's exponent in every channel, except (``per_channel``) for
+    ``e`` is the problem's exponent (shape (P, 1): every channel), except (``per_channel``,
+    shape (P, L)) for
     channels weaker than the strongest by more than ``2**_CHANNEL_SPAN``, which are
     brought up to that distance.  Dividing by a power of two is exact, and both
     decoders are equivariant to the scale of ``Y`` (their variances scale by
@@ -256,21 +268,28 @@ def _pow2_normalise(Y3: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.n
     """
     P, _, L = Y3.shape
     if P == 0 or Y3.size == 0:
-        return Y3, np.zeros((P, L), dtype=np.int64)
-    mx = np.max(np.abs(Y3), axis=1)  # (P, L)
-    ec = np.frexp(np.where(mx > 0.0, mx, 1.0))[1].astype(np.int64)
-    top = np.max(np.where(mx > 0.0, ec, np.iinfo(np.int64).min), axis=1)
-    top = np.where(np.any(mx > 0.0, axis=1), top, 0)
-    e = np.repeat(top[:, None], L, axis=1)
-    if per_channel:
-        e = np.where(mx > 0.0, np.minimum(e, ec + _CHANNEL_SPAN), e)
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    mx = np.abs(Y3).max(axis=1)  # (P, L)
+    top = mx.max(axis=1, keepdims=True)  # (P, 1)
+    if per_channel and L > 1:
+        ec = np.frexp(mx)[1]
+        e = np.frexp(top)[1]
+        boost = (mx > 0.0) & (ec + _CHANNEL_SPAN < e)
+        if boost.any():
+            e = np.where(boost, ec + _CHANNEL_SPAN, e).astype(np.int64)  # (P, L)
+            return np.ldexp(Y3, -e[:, None, :]), e
+    if _SAFE_LOW <= float(top.min()) and float(top.max()) <= _SAFE_HIGH:
+        # the kernel's own scaling (by the root mean square, also exact up to
+        # rounding-free powers of two) gives the same bits here: skip the copies
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    e = np.frexp(top)[1].astype(np.int64)  # (P, 1); 0 for a zero problem
     return np.ldexp(Y3, -e[:, None, :]), e
 
 
-def _exponent_groups(e: np.ndarray, split: bool) -> list[np.ndarray]:
-    """The problems to run together: all, or (``split``) those of equal exponent."""
-    if not split:
-        return [np.arange(e.shape[0])] if e.shape[0] else []
+def _exponent_groups(e: np.ndarray, split: bool) -> list[np.ndarray | None]:
+    """The problems to run together: all (``[None]``), or (``split``) those of equal ``e``."""
+    if not split or e.shape[0] <= 1:
+        return [None] if e.shape[0] else []
     return [np.flatnonzero(e == v) for v in np.unique(e)]
 
 
