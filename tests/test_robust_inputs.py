@@ -49,6 +49,29 @@ def test_amp_vamp_scale_equivariant_bit_for_bit(fn, denoiser, e):
     np.testing.assert_array_equal(r.support, r0.support)
 
 
+@pytest.mark.parametrize("name", ["omp", "somp", "bcs"])
+def test_greedy_and_bcs_scale_equivariant_bit_for_bit(name):
+    """These were equivariant before; kept so (T-SBL, T-MSBL, MT-BCS, LISTA and LAMP
+    have absolute thresholds or priors by design, see their docstrings)."""
+    A, _, Y = _mmv()
+    kw = {"n_nonzero": 5} if name in ("omp", "somp") else {}
+    dec = cscore.decoder(name, A, **kw)
+    X0 = np.asarray(dec(Y))
+    for e in (-1000, 1000):
+        np.testing.assert_array_equal(np.asarray(dec(np.ldexp(Y, e))), np.ldexp(X0, e))
+
+
+def test_learned_greedy_scale_equivariant_bit_for_bit():
+    model = cscore.pretrained("mnist-m36-v2")
+    rng = np.random.default_rng(4)
+    S = np.abs(rng.standard_normal((144, 4))) * (rng.random((144, 4)) < 0.05)
+    Y = model.A @ S + 0.005 * rng.standard_normal((36, 4))
+    X0 = model.decode(Y, n_nonzero=5)
+    for e in (-1000, 1000):
+        np.testing.assert_array_equal(model.decode(np.ldexp(Y, e), n_nonzero=5),
+                                      np.ldexp(X0, e))
+
+
 def test_amp_fixed_variances_scale_with_y():
     A, _, Y = _mmv()
     r0 = cscore.amp(A, Y, noise_var=1e-6, slab_var=0.5, return_result=True)
