@@ -85,16 +85,28 @@ def test_verify_with_a_fifo_at_the_lock_path(run_dir, capsys):
     (["--kappa", "inf"], "--kappa must be finite"),
     (["--kappa", "nan"], "--kappa must be finite"),
     (["--problems", str(10**10)], "--problems 10000000000 with --N 500 --M 250 would need"),
+    (["--problems", str(10**10), "--quick"], "--L does not apply"),  # (--quick: 10 problems)
     (["--N", str(10**9)], "over the memory limit"),
     (["--L", "0"], "--L does not apply to bg"),
     (["--k", "5"], "--k does not apply to bg"),
 ])
 def test_bench_bg_bad_options(tmp_path, capsys, args, words):
-    code, err = _cli(["bench", "bg", "--quick", "--no-plot", "--out", str(tmp_path / "o"),
-                      *args], capsys)
+    if "--quick" not in args and "--problems" not in args:
+        args = [*args, "--quick"]
+    if "--problems" in args and "--quick" in args:
+        args = [*args, "--L", "2"]  # what stops the run: --quick decodes 10 problems
+    code, err = _cli(["bench", "bg", "--no-plot", "--out", str(tmp_path / "o"), *args],
+                     capsys)
     assert code == 2
     assert words in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_bench_problems_beyond_memory(tmp_path, capsys):
+    code, err = _cli(["bench", "sparsity", "--no-plot", "--out", str(tmp_path / "o"),
+                      "--problems", str(10**9)], capsys)
+    assert code == 2
+    assert "--problems 1000000000 would need about" in err and "memory limit" in err
 
 
 def test_memory_limit_setting(monkeypatch):

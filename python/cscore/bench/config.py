@@ -443,10 +443,27 @@ def _check_bg_only(config: BenchConfig, M: int) -> None:
         raise BenchConfigError("--L", f"--L does not apply to bg: its problems are single "
                                f"vectors (L = 1); got --L {config.L}")
     N = config.n_atoms
-    est = float(config.problems) * (N + M) * 8 * _BG_COPIES + 3.0 * M * N * 8  # + A, its SVD
+    est = float(_problems_run(config)) * (N + M) * 8 * _BG_COPIES + 3.0 * M * N * 8  # + A, SVD
     try:
         check_memory(f"--problems {config.problems} with --N {N} --M {M}", est,
                      "the bg problems, their estimates and the matrix")
+    except ValueError as exc:
+        raise BenchConfigError("--problems", str(exc)) from None
+
+
+def _problems_run(config: BenchConfig) -> int:
+    """The problems per point a run decodes (``--quick`` takes at most 10)."""
+    return min(config.problems, 10) if config.quick else config.problems
+
+
+def _check_problem_memory(config: BenchConfig, N: int) -> None:
+    """Refuse ``--problems`` whose problem sets (``M <= N``) would not fit in memory."""
+    per = 4 if config.data == "mnist" else 1  # an MNIST tuple is 4 problems
+    L = config.L if config.data == "synthetic" else 4
+    est = float(_problems_run(config)) * per * 2 * N * max(L, 1) * 8 * _BG_COPIES
+    try:
+        check_memory(f"--problems {config.problems}", est,
+                     f"problem sets of N = {N} atoms and {L} channels")
     except ValueError as exc:
         raise BenchConfigError("--problems", str(exc)) from None
 
@@ -482,6 +499,7 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
                 raise BenchConfigError(name, f"{name} must be >= 1, got {v}")
         return
     N = _atoms(config, model)
+    _check_problem_memory(config, N)
     for k in config.ks:
         if not 1 <= k <= N:
             raise BenchConfigError("--k", f"--k must be between 1 and N = {N} (atoms per "
