@@ -168,7 +168,7 @@ def _decode(
     # Each problem runs on Y / 2**e (exact), so that no square over- or underflows.
     fixed = opts["slab_var"] is not None or opts["noise_var"] is not None
     Yn, e = _pow2_normalise(Y3, joint and not fixed)
-    outs = (X, act, params, n_iter, stop, damp)
+    outs: tuple[np.ndarray, ...] = (X, act, params, n_iter, stop, damp)
     for sel in _exponent_groups(e[:, 0], fixed):
         # one call for the whole batch, or (fixed variances) one per exponent
         e0 = int(e[0 if sel is None else sel[0], 0])
