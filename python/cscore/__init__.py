@@ -63,6 +63,7 @@ from .decoders import (
 from .models import ModelFileError, list_pretrained, pretrained
 from .pipelines import decode_file, stream
 from .problem import ProblemSpec
+from ._tol import ScaleWarning
 from .result import DecodeResult
 
 _blas.register()
@@ -104,6 +105,7 @@ __all__ = [
     "Decoder",
     "ModelFileError",
     "ProblemSpec",
+    "ScaleWarning",
     "__version__",
     "amp",
     "bcs",

@@ -56,6 +56,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._blas import single_threaded_blas
+from ..._tol import warn_scale
 from ..._validation import as_float_array, check_positive_int
 from ...models.format import ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
@@ -247,6 +248,8 @@ class UnrolledModel(LearnedModel):
                              f"model expects L = {self.L}")
         T = self.n_layers if n_layers is None else check_positive_int(
             "n_layers", n_layers, upper=self.n_layers, upper_desc="the model's n_layers")
+        warn_scale(type(self).__name__, Yb,
+                   why="its thresholds were learned at the training data's scale")
         return Yb, single, T
 
     def _groups(self, B: int, L: int) -> tuple[int, int]:
