@@ -39,6 +39,7 @@ from typing import Any
 
 from . import _blas
 from ._config import get_num_threads, instruction_set, num_threads, set_num_threads
+from ._tol import ScaleWarning
 from ._version import __version__
 from .decoders import (
     BLSTMCS,
@@ -63,7 +64,6 @@ from .decoders import (
 from .models import ModelFileError, list_pretrained, pretrained
 from .pipelines import decode_file, stream
 from .problem import ProblemSpec
-from ._tol import ScaleWarning
 from .result import DecodeResult
 
 _blas.register()
