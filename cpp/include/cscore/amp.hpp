@@ -67,14 +67,29 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
+#include "cscore/amp_products.hpp"
 #include "cscore/blas.hpp"
+#include "cscore/cpu.hpp"
 #include "cscore/parallel.hpp"
 
 namespace cscore::amp {
+
+// The element-wise steps of AMP are compiled three times (baseline, AVX2,
+// AVX-512; chosen with the products' instruction set) from one inlined body.
+// Floating-point contraction is off in the SIMD copies, so all three compute the
+// same rounded operations: the instruction set changes the speed of these steps,
+// never their bits.
+#if defined(__GNUC__)
+#define CSCORE_AMP_INLINE inline __attribute__((always_inline))
+#else
+#define CSCORE_AMP_INLINE inline
+#endif
 
 using idx = std::ptrdiff_t;
 
@@ -190,14 +205,99 @@ inline void product(bool trans_a, int m, int n, int k, const double* A, int lda,
 // What a denoiser call returns besides the estimate.
 struct DenoiseOut {
     std::vector<double> vsum;  // sum_j var_jl, per channel
+    std::vector<double> g, k, nu, vs;  // scratch of denoise_bg
     double sum_pi = 0.0;       // bg: sum_j pi_j
     double sum_pi_m2 = 0.0;    // bg: sum_j pi_j sum_l (g_l^2 r_jl^2 + nu_l)
 };
 
-// R, X: N x Lt column-major; act: N (row activity).
-inline void denoise_bg(const double* R, idx N, idx Lt, const double* tau, double lambda,
+// Eight doubles as one value (GCC/Clang vector extension; in the baseline build,
+// four SSE2 operations).  Element-wise IEEE arithmetic, so the results are those of
+// the same scalar operations, on every instruction set.
+typedef double v8d __attribute__((vector_size(64)));
+typedef long long v8l __attribute__((vector_size(64)));
+
+#define CSCORE_V8(s) (v8d{(s), (s), (s), (s), (s), (s), (s), (s)})
+
+// Loads n <= 8 doubles into v (the rest zero).  (Vectors pass by reference: a
+// 64-byte vector by value would change the ABI between instruction sets.)
+CSCORE_AMP_INLINE void load8(const double* p, idx n, v8d& v) {
+    v = CSCORE_V8(0.0);
+    if (n == 8) {
+        std::memcpy(&v, p, sizeof(v));
+    } else {
+        double t[8] = {};
+        std::copy(p, p + n, t);
+        std::memcpy(&v, t, sizeof(v));
+    }
+}
+
+CSCORE_AMP_INLINE void store8(double* p, const v8d& v, idx n) {
+    if (n == 8) {
+        std::memcpy(p, &v, sizeof(v));
+    } else {
+        double t[8];
+        std::memcpy(t, &v, sizeof(v));
+        std::copy(t, t + n, p);
+    }
+}
+
+// The lanes summed in a fixed order.
+CSCORE_AMP_INLINE double hsum8(const v8d& v) {
+    return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+}
+
+// exp(x) to about one ulp for x in [-708, 709] (clamped there): x = n ln2 + r,
+// |r| <= ln2/2, a degree-12 Taylor polynomial of exp(r) (error < 2e-16), times 2^n.
+CSCORE_AMP_INLINE void vexp(v8d& x) {
+    const v8d lo = CSCORE_V8(-708.0), hi = CSCORE_V8(709.0);
+    x = x < lo ? lo : x;
+    x = x > hi ? hi : x;
+    const v8d magic = CSCORE_V8(6755399441055744.0);  // 1.5 * 2^52: adding it rounds to an integer
+    const v8d shifted = x * 1.4426950408889634 + magic;
+    const v8d nf = shifted - magic;
+    v8l n, mbits;
+    std::memcpy(&n, &shifted, sizeof(n));
+    const v8d mg = magic;
+    std::memcpy(&mbits, &mg, sizeof(mbits));
+    n -= mbits;
+    const v8d r = (x - nf * 6.93147180369123816490e-01) - nf * 1.90821492927058770002e-10;
+    v8d p = CSCORE_V8(1.0 / 479001600.0);
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    const v8l bits = (n + 1023) << 52;
+    v8d s;
+    std::memcpy(&s, &bits, sizeof(s));
+    x = p * s;
+}
+
+// 1 / (1 + exp(-t)) without overflow.
+CSCORE_AMP_INLINE void vsigmoid(v8d& t) {
+    const v8d zero = CSCORE_V8(0.0), one = CSCORE_V8(1.0);
+    v8d e = t < zero ? t : -t;  // -|t|
+    vexp(e);
+    t = t >= zero ? one / (one + e) : e / (one + e);
+}
+
+// R, X: N x Lt column-major; act: N (row activity).  Eight rows at a time (the
+// last block padded, its padding masked out of the sums), every sum in a fixed
+// order that depends only on N.
+CSCORE_AMP_INLINE void denoise_bg(const double* R, idx N, idx Lt, const double* tau, double lambda,
                        double phi, double* X, double* act, DenoiseOut& out) {
-    std::vector<double> g(static_cast<std::size_t>(Lt)), k(g.size()), nu(g.size());
+    const auto nl = static_cast<std::size_t>(Lt);
+    std::vector<double>&g = out.g, &k = out.k, &nu = out.nu;
+    g.resize(nl);
+    k.resize(nl);
+    nu.resize(nl);
     double c0 = std::log(lambda / (1.0 - lambda));
     for (idx l = 0; l < Lt; ++l) {
         g[l] = phi / (phi + tau[l]);
@@ -205,29 +305,47 @@ inline void denoise_bg(const double* R, idx N, idx Lt, const double* tau, double
         nu[l] = tau[l] * g[l];  // phi tau / (phi + tau), without overflow
         c0 += 0.5 * std::log(tau[l] / (phi + tau[l]));
     }
-    out.vsum.assign(static_cast<std::size_t>(Lt), 0.0);
-    double spi = 0.0, spm2 = 0.0;
-    for (idx j = 0; j < N; ++j) {
-        double llr = c0, m2 = 0.0;
+    const v8d zero = CSCORE_V8(0.0), one = CSCORE_V8(1.0);
+    const v8d lane = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0};
+    // per-channel lane sums, as plain doubles (a std::vector of 64-byte vectors
+    // would not be 64-byte aligned everywhere)
+    std::vector<double>& vs = out.vs;
+    vs.assign(8 * nl, 0.0);
+    v8d spi = zero, spm2 = zero;
+    for (idx j0 = 0; j0 < N; j0 += 8) {
+        const idx cnt = std::min<idx>(8, N - j0);
+        v8d llr = CSCORE_V8(c0), m2 = zero, r;
         for (idx l = 0; l < Lt; ++l) {
-            const double r = R[j + l * N];
+            load8(R + j0 + l * N, cnt, r);
             llr += 0.5 * r * r * k[l];
-            const double gr = g[l] * r;
+            const v8d gr = g[l] * r;
             m2 += gr * gr + nu[l];
         }
-        const double pi = sigmoid(llr);
-        act[j] = pi;
+        v8d pi = llr;
+        vsigmoid(pi);
+        pi = lane < CSCORE_V8(static_cast<double>(cnt)) ? pi : zero;
+        store8(act + j0, pi, cnt);
         spi += pi;
         spm2 += pi * m2;
-        const double q = pi * (1.0 - pi);
+        const v8d q = pi * (one - pi);
         for (idx l = 0; l < Lt; ++l) {
-            const double gr = g[l] * R[j + l * N];
-            X[j + l * N] = pi * gr;
-            out.vsum[l] += pi * nu[l] + q * gr * gr;
+            load8(R + j0 + l * N, cnt, r);
+            const v8d gr = g[l] * r;
+            store8(X + j0 + l * N, pi * gr, cnt);
+            v8d acc;
+            std::memcpy(&acc, vs.data() + 8 * l, sizeof(acc));
+            acc += pi * nu[l] + q * gr * gr;
+            std::memcpy(vs.data() + 8 * l, &acc, sizeof(acc));
         }
     }
-    out.sum_pi = spi;
-    out.sum_pi_m2 = spm2;
+    out.vsum.assign(static_cast<std::size_t>(Lt), 0.0);
+    for (idx l = 0; l < Lt; ++l) {
+        v8d acc;
+        std::memcpy(&acc, vs.data() + 8 * l, sizeof(acc));
+        out.vsum[l] = hsum8(acc);
+    }
+    out.sum_pi = hsum8(spi);
+    out.sum_pi_m2 = hsum8(spm2);
 }
 
 inline void denoise_l1(const double* R, idx N, idx Lt, const double* tau, double alpha, double* X,
@@ -264,7 +382,7 @@ struct Params {
     std::vector<double> psi;
 };
 
-inline void denoise(const Options& opt, const double* R, idx N, idx Lt, const double* tau,
+CSCORE_AMP_INLINE void denoise(const Options& opt, const double* R, idx N, idx Lt, const double* tau,
                     const Params& prm, double* X, double* act, DenoiseOut& out) {
     if (opt.denoiser == Denoiser::bg)
         denoise_bg(R, N, Lt, tau, prm.lambda, prm.phi, X, act, out);
@@ -273,7 +391,7 @@ inline void denoise(const Options& opt, const double* R, idx N, idx Lt, const do
 }
 
 // EM update of the prior (lambda, phi) from a bg denoiser call.
-inline void em_prior(const Options& opt, idx N, idx Lt, const DenoiseOut& d, Params& prm) {
+CSCORE_AMP_INLINE void em_prior(const Options& opt, idx N, idx Lt, const DenoiseOut& d, Params& prm) {
     if (opt.denoiser != Denoiser::bg) return;
     if (opt.learn_sparsity)
         prm.lambda = clamp(d.sum_pi / static_cast<double>(N), kLambdaMin, 1.0 - kLambdaMin);
@@ -357,139 +475,252 @@ struct Guard {
 
 // ----------------------------------------------------------------------------- AMP
 
-// Workspace of one worker (reused across its problems; every use overwrites it).
-struct AmpWork {
+// Workspace and state of one AMP run.  A worker advances a group of runs together
+// (amp_group): each run does its own iteration (its Onsager term, EM parameters,
+// damping guard and stopping); only the two products of an iteration are done for
+// the whole group at once (amp_products.hpp), column by column in a fixed order,
+// so a run's result does not depend on the other runs of its group.
+struct AmpTask {
     Buffer y, X, Xh, S, AX, Z, T, R, act;
     Buffer bX, bS, bAX, bact;  // best-iterate snapshot
     DenoiseOut d;
-    void size(idx M, idx N, idx Lt) {
+    idx M = 0, N = 0, Lt = 0;
+    double frob2 = 0.0;
+    const Options* opt = nullptr;
+    RunResult res;
+    Params prm, bprm;
+    std::vector<double> vbar, bvbar, tau, mup;
+    double beta = 0.0, scale = 1.0, scale2 = 1.0;
+    Guard guard{1.0};
+    bool learn_noise = false, active = false;
+    long it = 0;
+    double dx2 = 0.0, x2 = 0.0;
+
+    void size(idx M_, idx N_, idx Lt_) {
+        M = M_;
+        N = N_;
+        Lt = Lt_;
         for (Buffer* b : {&y, &S, &AX, &Z, &bS, &bAX}) b->resize(M * Lt);
         for (Buffer* b : {&X, &Xh, &T, &R, &bX}) b->resize(N * Lt);
         act.resize(N);
         bact.resize(N);
     }
-};
-
-// One AMP run on y (M x Lt column-major, in w.y, overwritten by the scaled copy).
-// At: the matrix as column-major N x M (i.e. A row-major), ||A||_F^2 = frob2.
-// On return w.X holds the estimate (original units) and w.act the activity.
-inline RunResult amp_run(const double* At, idx M, idx N, idx Lt, double frob2, const Options& opt,
-                         AmpWork& w, Control* ctl) {
-    RunResult res;
-    res.damping = opt.damping;
-    const idx ML = M * Lt, NL = N * Lt;
-    const double ny2 = sumsq(w.y.data(), ML);
-    w.X.fill(0.0);
-    w.act.fill(0.0);
-    if (!(ny2 > 0.0)) {  // zero measurements: zero estimate, nothing learned
-        res.prm.lambda = opt.sparsity;
-        res.prm.phi = 0.0;
-        res.prm.psi.assign(static_cast<std::size_t>(Lt), 0.0);
-        return res;
-    }
-    const double scale2 = ny2 / static_cast<double>(ML), scale = std::sqrt(scale2);
-    for (idx i = 0; i < ML; ++i) w.y[i] /= scale;
-    const double* y = w.y.data();
-    Params prm = init_params(opt, y, M, Lt, frob2, scale2);
-    const bool bg = opt.denoiser == Denoiser::bg;
-    const bool learn_noise = bg && !(opt.noise_var > 0.0);
-    // vbar: sum_j var_jl (the prior's N lambda phi to start; unused while s = 0)
-    std::vector<double> vbar(static_cast<std::size_t>(Lt),
-                             bg ? static_cast<double>(N) * prm.lambda * prm.phi : 0.0);
-    std::vector<double> tau(static_cast<std::size_t>(Lt)), mup(tau.size());
-    w.S.fill(0.0);
-    w.AX.fill(0.0);
-    double beta = opt.damping;
-    const int m = static_cast<int>(M), n = static_cast<int>(N), lt = static_cast<int>(Lt);
-
-    // Best-iterate snapshot (starts at the zero estimate).
-    Guard guard(static_cast<double>(ML));  // ||y||^2 after scaling
-    Params bprm = prm;
-    std::vector<double> bvbar = vbar;
-    auto snapshot = [&] {
-        w.bX.copy_from(w.X);
-        w.bS.copy_from(w.S);
-        w.bAX.copy_from(w.AX);
-        w.bact.copy_from(w.act);
+    void snapshot() {
+        bX.copy_from(X);
+        bS.copy_from(S);
+        bAX.copy_from(AX);
+        bact.copy_from(act);
         bprm = prm;
         bvbar = vbar;
-    };
-    auto restore = [&] {
-        w.X.copy_from(w.bX);
-        w.S.copy_from(w.bS);
-        w.AX.copy_from(w.bAX);
-        w.act.copy_from(w.bact);
+    }
+    void restore() {
+        X.copy_from(bX);
+        S.copy_from(bS);
+        AX.copy_from(bAX);
+        act.copy_from(bact);
         prm = bprm;
         vbar = bvbar;
-    };
-    snapshot();
+    }
 
-    res.stop = Stop::max_iter;
-    for (long it = 0; it < opt.max_iter; ++it) {
-        if (should_stop(ctl)) break;
-        res.n_iter = it + 1;
-        // z = y - A x + mu_p s, tau = ||z||^2/M, s <- damped z/tau.
+    // Starts a run on y (M x Lt column-major, already in `y`; scaled here).
+    void start(double frob2_, const Options& o) {
+        frob2 = frob2_;
+        opt = &o;
+        res = RunResult{};
+        res.damping = o.damping;
+        const idx ML = M * Lt;
+        const double ny2 = sumsq(y.data(), ML);
+        X.fill(0.0);
+        act.fill(0.0);
+        active = false;
+        it = 0;
+        if (!(ny2 > 0.0)) {  // zero measurements: zero estimate, nothing learned
+            res.prm.lambda = o.sparsity;
+            res.prm.phi = 0.0;
+            res.prm.psi.assign(static_cast<std::size_t>(Lt), 0.0);
+            scale = 0.0;
+            return;
+        }
+        scale2 = ny2 / static_cast<double>(ML);
+        scale = std::sqrt(scale2);
+        for (idx i = 0; i < ML; ++i) y[i] /= scale;
+        prm = init_params(o, y.data(), M, Lt, frob2, scale2);
+        const bool bg = o.denoiser == Denoiser::bg;
+        learn_noise = bg && !(o.noise_var > 0.0);
+        // vbar: sum_j var_jl (the prior's N lambda phi to start; unused while s = 0)
+        vbar.assign(static_cast<std::size_t>(Lt),
+                    bg ? static_cast<double>(N) * prm.lambda * prm.phi : 0.0);
+        tau.assign(static_cast<std::size_t>(Lt), 0.0);
+        mup.assign(tau.size(), 0.0);
+        S.fill(0.0);
+        AX.fill(0.0);
+        beta = o.damping;
+        guard = Guard(static_cast<double>(ML));  // ||y||^2 after scaling
+        snapshot();
+        res.stop = Stop::max_iter;
+        active = o.max_iter > 0;
+    }
+
+    // z = y - A x + mu_p s, tau = ||z||^2/M, s <- damped z/tau (before r = x + tau A^T s).
+    CSCORE_AMP_INLINE void before_At() {
+        res.n_iter = ++it;
+        const double* yy = y.data();
         for (idx l = 0; l < Lt; ++l) {
             mup[l] = vbar[l] / static_cast<double>(M);  // vbar holds sum_j var_j
-            double zz = 0.0;
-            for (idx i = l * M; i < (l + 1) * M; ++i) {
-                const double z = y[i] - w.AX[i] + mup[l] * w.S[i];
-                w.Z[i] = z;
-                zz += z * z;
+            const idx o = l * M;
+            const double mu = mup[l];
+            v8d acc = CSCORE_V8(0.0), yv, axv, sv;
+            for (idx i = 0; i < M; i += 8) {
+                const idx cnt = std::min<idx>(8, M - i);
+                load8(yy + o + i, cnt, yv);
+                load8(AX.data() + o + i, cnt, axv);
+                load8(S.data() + o + i, cnt, sv);
+                const v8d z = yv - axv + mu * sv;
+                store8(Z.data() + o + i, z, cnt);
+                acc += z * z;
             }
+            const double zz = hsum8(acc);
             tau[l] = std::max(zz / static_cast<double>(M), kVarFloor);
             if (learn_noise) {  // EM noise update (uniform-variance GAMP output rule)
                 const double psi = prm.psi[l], f = psi / (mup[l] + psi);
                 prm.psi[l] = std::max(zz / static_cast<double>(M) * f * f + mup[l] * f, kVarFloor);
             }
-            for (idx i = l * M; i < (l + 1) * M; ++i) {
-                const double s_new = w.Z[i] / tau[l];
-                w.S[i] = (1.0 - beta) * s_new + beta * w.S[i];
+            for (idx i = o; i < o + M; ++i) {
+                const double s_new = Z[i] / tau[l];
+                S[i] = (1.0 - beta) * s_new + beta * S[i];
             }
         }
-        // r = x + tau A^T s
-        product(false, n, lt, m, At, n, w.S.data(), m, w.T.data(), n);
+    }
+
+    // With T = A^T s: r = x + tau T, denoise, EM, damped update of x.
+    CSCORE_AMP_INLINE void after_At() {
         for (idx l = 0; l < Lt; ++l)
-            for (idx j = l * N; j < (l + 1) * N; ++j) w.R[j] = w.X[j] + tau[l] * w.T[j];
-        denoise(opt, w.R.data(), N, Lt, tau.data(), prm, w.Xh.data(), w.act.data(), w.d);
-        em_prior(opt, N, Lt, w.d, prm);
+            for (idx j = l * N; j < (l + 1) * N; ++j) R[j] = X[j] + tau[l] * T[j];
+        denoise(*opt, R.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
+        em_prior(*opt, N, Lt, d, prm);
         // damped update; ||x_t - x_{t-1}||^2 and ||x_t||^2 on the way
-        double dx2 = 0.0, x2 = 0.0;
-        for (idx i = 0; i < NL; ++i) {
-            const double xn = (1.0 - beta) * w.Xh[i] + beta * w.X[i];
-            const double dx = xn - w.X[i];
-            dx2 += dx * dx;
-            x2 += xn * xn;
-            w.X[i] = xn;
+        v8d adx = CSCORE_V8(0.0), ax2 = adx, xh, xo;
+        const idx NL = N * Lt;
+        for (idx i = 0; i < NL; i += 8) {
+            const idx cnt = std::min<idx>(8, NL - i);
+            load8(Xh.data() + i, cnt, xh);
+            load8(X.data() + i, cnt, xo);
+            const v8d xn = (1.0 - beta) * xh + beta * xo;
+            const v8d dx = xn - xo;
+            adx += dx * dx;
+            ax2 += xn * xn;
+            store8(X.data() + i, xn, cnt);
         }
-        for (idx l = 0; l < Lt; ++l)
-            vbar[l] = (1.0 - beta) * w.d.vsum[l] + beta * vbar[l];
-        product(true, m, lt, n, At, n, w.X.data(), n, w.AX.data(), m);
-        double rho2 = 0.0;
-        for (idx i = 0; i < ML; ++i) {
-            const double e = y[i] - w.AX[i];
-            rho2 += e * e;
+        dx2 = hsum8(adx);
+        x2 = hsum8(ax2);
+        for (idx l = 0; l < Lt; ++l) vbar[l] = (1.0 - beta) * d.vsum[l] + beta * vbar[l];
+    }
+
+    // With AX = A x: the residual, the divergence guard and the stopping rule.
+    CSCORE_AMP_INLINE void after_A() {
+        const double* yy = y.data();
+        v8d acc = CSCORE_V8(0.0), yv, axv;
+        const idx ML = M * Lt;
+        for (idx i = 0; i < ML; i += 8) {
+            const idx cnt = std::min<idx>(8, ML - i);
+            load8(yy + i, cnt, yv);
+            load8(AX.data() + i, cnt, axv);
+            const v8d e = yv - axv;
+            acc += e * e;
         }
+        const double rho2 = hsum8(acc);
         bool finite = std::isfinite(x2) && std::isfinite(prm.phi) && std::isfinite(prm.lambda);
         for (idx l = 0; l < Lt; ++l)
             finite = finite && std::isfinite(vbar[l]) && std::isfinite(prm.psi[l]);
-        const Guard::Next next = guard.update(rho2, finite, beta, snapshot, restore);
+        const Guard::Next next = guard.update(
+            rho2, finite, beta, [&] { snapshot(); }, [&] { restore(); });
         if (next == Guard::Next::diverged) {
             res.stop = Stop::diverged;
-            break;
-        }
-        if (next == Guard::Next::retry) continue;
-        if (dx2 <= opt.tol * opt.tol * x2) {
+            active = false;
+        } else if (next == Guard::Next::go_on && dx2 <= opt->tol * opt->tol * x2) {
             res.stop = Stop::tol;
-            break;
+            active = false;
+        } else if (it >= opt->max_iter) {
+            active = false;  // stop stays max_iter
         }
     }
-    for (idx i = 0; i < NL; ++i) w.X[i] *= scale;
-    res.damping = beta;
-    prm.phi *= scale2;
-    for (double& p : prm.psi) p *= scale2;
-    res.prm = prm;
-    return res;
+
+    // Back to the problem's units (X and the parameters).
+    void finish() {
+        if (scale == 0.0) return;  // zero measurements: nothing was scaled
+        for (idx i = 0; i < N * Lt; ++i) X[i] *= scale;
+        res.damping = beta;
+        prm.phi *= scale2;
+        for (double& p : prm.psi) p *= scale2;
+        res.prm = prm;
+    }
+};
+
+// The element-wise steps for one instruction set (see CSCORE_AMP_INLINE).
+struct AmpSteps {
+    void (*before_At)(AmpTask&);
+    void (*after_At)(AmpTask&);
+    void (*after_A)(AmpTask&);
+};
+inline void before_At_base(AmpTask& t) { t.before_At(); }
+inline void after_At_base(AmpTask& t) { t.after_At(); }
+inline void after_A_base(AmpTask& t) { t.after_A(); }
+#ifdef CSCORE_AMP_SIMD
+#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
+#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
+CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At(); }
+CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At(); }
+CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A(); }
+CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At(); }
+CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At(); }
+CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A(); }
+#endif
+inline AmpSteps amp_steps(cpu::Isa isa) {
+#ifdef CSCORE_AMP_SIMD
+    if (isa == cpu::Isa::avx512) return {before_At_avx512, after_At_avx512, after_A_avx512};
+    if (isa == cpu::Isa::avx2) return {before_At_avx2, after_At_avx2, after_A_avx2};
+#endif
+    (void)isa;
+    return {before_At_base, after_At_base, after_A_base};
+}
+
+// Runs the started tasks to the end: per iteration every active task's
+// pre-product step, one product with A^T for all of them, their denoiser steps,
+// one product with A, their checks.  A: packed M x N; At: packed N x M.
+inline void amp_group(const PackedMatrix& A, const PackedMatrix& At,
+                      std::vector<std::unique_ptr<AmpTask>>& tasks, idx n, Control* ctl) {
+    std::vector<AmpTask*> act;
+    std::vector<const double*> in;
+    std::vector<double*> outp;
+    std::vector<double> tmp;
+    const AmpSteps steps = amp_steps(A.isa());
+    for (;;) {
+        act.clear();
+        for (idx t = 0; t < n; ++t)
+            if (tasks[t]->active) act.push_back(tasks[t].get());
+        if (act.empty() || should_stop(ctl)) return;
+        in.clear();
+        outp.clear();
+        for (AmpTask* t : act) {
+            steps.before_At(*t);
+            for (idx l = 0; l < t->Lt; ++l) {
+                in.push_back(t->S.data() + l * t->M);
+                outp.push_back(t->T.data() + l * t->N);
+            }
+        }
+        multiply(At, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
+        in.clear();
+        outp.clear();
+        for (AmpTask* t : act) {
+            steps.after_At(*t);
+            for (idx l = 0; l < t->Lt; ++l) {
+                in.push_back(t->X.data() + l * t->N);
+                outp.push_back(t->AX.data() + l * t->M);
+            }
+        }
+        multiply(A, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
+        for (AmpTask* t : act) steps.after_A(*t);
+    }
 }
 
 // ----------------------------------------------------------------------------- VAMP
@@ -680,22 +911,43 @@ inline void store(const Outputs& out, idx p, idx N, idx L, idx l0, idx Lt, const
     }
 }
 
+// Runs advanced together by one worker (amp_group); any number gives the same
+// results, this one keeps a group's vectors in the L2 cache for N, M ~ 1000.
+constexpr idx kAmpGroup = 64;
+
 // AMP on P problems Y (P, M, L) C-contiguous; A row-major M x N with ||A||_F^2 = frob2.
 inline void amp_decode(const double* A, idx M, idx N, double frob2, const double* Y, idx P, idx L,
                        const Options& opt, const Outputs& out, int n_threads, Control* ctl) {
     const idx Lt = opt.joint ? L : 1;
     const idx tasks = opt.joint ? P : P * L;
+    const cpu::Isa isa = cpu::active_isa();
+    PackedMatrix Ap, Atp;
+    Ap.pack(A, M, N, N, 1, isa);   // A[j, kk] = A[j N + kk]
+    Atp.pack(A, N, M, 1, N, isa);  // A^T[j, kk] = A[kk N + j]
     parallel_for(
         tasks, n_threads,
         [&](idx begin, idx end, int) {
-            AmpWork w;
-            w.size(M, N, Lt);
-            for (idx t = begin; t < end; ++t) {
+            std::vector<std::unique_ptr<AmpTask>> group;
+            for (idx g0 = begin; g0 < end; g0 += kAmpGroup) {
                 if (should_stop(ctl)) return;
-                const idx p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
-                load_y(Y, p, M, L, l0, Lt, w.y.data());
-                const RunResult rr = amp_run(A, M, N, Lt, frob2, opt, w, ctl);
-                store(out, p, N, L, l0, Lt, w.X.data(), w.act.data(), rr);
+                const idx n = std::min(kAmpGroup, end - g0);
+                while (static_cast<idx>(group.size()) < n) {
+                    group.push_back(std::make_unique<AmpTask>());
+                    group.back()->size(M, N, Lt);
+                }
+                for (idx i = 0; i < n; ++i) {
+                    const idx t = g0 + i, p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
+                    load_y(Y, p, M, L, l0, Lt, group[i]->y.data());
+                    group[i]->start(frob2, opt);
+                }
+                amp_group(Ap, Atp, group, n, ctl);
+                if (should_stop(ctl)) return;
+                for (idx i = 0; i < n; ++i) {
+                    const idx t = g0 + i, p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
+                    AmpTask& w = *group[i];
+                    w.finish();
+                    store(out, p, N, L, l0, Lt, w.X.data(), w.act.data(), w.res);
+                }
             }
         },
         ctl);

@@ -106,6 +106,7 @@ from .._validation import (
     common_float_dtype,
 )
 from ..result import DecodeResult
+from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
 from ._amp_common import (
     _DENOISERS,
     _STOP_NAMES,
@@ -251,8 +252,12 @@ def amp(
 
     Parameters
     ----------
-    A : array_like, shape (M, N)
-        Sensing matrix (finite, no all-zero column).
+    A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
+        Sensing matrix (finite, no all-zero column).  A sparse matrix, a
+        :class:`scipy.sparse.linalg.LinearOperator` or any object with ``shape``,
+        ``matvec`` and ``rmatvec`` (PyLops operators) runs the same iteration in
+        NumPy with block products (:mod:`cscore.decoders.amp_operator`, ``O(N)``
+        memory per vector, results equal to the dense path's up to rounding).
     Y : array_like, shape (M,), (M, L) or (B, M, L)
         One measurement vector, one MMV problem with L channels, or a batch of B
         problems.
@@ -339,6 +344,15 @@ def amp(
         "amp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, noise_var,
         snr0,
     )  # fmt: skip
+    if is_operator(A):  # LinearOperator / sparse: the NumPy operator path
+        prod = OperatorProducts(A)
+        y32 = np.asarray(Y).dtype == np.float32 and getattr(A, "dtype", None) == np.float32
+        dt = np.dtype(np.float32 if y32 else np.float64)
+        Y_op, Y3_op = _as_measurements(Y, prod.shape[0], dt, prod.shape[1])
+        return _decode(
+            "amp", amp_operator_kernel, (prod,), prod, prod.c, Y_op, Y3_op, dt, opts,
+            n_threads, return_result,
+        )  # fmt: skip
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
     M, N = A_arr.shape
