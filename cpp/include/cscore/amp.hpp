@@ -476,7 +476,7 @@ struct Guard {
 // ----------------------------------------------------------------------------- AMP
 
 // Workspace and state of one AMP run.  A worker advances a group of runs together
-// (amp_group): each run does its own iteration (its Onsager term, EM parameters,
+// (AmpIteration): each run does its own iteration (its Onsager term, EM parameters,
 // damping guard and stopping); only the two products of an iteration are done for
 // the whole group at once (amp_products.hpp), column by column in a fixed order,
 // so a run's result does not depend on the other runs of its group.
@@ -684,21 +684,15 @@ inline AmpSteps amp_steps(cpu::Isa isa) {
     return {before_At_base, after_At_base, after_A_base};
 }
 
-// Runs the started tasks to the end: per iteration every active task's
-// pre-product step, one product with A^T for all of them, their denoiser steps,
-// one product with A, their checks.  A: packed M x N; At: packed N x M.
-inline void amp_group(const PackedMatrix& A, const PackedMatrix& At,
-                      std::vector<std::unique_ptr<AmpTask>>& tasks, idx n, Control* ctl) {
-    std::vector<AmpTask*> act;
+// One iteration of the runs `act`: every run's pre-product step, one product with
+// A^T for all of them, their denoiser steps, one product with A, their checks.
+// A: packed M x N; At: packed N x M.
+struct AmpIteration {
     std::vector<const double*> in;
     std::vector<double*> outp;
     std::vector<double> tmp;
-    const AmpSteps steps = amp_steps(A.isa());
-    for (;;) {
-        act.clear();
-        for (idx t = 0; t < n; ++t)
-            if (tasks[t]->active) act.push_back(tasks[t].get());
-        if (act.empty() || should_stop(ctl)) return;
+    void operator()(const PackedMatrix& A, const PackedMatrix& At, const AmpSteps& steps,
+                    const std::vector<AmpTask*>& act) {
         in.clear();
         outp.clear();
         for (AmpTask* t : act) {
@@ -721,7 +715,7 @@ inline void amp_group(const PackedMatrix& A, const PackedMatrix& At,
         multiply(A, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
         for (AmpTask* t : act) steps.after_A(*t);
     }
-}
+};
 
 // ----------------------------------------------------------------------------- VAMP
 
@@ -911,9 +905,10 @@ inline void store(const Outputs& out, idx p, idx N, idx L, idx l0, idx Lt, const
     }
 }
 
-// Runs advanced together by one worker (amp_group); any number gives the same
-// results, this one keeps a group's vectors in the L2 cache for N, M ~ 1000.
-constexpr idx kAmpGroup = 64;
+// Runs advanced together by one worker: a run that ends hands its slot to the
+// worker's next problem, so the products keep this many columns until the
+// worker's problems run out.  Any number gives the same results.
+constexpr idx kAmpSlots = 64;
 
 // AMP on P problems Y (P, M, L) C-contiguous; A row-major M x N with ||A||_F^2 = frob2.
 inline void amp_decode(const double* A, idx M, idx N, double frob2, const double* Y, idx P, idx L,
@@ -924,31 +919,53 @@ inline void amp_decode(const double* A, idx M, idx N, double frob2, const double
     PackedMatrix Ap, Atp;
     Ap.pack(A, M, N, N, 1, isa);   // A[j, kk] = A[j N + kk]
     Atp.pack(A, N, M, 1, N, isa);  // A^T[j, kk] = A[kk N + j]
+    const AmpSteps steps = amp_steps(isa);
     parallel_for(
         tasks, n_threads,
         [&](idx begin, idx end, int) {
-            std::vector<std::unique_ptr<AmpTask>> group;
-            for (idx g0 = begin; g0 < end; g0 += kAmpGroup) {
-                if (should_stop(ctl)) return;
-                const idx n = std::min(kAmpGroup, end - g0);
-                while (static_cast<idx>(group.size()) < n) {
-                    group.push_back(std::make_unique<AmpTask>());
-                    group.back()->size(M, N, Lt);
-                }
-                for (idx i = 0; i < n; ++i) {
-                    const idx t = g0 + i, p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
-                    load_y(Y, p, M, L, l0, Lt, group[i]->y.data());
-                    group[i]->start(frob2, opt);
-                }
-                amp_group(Ap, Atp, group, n, ctl);
-                if (should_stop(ctl)) return;
-                for (idx i = 0; i < n; ++i) {
-                    const idx t = g0 + i, p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
-                    AmpTask& w = *group[i];
-                    w.finish();
-                    store(out, p, N, L, l0, Lt, w.X.data(), w.act.data(), w.res);
-                }
+            const idx nslots = std::min(kAmpSlots, end - begin);
+            std::vector<std::unique_ptr<AmpTask>> slot;
+            std::vector<idx> which(static_cast<std::size_t>(nslots), -1);
+            for (idx i = 0; i < nslots; ++i) {
+                slot.push_back(std::make_unique<AmpTask>());
+                slot.back()->size(M, N, Lt);
             }
+            idx next = begin;
+            // Stores a finished run and starts the next problem in its slot (runs
+            // that end at once, zero measurements, are stored on the spot).
+            auto refill = [&](idx i) {
+                AmpTask& w = *slot[i];
+                for (;;) {
+                    if (which[i] >= 0) {
+                        const idx t = which[i], p = opt.joint ? t : t / L,
+                                  l0 = opt.joint ? 0 : t % L;
+                        w.finish();
+                        store(out, p, N, L, l0, Lt, w.X.data(), w.act.data(), w.res);
+                        which[i] = -1;
+                    }
+                    if (next >= end) return;
+                    const idx t = next++, p = opt.joint ? t : t / L, l0 = opt.joint ? 0 : t % L;
+                    load_y(Y, p, M, L, l0, Lt, w.y.data());
+                    w.start(frob2, opt);
+                    which[i] = t;
+                    if (w.active) return;
+                }
+            };
+            for (idx i = 0; i < nslots; ++i) refill(i);
+            AmpIteration iterate;
+            std::vector<AmpTask*> act;
+            for (;;) {
+                if (should_stop(ctl)) return;
+                act.clear();
+                for (idx i = 0; i < nslots; ++i)
+                    if (which[i] >= 0 && slot[i]->active) act.push_back(slot[i].get());
+                if (act.empty()) break;
+                iterate(Ap, Atp, steps, act);
+                for (idx i = 0; i < nslots; ++i)
+                    if (which[i] >= 0 && !slot[i]->active) refill(i);
+            }
+            for (idx i = 0; i < nslots; ++i)
+                if (which[i] >= 0) refill(i);  // (nothing left to start)
         },
         ctl);
 }

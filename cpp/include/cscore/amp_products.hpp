@@ -86,12 +86,16 @@ namespace detail {
 
 // Generic: h = 4 rows, up to 4 columns; multiply, round, add, round.
 template <int NB>
-inline void block_generic(const double* panel, pidx k, const double* const* X, double* out) {
+inline void block_generic(const double* panel, pidx k, const double* const* X, pidx x0,
+                          double* out, bool more) {
     double acc[4][NB] = {};
+    if (more)
+        for (int c = 0; c < NB; ++c)
+            for (int r = 0; r < 4; ++r) acc[r][c] = out[c * 4 + r];
     for (pidx kk = 0; kk < k; ++kk) {
         const double* a = panel + kk * 4;
         for (int c = 0; c < NB; ++c) {
-            const double x = X[c][kk];
+            const double x = X[c][x0 + kk];
             for (int r = 0; r < 4; ++r) {
                 const double prod = a[r] * x;
                 acc[r][c] = acc[r][c] + prod;
@@ -105,12 +109,13 @@ inline void block_generic(const double* panel, pidx k, const double* const* X, d
 #ifdef CSCORE_AMP_SIMD
 template <int NB>
 CSCORE_AMP_AVX2_FN inline void block_avx2(const double* panel, pidx k, const double* const* X,
-                                          double* out) {
+                                          pidx x0, double* out, bool more) {
     __m256d acc[3][NB];
     for (int v = 0; v < 3; ++v)
-        for (int c = 0; c < NB; ++c) acc[v][c] = _mm256_setzero_pd();
+        for (int c = 0; c < NB; ++c)
+            acc[v][c] = more ? _mm256_loadu_pd(out + c * 12 + 4 * v) : _mm256_setzero_pd();
     const double* x[NB];
-    for (int c = 0; c < NB; ++c) x[c] = X[c];
+    for (int c = 0; c < NB; ++c) x[c] = X[c] + x0;
     for (pidx kk = 0; kk < k; ++kk) {
         const double* a = panel + kk * 12;
         const __m256d a0 = _mm256_loadu_pd(a), a1 = _mm256_loadu_pd(a + 4),
@@ -128,12 +133,14 @@ CSCORE_AMP_AVX2_FN inline void block_avx2(const double* panel, pidx k, const dou
 
 template <int NB>
 CSCORE_AMP_AVX512_FN inline void block_avx512(const double* panel, pidx k,
-                                              const double* const* X, double* out) {
+                                              const double* const* X, pidx x0, double* out,
+                                              bool more) {
     __m512d acc[3][NB];
     for (int v = 0; v < 3; ++v)
-        for (int c = 0; c < NB; ++c) acc[v][c] = _mm512_setzero_pd();
+        for (int c = 0; c < NB; ++c)
+            acc[v][c] = more ? _mm512_loadu_pd(out + c * 24 + 8 * v) : _mm512_setzero_pd();
     const double* x[NB];
-    for (int c = 0; c < NB; ++c) x[c] = X[c];
+    for (int c = 0; c < NB; ++c) x[c] = X[c] + x0;
     for (pidx kk = 0; kk < k; ++kk) {
         const double* a = panel + kk * 24;
         const __m512d a0 = _mm512_loadu_pd(a), a1 = _mm512_loadu_pd(a + 8),
@@ -153,10 +160,12 @@ CSCORE_AMP_AVX512_FN inline void block_avx512(const double* panel, pidx k,
 // hide the FMA latency when few columns are left.  Same chain per entry.
 template <int NB>
 CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, pidx k,
-                                           const double* const* X, double* out) {
+                                           const double* const* X, pidx x0, double* out,
+                                           bool more) {
     __m256d acc[6][NB];
     for (int v = 0; v < 6; ++v)
-        for (int c = 0; c < NB; ++c) acc[v][c] = _mm256_setzero_pd();
+        for (int c = 0; c < NB; ++c)
+            acc[v][c] = more ? _mm256_loadu_pd(out + c * 24 + 4 * v) : _mm256_setzero_pd();
     for (pidx kk = 0; kk < k; ++kk) {
         const double* a = p0 + kk * 12;
         const double* b = p1 + kk * 12;
@@ -164,7 +173,7 @@ CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, p
                       a2 = _mm256_loadu_pd(a + 8), a3 = _mm256_loadu_pd(b),
                       a4 = _mm256_loadu_pd(b + 4), a5 = _mm256_loadu_pd(b + 8);
         for (int c = 0; c < NB; ++c) {
-            const __m256d x = _mm256_broadcast_sd(X[c] + kk);
+            const __m256d x = _mm256_broadcast_sd(X[c] + x0 + kk);
             acc[0][c] = _mm256_fmadd_pd(a0, x, acc[0][c]);
             acc[1][c] = _mm256_fmadd_pd(a1, x, acc[1][c]);
             acc[2][c] = _mm256_fmadd_pd(a2, x, acc[2][c]);
@@ -179,10 +188,12 @@ CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, p
 
 template <int NB>
 CSCORE_AMP_AVX512_FN inline void block2_avx512(const double* p0, const double* p1, pidx k,
-                                               const double* const* X, double* out) {
+                                               const double* const* X, pidx x0, double* out,
+                                               bool more) {
     __m512d acc[6][NB];
     for (int v = 0; v < 6; ++v)
-        for (int c = 0; c < NB; ++c) acc[v][c] = _mm512_setzero_pd();
+        for (int c = 0; c < NB; ++c)
+            acc[v][c] = more ? _mm512_loadu_pd(out + c * 48 + 8 * v) : _mm512_setzero_pd();
     for (pidx kk = 0; kk < k; ++kk) {
         const double* a = p0 + kk * 24;
         const double* b = p1 + kk * 24;
@@ -190,7 +201,7 @@ CSCORE_AMP_AVX512_FN inline void block2_avx512(const double* p0, const double* p
                       a2 = _mm512_loadu_pd(a + 16), a3 = _mm512_loadu_pd(b),
                       a4 = _mm512_loadu_pd(b + 8), a5 = _mm512_loadu_pd(b + 16);
         for (int c = 0; c < NB; ++c) {
-            const __m512d x = _mm512_set1_pd(X[c][kk]);
+            const __m512d x = _mm512_set1_pd(X[c][x0 + kk]);
             acc[0][c] = _mm512_fmadd_pd(a0, x, acc[0][c]);
             acc[1][c] = _mm512_fmadd_pd(a1, x, acc[1][c]);
             acc[2][c] = _mm512_fmadd_pd(a2, x, acc[2][c]);
@@ -206,34 +217,34 @@ CSCORE_AMP_AVX512_FN inline void block2_avx512(const double* p0, const double* p
 
 // One panel times nb (<= max_cols(isa)) columns into out (h x nb, column-major).
 inline void block(cpu::Isa isa, const double* panel, pidx k, int nb, const double* const* X,
-                  double* out) {
+                  pidx x0, double* out, bool more) {
 #ifdef CSCORE_AMP_SIMD
     if (isa == cpu::Isa::avx512) {
         switch (nb) {
-            case 1: return block_avx512<1>(panel, k, X, out);
-            case 2: return block_avx512<2>(panel, k, X, out);
-            case 3: return block_avx512<3>(panel, k, X, out);
-            case 4: return block_avx512<4>(panel, k, X, out);
-            case 5: return block_avx512<5>(panel, k, X, out);
-            case 6: return block_avx512<6>(panel, k, X, out);
-            case 7: return block_avx512<7>(panel, k, X, out);
-            default: return block_avx512<8>(panel, k, X, out);
+            case 1: return block_avx512<1>(panel, k, X, x0, out, more);
+            case 2: return block_avx512<2>(panel, k, X, x0, out, more);
+            case 3: return block_avx512<3>(panel, k, X, x0, out, more);
+            case 4: return block_avx512<4>(panel, k, X, x0, out, more);
+            case 5: return block_avx512<5>(panel, k, X, x0, out, more);
+            case 6: return block_avx512<6>(panel, k, X, x0, out, more);
+            case 7: return block_avx512<7>(panel, k, X, x0, out, more);
+            default: return block_avx512<8>(panel, k, X, x0, out, more);
         }
     }
     if (isa == cpu::Isa::avx2) {
         switch (nb) {
-            case 1: return block_avx2<1>(panel, k, X, out);
-            case 2: return block_avx2<2>(panel, k, X, out);
-            case 3: return block_avx2<3>(panel, k, X, out);
-            default: return block_avx2<4>(panel, k, X, out);
+            case 1: return block_avx2<1>(panel, k, X, x0, out, more);
+            case 2: return block_avx2<2>(panel, k, X, x0, out, more);
+            case 3: return block_avx2<3>(panel, k, X, x0, out, more);
+            default: return block_avx2<4>(panel, k, X, x0, out, more);
         }
     }
 #endif
     switch (nb) {
-        case 1: return block_generic<1>(panel, k, X, out);
-        case 2: return block_generic<2>(panel, k, X, out);
-        case 3: return block_generic<3>(panel, k, X, out);
-        default: return block_generic<4>(panel, k, X, out);
+        case 1: return block_generic<1>(panel, k, X, x0, out, more);
+        case 2: return block_generic<2>(panel, k, X, x0, out, more);
+        case 3: return block_generic<3>(panel, k, X, x0, out, more);
+        default: return block_generic<4>(panel, k, X, x0, out, more);
     }
 }
 
@@ -242,50 +253,75 @@ inline int max_cols(cpu::Isa isa) { return isa == cpu::Isa::avx512 ? 8 : 4; }
 // Panels p0 and p1 (consecutive) times nb <= 2 columns into out (2h x nb); false
 // when this instruction set has no such kernel.
 inline bool block2(cpu::Isa isa, const double* p0, const double* p1, pidx k, int nb,
-                   const double* const* X, double* out) {
+                   const double* const* X, pidx x0, double* out, bool more) {
 #ifdef CSCORE_AMP_SIMD
     if (isa == cpu::Isa::avx512) {
-        if (nb == 1) block2_avx512<1>(p0, p1, k, X, out);
-        else block2_avx512<2>(p0, p1, k, X, out);
+        if (nb == 1) block2_avx512<1>(p0, p1, k, X, x0, out, more);
+        else block2_avx512<2>(p0, p1, k, X, x0, out, more);
         return true;
     }
     if (isa == cpu::Isa::avx2) {
-        if (nb == 1) block2_avx2<1>(p0, p1, k, X, out);
-        else block2_avx2<2>(p0, p1, k, X, out);
+        if (nb == 1) block2_avx2<1>(p0, p1, k, X, x0, out, more);
+        else block2_avx2<2>(p0, p1, k, X, x0, out, more);
         return true;
     }
 #endif
-    (void)isa, (void)p0, (void)p1, (void)k, (void)nb, (void)X, (void)out;
+    (void)isa, (void)p0, (void)p1, (void)k, (void)nb, (void)X, (void)x0, (void)out, (void)more;
     return false;
 }
 
 }  // namespace detail
+
+//: Steps of the sum done per pass over a panel: the panel's part (kKc h doubles)
+//: stays in the L1 cache while every column block uses it.  The accumulators are
+//: stored and reloaded between passes, which leaves each entry's chain unchanged.
+constexpr pidx kKc = 128;
 
 // C_c[0:m] = W x_c for c < n (x_c of length k).  `tmp` is scratch, resized here.
 inline void multiply(const PackedMatrix& W, pidx n, const double* const* X, double* const* C,
                      std::vector<double>& tmp) {
     const pidx h = W.height(), m = W.rows(), k = W.cols(), np = W.panels();
     const int cmax = detail::max_cols(W.isa());
-    tmp.resize(static_cast<std::size_t>(2 * h * cmax));
-    auto put = [&](pidx j0, pidx hh, pidx c0, int nb) {
-        const pidx rows = std::min(hh, m - j0);
-        for (int c = 0; c < nb; ++c)
-            std::copy(tmp.data() + c * hh, tmp.data() + c * hh + rows, C[c0 + c] + j0);
-    };
+    // per column block: an accumulator area of 2h x cmax
+    const pidx nblk = (n + cmax - 1) / cmax, area = 2 * h * cmax;
+    tmp.resize(static_cast<std::size_t>(std::max<pidx>(nblk * area, 1)));
     for (pidx p = 0; p < np; p += 2) {
         const bool pair = p + 1 < np;
-        for (pidx c0 = 0; c0 < n; c0 += cmax) {
-            const int nb = static_cast<int>(std::min<pidx>(cmax, n - c0));
-            if (pair && nb <= 2 &&
-                detail::block2(W.isa(), W.panel(p), W.panel(p + 1), k, nb, X + c0, tmp.data())) {
-                put(p * h, 2 * h, c0, nb);
-                continue;
+        for (pidx k0 = 0; k0 < k; k0 += kKc) {
+            const pidx kc = std::min(kKc, k - k0);
+            const bool more = k0 > 0;
+            for (pidx b = 0; b < nblk; ++b) {
+                const pidx c0 = b * cmax;
+                const int nb = static_cast<int>(std::min<pidx>(cmax, n - c0));
+                double* acc = tmp.data() + b * area;
+                if (pair && nb <= 2 &&
+                    detail::block2(W.isa(), W.panel(p) + k0 * h, W.panel(p + 1) + k0 * h, kc, nb,
+                                   X + c0, k0, acc, more))
+                    continue;
+                detail::block(W.isa(), W.panel(p) + k0 * h, kc, nb, X + c0, k0, acc, more);
+                if (pair)
+                    detail::block(W.isa(), W.panel(p + 1) + k0 * h, kc, nb, X + c0, k0,
+                                  acc + h * cmax, more);
             }
-            detail::block(W.isa(), W.panel(p), k, nb, X + c0, tmp.data());
-            put(p * h, h, c0, nb);
-            if (pair) {
-                detail::block(W.isa(), W.panel(p + 1), k, nb, X + c0, tmp.data());
-                put((p + 1) * h, h, c0, nb);
+        }
+        for (pidx b = 0; b < nblk; ++b) {
+            const pidx c0 = b * cmax;
+            const int nb = static_cast<int>(std::min<pidx>(cmax, n - c0));
+            const double* acc = tmp.data() + b * area;
+            const bool two = pair && nb <= 2 && W.isa() != cpu::Isa::generic;
+            for (int c = 0; c < nb; ++c) {
+                const pidx r0 = std::min(h, m - p * h);
+                if (two) {  // block2 layout: column c at c * 2h, both panels
+                    const pidx rows = std::min(2 * h, m - p * h);
+                    std::copy(acc + c * 2 * h, acc + c * 2 * h + rows, C[c0 + c] + p * h);
+                    continue;
+                }
+                std::copy(acc + c * h, acc + c * h + r0, C[c0 + c] + p * h);
+                if (pair) {
+                    const pidx r1 = std::min(h, m - (p + 1) * h);
+                    std::copy(acc + h * cmax + c * h, acc + h * cmax + c * h + r1,
+                              C[c0 + c] + (p + 1) * h);
+                }
             }
         }
     }

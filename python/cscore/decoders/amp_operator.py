@@ -112,8 +112,11 @@ class _Products:
                 E[np.arange(i0, i0 + w), np.arange(w)] = 1.0
                 total += float(np.sum(self.rmatmat(E) ** 2))
             return total
-        G = np.random.default_rng(0).standard_normal((self.N, _PROBES))
-        return float(np.sum(self.matmat(G) ** 2)) / _PROBES
+        rng = np.random.default_rng(0)
+        total = 0.0
+        for _ in range(_PROBES // 8):  # 8 probes at a time: O(N) memory
+            total += float(np.sum(self.matmat(rng.standard_normal((self.N, 8))) ** 2))
+        return total / _PROBES
 
     def matmat(self, X: np.ndarray) -> np.ndarray:
         if self.sparse:
