@@ -226,7 +226,7 @@ CSCORE_AMP_INLINE void load8(const double* p, idx n, v8d& v) {
         std::memcpy(&v, p, sizeof(v));
     } else {
         double t[8] = {};
-        std::copy(p, p + n, t);
+        for (idx i = 0; i < n; ++i) t[i] = p[i];
         std::memcpy(&v, t, sizeof(v));
     }
 }
@@ -237,7 +237,7 @@ CSCORE_AMP_INLINE void store8(double* p, const v8d& v, idx n) {
     } else {
         double t[8];
         std::memcpy(t, &v, sizeof(v));
-        std::copy(t, t + n, p);
+        for (idx i = 0; i < n; ++i) p[i] = t[i];
     }
 }
 
@@ -285,7 +285,8 @@ CSCORE_AMP_INLINE void vsigmoid(v8d& t) {
     const v8d zero = CSCORE_V8(0.0), one = CSCORE_V8(1.0);
     v8d e = t < zero ? t : -t;  // -|t|
     vexp(e);
-    t = t >= zero ? one / (one + e) : e / (one + e);
+    const v8d d = one / (one + e);  // one division for both signs
+    t = t >= zero ? d : e * d;
 }
 
 // R, X: N x Lt column-major; act: N (row activity).  Eight rows at a time (the
@@ -585,8 +586,9 @@ struct AmpTask {
                 const double psi = prm.psi[l], f = psi / (mup[l] + psi);
                 prm.psi[l] = std::max(zz / static_cast<double>(M) * f * f + mup[l] * f, kVarFloor);
             }
+            const double inv_tau = 1.0 / tau[l];  // a multiply per entry, not a division
             for (idx i = o; i < o + M; ++i) {
-                const double s_new = Z[i] / tau[l];
+                const double s_new = Z[i] * inv_tau;
                 S[i] = (1.0 - beta) * s_new + beta * S[i];
             }
         }

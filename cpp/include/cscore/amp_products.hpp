@@ -309,18 +309,22 @@ inline void multiply(const PackedMatrix& W, pidx n, const double* const* X, doub
             const int nb = static_cast<int>(std::min<pidx>(cmax, n - c0));
             const double* acc = tmp.data() + b * area;
             const bool two = pair && nb <= 2 && W.isa() != cpu::Isa::generic;
+            // (plain loops: these copies are short, a memmove call per copy costs more)
             for (int c = 0; c < nb; ++c) {
-                const pidx r0 = std::min(h, m - p * h);
+                double* dst = C[c0 + c] + p * h;
                 if (two) {  // block2 layout: column c at c * 2h, both panels
                     const pidx rows = std::min(2 * h, m - p * h);
-                    std::copy(acc + c * 2 * h, acc + c * 2 * h + rows, C[c0 + c] + p * h);
+                    const double* src = acc + c * 2 * h;
+                    for (pidx r = 0; r < rows; ++r) dst[r] = src[r];
                     continue;
                 }
-                std::copy(acc + c * h, acc + c * h + r0, C[c0 + c] + p * h);
+                const pidx r0 = std::min(h, m - p * h);
+                const double* src = acc + c * h;
+                for (pidx r = 0; r < r0; ++r) dst[r] = src[r];
                 if (pair) {
                     const pidx r1 = std::min(h, m - (p + 1) * h);
-                    std::copy(acc + h * cmax + c * h, acc + h * cmax + c * h + r1,
-                              C[c0 + c] + (p + 1) * h);
+                    const double* src1 = acc + h * cmax + c * h;
+                    for (pidx r = 0; r < r1; ++r) dst[h + r] = src1[r];
                 }
             }
         }

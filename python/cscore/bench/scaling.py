@@ -7,8 +7,9 @@ and ``k = rho M``) and batch size, one batch of Bernoulli-Gaussian problems
 (``k`` nonzeros, 40 dB) is decoded ``repeats`` times; the best wall time, its
 CPU time, the peak of the Python/NumPy allocations during one decode
 (:mod:`tracemalloc`, after a warm-up decode; scratch of compiled code outside
-NumPy, such as the cscore core's work buffers or a BLAS's, is not counted) and the NMSE are recorded per
-(library, method, stopping rule, setting): one row of a tidy ``results.csv``.
+NumPy, such as the cscore core's work buffers or a BLAS's, is not counted) and
+the NMSE are recorded per (library, method, stopping rule, setting): one row of
+a tidy ``results.csv``.
 
 Methods and stopping rules (the figure draws one colour per library and one line
 style per stopping rule):
@@ -295,8 +296,8 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
     t_start = time.perf_counter()
     for kind in config.matrices:
         for N in sorted(int(n) for n in config.sizes):
-            M = max(2, int(round(config.delta * N)))
-            k = max(1, int(round(config.rho * M)))
+            M = max(2, round(config.delta * N))
+            k = max(1, round(config.rho * M))
             for B in config.batches:
                 A, X, Y, sigma = _problems(kind, N, M, k, int(B), config.snr_db, rng)
                 tol = sigma * math.sqrt(M)

@@ -94,7 +94,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -106,7 +106,6 @@ from .._validation import (
     common_float_dtype,
 )
 from ..result import DecodeResult
-from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
 from ._amp_common import (
     _DENOISERS,
     _STOP_NAMES,
@@ -116,6 +115,7 @@ from ._amp_common import (
     _shape_out,
     minimax_alpha,
 )
+from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
 
 __all__ = ["VAMPSolver", "amp", "minimax_alpha", "vamp"]
 
@@ -350,7 +350,7 @@ def amp(
         dt = np.dtype(np.float32 if y32 else np.float64)
         Y_op, Y3_op = _as_measurements(Y, prod.shape[0], dt, prod.shape[1])
         return _decode(
-            "amp", amp_operator_kernel, (prod,), prod, prod.c, Y_op, Y3_op, dt, opts,
+            "amp", amp_operator_kernel, (prod,), cast(Any, prod), prod.c, Y_op, Y3_op, dt, opts,
             n_threads, return_result,
         )  # fmt: skip
     dtype = common_float_dtype(A, Y)
