@@ -9,7 +9,8 @@ CPU time, the peak of the Python/NumPy allocations during one decode
 (:mod:`tracemalloc`, after a warm-up decode; scratch of compiled code outside
 NumPy, such as the cscore core's work buffers or a BLAS's, is not counted) and
 the NMSE are recorded per (library, method, stopping rule, setting): one row of
-a tidy ``results.csv``.
+a tidy ``results.csv``.  Everything runs on one thread (cscore's ``n_threads=1``,
+the BLAS limited to one thread), so the figures compare the libraries per core.
 
 Methods and stopping rules (the figure draws one colour per library and one line
 style per stopping rule):
@@ -210,9 +211,12 @@ def _methods(lib: str, kind: str, A: Any, k: int, tol: float
         from ..decoders.amp import amp
         from ..decoders.greedy import omp
 
-        out.append(("amp", "conv", lambda Y: np.asarray(amp(A, Y.T[:, :, None]))[:, :, 0].T))
-        out.append(("omp", "k", lambda Y: np.asarray(omp(A, Y, n_nonzero=k))))
-        out.append(("omp", "tol", lambda Y: np.asarray(omp(A, Y, tol=tol))))
+        def amp_run(Y: np.ndarray) -> np.ndarray:
+            return np.asarray(amp(A, Y.T[:, :, None], n_threads=1))[:, :, 0].T
+
+        out.append(("amp", "conv", amp_run))
+        out.append(("omp", "k", lambda Y: np.asarray(omp(A, Y, n_nonzero=k, n_threads=1))))
+        out.append(("omp", "tol", lambda Y: np.asarray(omp(A, Y, tol=tol, n_threads=1))))
     elif lib == "sklearn" and kind == "dense":
         from sklearn.linear_model import orthogonal_mp
 
@@ -283,6 +287,7 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
         ``rows`` (list of dict), ``out`` (folder), ``csv``, ``report`` and
         ``figure`` (path or None).
     """
+    from .._blas import single_threaded_blas
     from .report import write_csv, write_report
 
     config.check()
@@ -306,7 +311,8 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
                         key = (lib, method, stop, kind)
                         if key in slow:
                             continue
-                        X_hat, wall, cpu, peak = _measure(fn, Y, config.repeats)
+                        with single_threaded_blas():  # one core per library
+                            X_hat, wall, cpu, peak = _measure(fn, Y, config.repeats)
                         nmse = float(10 * np.log10(np.sum((X_hat - X) ** 2) / np.sum(X**2)))
                         rows.append({
                             "library": lib, "method": method, "stop": stop, "matrix": kind,
@@ -322,7 +328,8 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
     fig = plot_scaling(rows, out / "scaling.png") if config.plot and rows else None
     from .._config import instruction_set
 
-    note = (f"CPU {platform.processor() or platform.machine()}, kernels {instruction_set()}, "
+    note = (f"CPU {_cpu_model()}, kernels {instruction_set()}, one thread per library "
+            "(cscore n_threads=1, the BLAS limited to one thread), "
             f"load average {os.getloadavg()[0]:.1f} at the end; libraries run: "
             f"{', '.join(libs)} (not installed: "
             f"{', '.join(sorted(set(config.libraries or LIBRARIES) - set(libs))) or 'none'}). "
@@ -336,6 +343,17 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
         seconds=time.perf_counter() - t_start,
     )  # fmt: skip
     return {"rows": rows, "out": out, "csv": csv_path, "report": report, "figure": fig}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def _table(rows: Sequence[dict[str, Any]]) -> str:

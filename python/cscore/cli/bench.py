@@ -156,7 +156,7 @@ def _add_scaling_arguments(p: argparse.ArgumentParser) -> None:
                    help="scaling: timed decodes per point, best kept (default 2)")
     g.add_argument("--max-seconds", type=float, default=5.0,
                    help="scaling: a method slower than this per batch skips the larger N "
-                   "(default 5)")
+                   "(default 5.0)")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
