@@ -369,10 +369,11 @@ def _table(rows: Sequence[dict[str, Any]]) -> str:
 
 
 def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Log-log time per vector against ``N``: a panel per matrix kind and batch size.
+    """Log-log CPU time per vector against ``N``: a panel per matrix kind and batch size.
 
     One colour per library, one line style per stopping rule, one marker per
-    method.
+    method.  CPU time rather than wall time: every library runs on one thread, and
+    on a shared machine the wall time also counts the time others held the core.
 
     Parameters
     ----------
@@ -397,15 +398,19 @@ def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         curves = sorted({(r["library"], r["method"], r["stop"]) for r in rows
                          if r["matrix"] == kind and r["batch"] == B})
         for lib, method, stop in curves:
-            pts = sorted((r["N"], r["seconds_per_vector"]) for r in rows
+            pts = sorted((r["N"], r["cpu_seconds_per_vector"]) for r in rows
                          if (r["library"], r["method"], r["stop"], r["matrix"], r["batch"])
                          == (lib, method, stop, kind, B))
             ax.loglog([p[0] for p in pts], [p[1] for p in pts], color=colours.get(lib, "k"),
                       linestyle=styles.get(stop, "-."), marker=markers.get(method, "^"),
                       label=f"{lib} {method} ({stop})")
+        ns = sorted({r["N"] for r in rows if r["matrix"] == kind and r["batch"] == B})
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_title(f"{kind}, batch {B}")
         ax.set_xlabel("N")
-        ax.set_ylabel("seconds per vector")
+        ax.set_ylabel("CPU seconds per vector (one thread)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
