@@ -17,6 +17,11 @@
 // on avx512, 4 on avx2) and streams the panel once per block: the usual GEMM
 // register blocking, with the vector along the rows of W and each column's entry
 // x[kk] broadcast.
+//
+// Memory.  AMP packs A and A^T (two copies of M x N doubles, rows padded to the
+// panel height) once per call, VAMP U^T, V^T and V; the runs themselves need
+// O(M + N) each.  (The A^T panels could be read from a row-major A in place,
+// packing only the last partial panel: not done.)
 #pragma once
 
 #include <algorithm>
