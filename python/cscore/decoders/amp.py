@@ -103,7 +103,7 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -125,6 +125,7 @@ from ._amp_common import (
     _shape_out,
     minimax_alpha,
 )
+from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
 
 __all__ = ["VAMPSolver", "amp", "minimax_alpha", "vamp"]
 
@@ -341,8 +342,12 @@ def amp(
 
     Parameters
     ----------
-    A : array_like, shape (M, N)
-        Sensing matrix (finite, no all-zero column).
+    A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
+        Sensing matrix (finite, no all-zero column).  A sparse matrix, a
+        :class:`scipy.sparse.linalg.LinearOperator` or any object with ``shape``,
+        ``matvec`` and ``rmatvec`` (PyLops operators) runs the same iteration in
+        NumPy with block products (:mod:`cscore.decoders.amp_operator`, ``O(N)``
+        memory per vector, results equal to the dense path's up to rounding).
     Y : array_like, shape (M,), (M, L) or (B, M, L)
         One measurement vector, one MMV problem with L channels, or a batch of B
         problems.
@@ -444,6 +449,15 @@ def amp(
         "amp", denoiser, joint, max_iter, resolve_rtol("amp", rtol, tol), damping, alpha,
         sparsity, slab_var, noise_var, snr0,
     )  # fmt: skip
+    if is_operator(A):  # LinearOperator / sparse: the NumPy operator path
+        prod = OperatorProducts(A)
+        y32 = np.asarray(Y).dtype == np.float32 and getattr(A, "dtype", None) == np.float32
+        dt = np.dtype(np.float32 if y32 else np.float64)
+        Y_op, Y3_op = _as_measurements(Y, prod.shape[0], dt, prod.shape[1])
+        return _decode(
+            "amp", amp_operator_kernel, (prod,), cast(Any, prod), prod.c, Y_op, Y3_op, dt, opts,
+            n_threads, return_result,
+        )  # fmt: skip
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
     M, N = A_arr.shape
