@@ -89,7 +89,7 @@ register_decoder("tsbl", tsbl, stopping=(), scale_free=False,
                  description="T-SBL (Zhang & Rao 2011)")
 register_decoder("tmsbl", tmsbl, stopping=(), complex_ok=True, scale_free=False,
                  description="T-MSBL (Zhang & Rao 2011)")
-register_decoder("amp", amp, stopping=(),
+register_decoder("amp", amp, stopping=(), inputs=("dense", "sparse", "operator"),
                  description="AMP (Donoho et al. 2009), EM-learned Bernoulli-Gaussian or l1 "
                              "denoiser, joint rows for MMV")
 register_decoder("vamp", vamp, stopping=(),
