@@ -35,6 +35,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <type_traits>
@@ -90,6 +92,44 @@ struct View3 {
     }
 };
 
+// Entries out[i] = sum_t An[t, i0 + i] * ak[t], i < count, of a Gram column, for
+// An row-major M x N (row stride N): the operations of linalg::dot(At_i, ak) --
+// four partial sums over t mod 4, the tail t >= 4 floor(M / 4) into the first,
+// then (s0 + s1) + (s2 + s3), products and sums rounded separately -- for a block
+// of outputs at a time while the rows of An stream by.  Never inlined (so never
+// recompiled for another instruction set, where products could be fused): every
+// Gram entry of a call, stored or computed on demand, has the same bits.
+template <class T>
+CSCORE_NOINLINE void gram_block(const T* An, std::ptrdiff_t M, std::ptrdiff_t N, const T* ak,
+                                std::ptrdiff_t i0, std::ptrdiff_t count, T* out) {
+    constexpr std::ptrdiff_t kW = 64;
+    alignas(64) T acc[4][kW];
+    const std::ptrdiff_t m4 = M - M % 4;
+    for (std::ptrdiff_t b = 0; b < count; b += kW) {
+        const std::ptrdiff_t w = std::min(kW, count - b);
+        for (auto& a : acc)
+            for (std::ptrdiff_t j = 0; j < w; ++j) a[j] = T(0);
+        const T* base = An + i0 + b;
+        for (std::ptrdiff_t t = 0; t < M; ++t) {
+            T* a = acc[t < m4 ? t % 4 : 0];
+            const T* row = base + t * N;
+            const T v = ak[t];
+            for (std::ptrdiff_t j = 0; j < w; ++j) a[j] += row[j] * v;
+        }
+        for (std::ptrdiff_t j = 0; j < w; ++j) out[b + j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+    }
+}
+
+// How the Gram columns G[:, k] = An^T a_k reach the kernel (every way gives the
+// same bits, see gram_block).
+enum class GramMode {
+    stored,     // G formed once (N x N): many problems on one A with known atom counts
+    cached,     // each column formed the first time an atom is selected, then kept:
+                // a batch whose atom count is not known (tol), cost and memory grow
+                // with the distinct atoms selected
+    on_demand,  // formed per step into a work buffer: one problem (nothing to share)
+};
+
 // The dictionary, prepared once per call and shared read-only by all workers.
 template <class T>
 struct Dictionary {
@@ -97,17 +137,22 @@ struct Dictionary {
     LineVector<T> inv_norm;  // 1 / ||a_j||
     LineVector<T> An;        // normalized A, row-major M x N
     LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    GramMode mode = GramMode::stored;
     bool has_gram = true;     // G stored (else its columns are computed on demand)
     LineVector<T> G;         // An^T An, N x N symmetric (column j contiguous)
+    // GramMode::cached: column k, formed once under its flag (thread-safe).
+    std::unique_ptr<std::once_flag[]> col_once;
+    std::unique_ptr<LineVector<T>[]> col_cache;
 
-    // A is row-major M x N with row stride lda (elements).  G is stored when
-    // store_gram is set and it has at most gram_limit entries.  Throws on a zero
+    // A is row-major M x N with row stride lda (elements).  G is stored (or
+    // cached) only when it has at most gram_limit entries.  Throws on a zero
     // column.
     Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
-               std::ptrdiff_t gram_limit, bool store_gram = true)
+               std::ptrdiff_t gram_limit, GramMode want = GramMode::stored)
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
           An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
-          has_gram(store_gram && n <= gram_limit / std::max<std::ptrdiff_t>(n, 1)),
+          mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
+          has_gram(mode == GramMode::stored),
           G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* col = At.data() + j * M;
@@ -124,27 +169,31 @@ struct Dictionary {
         }
         for (std::ptrdiff_t i = 0; i < M; ++i)
             for (std::ptrdiff_t j = 0; j < N; ++j) An[i * N + j] = At[j * M + i];
+        if (mode == GramMode::cached) {
+            col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
+            col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
+        }
         if (!has_gram) return;
+        // Column j from row j down (G_ij = G_ji: the same products and sums).
         for (std::ptrdiff_t j = 0; j < N; ++j) {
-            for (std::ptrdiff_t i = j; i < N; ++i) {
-                const T g = gram_entry(i, j);
-                G[j * N + i] = g;
-                G[i * N + j] = g;
-            }
+            T* gj = G.data() + j * N;
+            gram_block(An.data(), M, N, At.data() + j * M, j, N - j, gj + j);
+            for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = gj[i];
         }
     }
 
-    // G[i, j] for i >= j, always by this one (never inlined, so never recompiled
-    // for another instruction set) function: stored and on-demand columns agree
-    // bit for bit.
-    CSCORE_NOINLINE T gram_entry(std::ptrdiff_t i, std::ptrdiff_t j) const {
-        return linalg::dot(At.data() + i * M, At.data() + j * M, M);
-    }
-
-    // Column k of G: a pointer into G, or computed into buf (N entries).
+    // Column k of G: a pointer into G or the cache, or computed into buf (N entries).
     const T* gram_column(std::ptrdiff_t k, T* buf) const {
         if (has_gram) return G.data() + k * N;
-        for (std::ptrdiff_t i = 0; i < N; ++i) buf[i] = i >= k ? gram_entry(i, k) : gram_entry(k, i);
+        if (mode == GramMode::cached) {
+            const auto kk = static_cast<std::size_t>(k);
+            std::call_once(col_once[kk], [&] {
+                col_cache[kk].resize(static_cast<std::size_t>(N));
+                gram_block(An.data(), M, N, At.data() + k * M, 0, N, col_cache[kk].data());
+            });
+            return col_cache[kk].data();
+        }
+        gram_block(An.data(), M, N, At.data() + k * M, 0, N, buf);
         return buf;
     }
 };
@@ -194,7 +243,13 @@ struct Outputs {
 // Problems are handed to the workers in chunks of this many (see decode()).
 constexpr std::ptrdiff_t kChunk = 32;
 
-// Per-thread scratch space.
+// Per-thread scratch space.  The arrays sized by the support (Q, z, gamma, w,
+// atoms, the factors) start at room for min(K, kStartAtoms) atoms and grow (room
+// doubled, at most K) as atoms are added (ensure), so a decode stopped by tol
+// after n atoms holds memory for about n atoms, not K = min(M, N).  Growing
+// moves values only: no result depends on it.
+constexpr std::ptrdiff_t kStartAtoms = 64;
+
 template <class T>
 struct Workspace {
     std::ptrdiff_t M, N, L, K;
@@ -204,17 +259,17 @@ struct Workspace {
     T* y = nullptr;         // L x M  measurements of the current problem (in ychunk)
     T* alpha = nullptr;     // L x N  its current correlations (in achunk)
     LineVector<T> score;   // N
-    LineVector<T> Q;       // N x K, column-major
-    LineVector<T> z;       // K x L
-    LineVector<T> gamma;   // K x L
-    LineVector<T> w;       // K  new row of the Cholesky factor
+    LineVector<T> Q;       // N x cap, column-major
+    LineVector<T> z;       // cap x L
+    LineVector<T> gamma;   // cap x L
+    LineVector<T> w;       // cap  new row of the Cholesky factor
     LineVector<T> gcol;    // N  a Gram column computed on demand
     LineVector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
     std::vector<T> res;     // L  explicit residual norms
-    std::vector<T> epath;   // (K + 1) x L  tol="auto": residual energy after each step
-    std::vector<std::int64_t> atoms;  // K
+    std::vector<T> epath;   // (n + 1) x L  tol="auto": residual energy after each step
+    std::vector<std::int64_t> atoms;  // cap
     std::vector<unsigned char> selected;  // N
     linalg::GrowingCholesky<T> chol;
     // Plain OMP finishes its problems two at a time (decode_chunk, finish_pair):
@@ -225,12 +280,33 @@ struct Workspace {
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
-          scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * k)), z(sz(k * l)),
-          gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
-          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k), chol_b(k), z_b(sz(k * l)),
-          gamma_b(sz(k * l)), r_b(sz(m)), atoms_b(sz(k)) {}
+          scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * start(k))),
+          z(sz(start(k) * l)), gamma(sz(start(k) * l)), w(sz(start(k))), gcol(sz(n)), r(sz(m)),
+          yy(sz(l)), energy(sz(l)), res(sz(l)), epath(sz((start(k) + 1) * l)), atoms(sz(start(k))),
+          selected(sz(n)), chol(start(k)), chol_b(start(k)), z_b(sz(start(k) * l)),
+          gamma_b(sz(start(k) * l)), r_b(sz(m)), atoms_b(sz(start(k))) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
+    static std::ptrdiff_t start(std::ptrdiff_t k) { return std::min(k, kStartAtoms); }
+
+    // Room for n + 1 atoms in the arrays the next step writes (Q, z, w, atoms, chol).
+    void ensure(std::ptrdiff_t n) {
+        if (n < chol.capacity() && static_cast<std::size_t>(n) < atoms.size() &&
+            static_cast<std::size_t>((n + 1) * L) <= z.size() &&
+            static_cast<std::size_t>((n + 1) * L) <= gamma.size() && static_cast<std::size_t>(n) < w.size() &&
+            static_cast<std::size_t>((n + 1) * N) <= Q.size())
+            return;
+        const std::ptrdiff_t cap = std::min(K, std::max<std::ptrdiff_t>(2 * (n + 1), kStartAtoms));
+        const auto room = [](auto& v, std::ptrdiff_t size) {
+            if (v.size() < static_cast<std::size_t>(size)) v.resize(static_cast<std::size_t>(size));
+        };
+        room(Q, N * cap);
+        room(z, cap * L);
+        room(gamma, cap * L);
+        room(w, cap);
+        room(atoms, cap);
+        chol.reserve(cap);
+    }
 };
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -876,6 +952,7 @@ template <class T, bool kFma>
 void path_energies(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
     const std::ptrdiff_t L = ws.L;
     explicit_residual<T, kFma>(D, ws, n);
+    if (ws.epath.size() < static_cast<std::size_t>((n + 1) * L)) ws.epath.resize(static_cast<std::size_t>((n + 1) * L));
     T* E = ws.epath.data();
     for (std::ptrdiff_t c = 0; c < L; ++c) {
         T acc = ws.res[static_cast<std::size_t>(c)] * ws.res[static_cast<std::size_t>(c)];
@@ -1075,6 +1152,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
             break;
         }
         // w = Q[k, :] (= L^{-1} G_{I,k}, see the header).
+        ws.ensure(n);
         T* Q = ws.Q.data();
         T* w = ws.w.data();
         for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = Q[i * N + k];
@@ -1193,6 +1271,8 @@ CSCORE_FORCE_INLINE void finish_pair(const Dictionary<double>& D, Workspace<doub
     const std::ptrdiff_t M = D.M;
     const linalg::GrowingCholesky<double>* chol[2] = {&ws.chol_b, &ws.chol};
     const double* z[2] = {ws.z_b.data(), ws.z.data()};
+    if (ws.gamma_b.size() < static_cast<std::size_t>(pend[0].n))
+        ws.gamma_b.resize(static_cast<std::size_t>(pend[0].n));
     double* gamma[2] = {ws.gamma_b.data(), ws.gamma.data()};
     const std::int64_t* atoms[2] = {ws.atoms_b.data(), ws.atoms.data()};
     double* r[2] = {ws.r_b.data(), ws.r.data()};
@@ -1317,9 +1397,17 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
     // Forming G costs about N^2 M / 2; computing the selected atoms' columns on
     // demand costs N M per atom.  Store G only when the batch selects enough atoms
-    // (P * max_atoms >= N / 2) to repay it; both give bit-identical results.
-    const bool store_gram = 2 * P * opt.max_atoms >= N;
-    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, store_gram);
+    // (P * max_atoms >= N / 2) to repay it.  With tol alone the atom count is not
+    // known (max_atoms is only a bound): a batch then keeps each column once
+    // formed (cost and memory grow with the distinct atoms selected) and a single
+    // problem forms its columns on demand.  Every way gives the same bits.
+    const bool count_known = opt.tol < 0.0 || opt.cap_is_n_nonzero;
+    GramMode mode = GramMode::on_demand;
+    if (count_known && 2 * P * opt.max_atoms >= N)
+        mode = GramMode::stored;
+    else if (P > 1)
+        mode = GramMode::cached;
+    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
     const bool avx2 = cpu::isa_at_least(cpu::Isa::avx2);
