@@ -92,33 +92,59 @@ struct View3 {
     }
 };
 
-// Entries out[i] = sum_t An[t, i0 + i] * ak[t], i < count, of a Gram column, for
-// An row-major M x N (row stride N): the operations of linalg::dot(At_i, ak) --
-// four partial sums over t mod 4, the tail t >= 4 floor(M / 4) into the first,
-// then (s0 + s1) + (s2 + s3), products and sums rounded separately -- for a block
-// of outputs at a time while the rows of An stream by.  Never inlined (so never
-// recompiled for another instruction set, where products could be fused): every
-// Gram entry of a call, stored or computed on demand, has the same bits.
+// Entries out[i] = dot(At_{i0 + i}, ak), i < count, of a Gram column (At the
+// normalized atoms, row-major N x M): linalg::dot's operations -- four partial
+// sums over t mod 4, the tail t >= 4 floor(M / 4) into the first, then
+// (s0 + s1) + (s2 + s3), products and sums rounded separately.  Never inlined
+// (so never recompiled for another instruction set, where products could be
+// fused): every Gram entry of a call, stored or computed on demand, has the
+// same bits.
 template <class T>
-CSCORE_NOINLINE void gram_block(const T* An, std::ptrdiff_t M, std::ptrdiff_t N, const T* ak,
-                                std::ptrdiff_t i0, std::ptrdiff_t count, T* out) {
-    constexpr std::ptrdiff_t kW = 64;
-    alignas(64) T acc[4][kW];
+CSCORE_NOINLINE void gram_block_generic(const T* At, std::ptrdiff_t M, const T* ak, std::ptrdiff_t i0,
+                                        std::ptrdiff_t count, T* out) {
+    for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = linalg::dot(At + (i0 + i) * M, ak, M);
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+// The lanes s0..s3 of acc, the tail t in [m4, M) added into s0, then
+// (s0 + s1) + (s2 + s3): the end of linalg::dot.
+__attribute__((target("avx2"))) inline double gram_finish(__m256d acc, const double* row,
+                                                           const double* ak, std::ptrdiff_t m4,
+                                                           std::ptrdiff_t M) {
+    alignas(32) double s[4];
+    _mm256_store_pd(s, acc);
+    for (std::ptrdiff_t t = m4; t < M; ++t) s[0] += row[t] * ak[t];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// gram_block_generic for double with AVX (no FMA, so products and sums round
+// separately as there): lane t of one accumulator is the partial sum s_t of
+// linalg::dot; eight atoms at a time share the loads of ak.  Same bits.
+__attribute__((target("avx2"))) CSCORE_NOINLINE inline void gram_block_avx(
+    const double* At, std::ptrdiff_t M, const double* ak, std::ptrdiff_t i0, std::ptrdiff_t count,
+    double* out) {
     const std::ptrdiff_t m4 = M - M % 4;
-    for (std::ptrdiff_t b = 0; b < count; b += kW) {
-        const std::ptrdiff_t w = std::min(kW, count - b);
-        for (auto& a : acc)
-            for (std::ptrdiff_t j = 0; j < w; ++j) a[j] = T(0);
-        const T* base = An + i0 + b;
-        for (std::ptrdiff_t t = 0; t < M; ++t) {
-            T* a = acc[t < m4 ? t % 4 : 0];
-            const T* row = base + t * N;
-            const T v = ak[t];
-            for (std::ptrdiff_t j = 0; j < w; ++j) a[j] += row[j] * v;
+    std::ptrdiff_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const double* rows = At + (i0 + i) * M;
+        __m256d acc[8];
+        for (auto& v : acc) v = _mm256_setzero_pd();
+        for (std::ptrdiff_t t = 0; t < m4; t += 4) {
+            const __m256d x = _mm256_loadu_pd(ak + t);
+            for (int r = 0; r < 8; ++r)
+                acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_loadu_pd(rows + r * M + t), x));
         }
-        for (std::ptrdiff_t j = 0; j < w; ++j) out[b + j] = (acc[0][j] + acc[1][j]) + (acc[2][j] + acc[3][j]);
+        for (int r = 0; r < 8; ++r) out[i + r] = gram_finish(acc[r], rows + r * M, ak, m4, M);
+    }
+    for (; i < count; ++i) {
+        const double* row = At + (i0 + i) * M;
+        __m256d acc = _mm256_setzero_pd();
+        for (std::ptrdiff_t t = 0; t < m4; t += 4)
+            acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(row + t), _mm256_loadu_pd(ak + t)));
+        out[i] = gram_finish(acc, row, ak, m4, M);
     }
 }
+#endif
 
 // How the Gram columns G[:, k] = An^T a_k reach the kernel (every way gives the
 // same bits, see gram_block).
@@ -143,6 +169,20 @@ struct Dictionary {
     // GramMode::cached: column k, formed once under its flag (thread-safe).
     std::unique_ptr<std::once_flag[]> col_once;
     std::unique_ptr<LineVector<T>[]> col_cache;
+    bool avx = false;  // Gram entries by gram_block_avx (same bits as the generic one)
+
+    // Gram entries G[i0 + i, k], i < count (see gram_block_generic).
+    void gram_block(std::ptrdiff_t k, std::ptrdiff_t i0, std::ptrdiff_t count, T* out) const {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+        if constexpr (std::is_same_v<T, double>) {
+            if (avx) {
+                gram_block_avx(At.data(), M, At.data() + k * M, i0, count, out);
+                return;
+            }
+        }
+#endif
+        gram_block_generic(At.data(), M, At.data() + k * M, i0, count, out);
+    }
 
     // A is row-major M x N with row stride lda (elements).  G is stored (or
     // cached) only when it has at most gram_limit entries.  Throws on a zero
@@ -154,9 +194,17 @@ struct Dictionary {
           mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
           has_gram(mode == GramMode::stored),
           G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+        avx = cpu::isa_at_least(cpu::Isa::avx2);
+#endif
+        // A transposed into At by tiles (rows of A read contiguously).
+        constexpr std::ptrdiff_t kTile = 32;
+        for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+            for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+                for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
+                    for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j) At[j * M + i] = A[i * lda + j];
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* col = At.data() + j * M;
-            for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = A[i * lda + j];
             // Scaled norm: immune to overflow/underflow for extreme column scales.
             T amax = T(0);
             for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(col[i]));
@@ -167,8 +215,10 @@ struct Dictionary {
             inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
             for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
         }
-        for (std::ptrdiff_t i = 0; i < M; ++i)
-            for (std::ptrdiff_t j = 0; j < N; ++j) An[i * N + j] = At[j * M + i];
+        for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+            for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
+                    for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
         if (mode == GramMode::cached) {
             col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
             col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
@@ -177,7 +227,7 @@ struct Dictionary {
         // Column j from row j down (G_ij = G_ji: the same products and sums).
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* gj = G.data() + j * N;
-            gram_block(An.data(), M, N, At.data() + j * M, j, N - j, gj + j);
+            gram_block(j, j, N - j, gj + j);
             for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = gj[i];
         }
     }
@@ -189,11 +239,11 @@ struct Dictionary {
             const auto kk = static_cast<std::size_t>(k);
             std::call_once(col_once[kk], [&] {
                 col_cache[kk].resize(static_cast<std::size_t>(N));
-                gram_block(An.data(), M, N, At.data() + k * M, 0, N, col_cache[kk].data());
+                gram_block(k, 0, N, col_cache[kk].data());
             });
             return col_cache[kk].data();
         }
-        gram_block(An.data(), M, N, At.data() + k * M, 0, N, buf);
+        gram_block(k, 0, N, buf);
         return buf;
     }
 };
