@@ -161,7 +161,7 @@ template <class T>
 struct Dictionary {
     std::ptrdiff_t M = 0, N = 0;
     LineVector<T> inv_norm;  // 1 / ||a_j||
-    LineVector<T> An;        // normalized A, row-major M x N
+    LineVector<T> An;        // normalized A, row-major M x N (empty when not needed)
     LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
     GramMode mode = GramMode::stored;
     bool has_gram = true;     // G stored (else its columns are computed on demand)
@@ -188,9 +188,9 @@ struct Dictionary {
     // cached) only when it has at most gram_limit entries.  Throws on a zero
     // column.
     Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
-               std::ptrdiff_t gram_limit, GramMode want = GramMode::stored)
+               std::ptrdiff_t gram_limit, GramMode want = GramMode::stored, bool need_an = true)
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
-          An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
+          An(need_an ? static_cast<std::size_t>(m * n) : 0), At(static_cast<std::size_t>(m * n)),
           mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
           has_gram(mode == GramMode::stored),
           G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
@@ -198,7 +198,9 @@ struct Dictionary {
         avx = cpu::isa_at_least(cpu::Isa::avx2);
 #endif
         // A transposed into At by tiles (rows of A read contiguously).
-        constexpr std::ptrdiff_t kTile = 32;
+        // Tiles of 8: a power-of-two stride (M or N) puts the lines written in one
+        // cache set, and 8 of them fit its ways.
+        constexpr std::ptrdiff_t kTile = 8;
         for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
             for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
                 for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
@@ -215,7 +217,7 @@ struct Dictionary {
             inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
             for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
         }
-        for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+        for (std::ptrdiff_t j0 = 0; j0 < N && !An.empty(); j0 += kTile)
             for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
                 for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
                     for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
@@ -475,6 +477,64 @@ __attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
         double acc = g[j];
         for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
         y[j] = acc * s;
+    }
+}
+
+// y[j] = sum_r x[r] X[j, r] for X row-major n x m (rows contiguous, the atoms of
+// At): every output accumulated exactly as gemv_t_rows accumulates it (from 0,
+// one fused operation per r, r in order), so with X = At this gives the bits of
+// gemv_t_rows over An.  Four outputs per register (4 x 4 blocks transposed in
+// registers), four registers at a time.
+__attribute__((target("avx2,fma"))) inline void transpose4(const double* r0, std::ptrdiff_t ld,
+                                                          __m256d* v) {
+    const __m256d a0 = _mm256_loadu_pd(r0), a1 = _mm256_loadu_pd(r0 + ld);
+    const __m256d a2 = _mm256_loadu_pd(r0 + 2 * ld), a3 = _mm256_loadu_pd(r0 + 3 * ld);
+    const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
+    const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
+    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+template <int kG>
+__attribute__((target("avx2,fma"))) inline void gemv_rows_block(std::ptrdiff_t m, const double* X,
+                                                               const double* x, double* y) {
+    __m256d acc[kG];
+    for (auto& a : acc) a = _mm256_setzero_pd();
+    const std::ptrdiff_t m4 = m - m % 4;
+    for (std::ptrdiff_t r = 0; r < m4; r += 4) {
+        const __m256d x0 = _mm256_broadcast_sd(x + r), x1 = _mm256_broadcast_sd(x + r + 1);
+        const __m256d x2 = _mm256_broadcast_sd(x + r + 2), x3 = _mm256_broadcast_sd(x + r + 3);
+        for (int g = 0; g < kG; ++g) {
+            __m256d v[4];
+            transpose4(X + 4 * g * m + r, m, v);
+            acc[g] = _mm256_fmadd_pd(x0, v[0], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x1, v[1], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x2, v[2], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x3, v[3], acc[g]);
+        }
+    }
+    for (std::ptrdiff_t r = m4; r < m; ++r) {
+        const __m256d xr = _mm256_broadcast_sd(x + r);
+        for (int g = 0; g < kG; ++g) {
+            const double* c = X + 4 * g * m + r;
+            acc[g] = _mm256_fmadd_pd(xr, _mm256_setr_pd(c[0], c[m], c[2 * m], c[3 * m]), acc[g]);
+        }
+    }
+    for (int g = 0; g < kG; ++g) _mm256_storeu_pd(y + 4 * g, acc[g]);
+}
+
+__attribute__((target("avx2,fma"))) inline void gemv_rows(std::ptrdiff_t n, std::ptrdiff_t m,
+                                                         const double* X, const double* x,
+                                                         double* y) {
+    std::ptrdiff_t j = 0;
+    for (; j + 16 <= n; j += 16) gemv_rows_block<4>(m, X + j * m, x, y + j);
+    for (; j + 4 <= n; j += 4) gemv_rows_block<1>(m, X + j * m, x, y + j);
+    for (; j < n; ++j) {
+        double acc = 0.0;
+        for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[r], X[j * m + r], acc);
+        y[j] = acc;
     }
 }
 
@@ -876,6 +936,10 @@ CSCORE_FORCE_INLINE void chunk_correlations(const Dictionary<T>& D, std::ptrdiff
     std::ptrdiff_t v = 0;
 #ifdef CSCORE_GREEDY_AVX2
     if constexpr (!kBlasGemv && std::is_same_v<T, double>) {
+        if (D.An.empty()) {  // one problem: An was not formed (same bits from At)
+            for (; v < nvec; ++v) avx2::gemv_rows(N, M, D.At.data(), y + v * M, a + v * N);
+            return;
+        }
         for (; v + 4 <= nvec; v += 4) {
             const double* xs[4] = {y + v * M, y + (v + 1) * M, y + (v + 2) * M, y + (v + 3) * M};
             double* ys[4] = {a + v * N, a + (v + 1) * N, a + (v + 2) * N, a + (v + 3) * N};
@@ -1457,7 +1521,14 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         mode = GramMode::stored;
     else if (P > 1)
         mode = GramMode::cached;
-    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode);
+    // One problem on the AVX2 path takes its correlations from At (avx2::gemv_rows,
+    // the bits of gemv_t_rows over An): An, a second copy of A, is not formed.
+#ifdef CSCORE_GREEDY_AVX2
+    const bool need_an = !(std::is_same_v<T, double> && P == 1 && cpu::isa_at_least(cpu::Isa::avx2));
+#else
+    const bool need_an = true;
+#endif
+    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode, need_an);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
     const bool avx2 = cpu::isa_at_least(cpu::Isa::avx2);
