@@ -45,6 +45,9 @@
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
 #endif
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "cscore/blas.hpp"
 #include "cscore/cpu.hpp"
@@ -72,8 +75,27 @@ struct LineAllocator {
     LineAllocator() = default;
     template <class U>
     LineAllocator(const LineAllocator<U>&) noexcept {}  // NOLINT: rebinding
-    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+    // Blocks of 4 MiB and more (a large dictionary, its Gram matrix) are aligned
+    // to 2 MiB and offered transparent huge pages where Linux has them: 512 times
+    // fewer page faults on first touch and TLB misses in the passes over them.
+    static constexpr std::size_t kHuge = std::size_t{1} << 21;
+    static bool huge(std::size_t bytes) { return bytes >= 2 * kHuge; }
+    T* allocate(std::size_t n) {
+        const std::size_t bytes = n * sizeof(T);
+        if (!huge(bytes)) return static_cast<T*>(::operator new(bytes, kAlign));
+        const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+        void* p = ::operator new(rounded, std::align_val_t{kHuge});
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        (void)::madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        if (huge(n * sizeof(T)))
+            ::operator delete(p, std::align_val_t{kHuge});
+        else
+            ::operator delete(p, kAlign);
+    }
     template <class U>
     bool operator==(const LineAllocator<U>&) const noexcept { return true; }
     template <class U>

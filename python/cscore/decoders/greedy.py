@@ -109,7 +109,8 @@ def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | Non
     if cplx:
         col_max = np.max(np.maximum(np.abs(A_arr.real), np.abs(A_arr.imag)), axis=0)
     else:
-        col_max = np.max(np.abs(A_arr), axis=0)
+        # max |a_ij| from the column maxima and minima: no temporary the size of A
+        col_max = np.maximum(np.max(A_arr, axis=0), -np.min(A_arr, axis=0))
     extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
     if not np.any(extreme):
         return A_arr, None
