@@ -32,10 +32,10 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -69,20 +69,23 @@ def _problem(M: int, N: int, k: int, B: int, seed: int) -> tuple[np.ndarray, np.
 
 
 def _alternate(fa: Callable[[], Any], fb: Callable[[], Any], repeats: int,
-               budget: float) -> tuple[float, float]:
-    """Best-of times of fa and fb called alternately (a, b, a, b, ...)."""
-    ta, tb = [], []
+               budget: float) -> tuple[float, float, float, float]:
+    """Best-of wall and thread-CPU times of fa and fb called alternately (a, b, a, b, ...).
+
+    Returns (wall a, wall b, cpu a, cpu b).  On a loaded machine the CPU time of
+    this thread (both sides run on it, BLAS on one thread) is the steadier figure.
+    """
+    ta, tb, ca, cb = [], [], [], []
     start = time.perf_counter()
     for r in range(repeats):
-        t0 = time.perf_counter()
-        fa()
-        ta.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        fb()
-        tb.append(time.perf_counter() - t0)
+        for f, wall, cpu in ((fa, ta, ca), (fb, tb, cb)):
+            t0, c0 = time.perf_counter(), time.thread_time()
+            f()
+            cpu.append(time.thread_time() - c0)
+            wall.append(time.perf_counter() - t0)
         if r >= 1 and time.perf_counter() - start > budget:
             break
-    return min(ta), min(tb)
+    return min(ta), min(tb), min(ca), min(cb)
 
 
 def speed(sizes: list[tuple[int, int]], repeats: int, budget: float, batch: bool,
@@ -90,8 +93,8 @@ def speed(sizes: list[tuple[int, int]], repeats: int, budget: float, batch: bool
     from sklearn.linear_model import orthogonal_mp
 
     print("\n## speed: sklearn time / cscore time (>1: cscore faster), best of repeats")
-    print("| M x N | k | B | rule | cscore ms | sklearn ms | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print("| M x N | k | B | rule | cscore ms | sklearn ms | ratio (wall) | ratio (CPU) |")
+    print("|---|---|---|---|---|---|---|---|")
     for M, N in sizes:
         for k in (M // 16, M // 8, M // 4):
             runs = [(1, "n_nonzero"), (1, "tol")]
@@ -101,24 +104,16 @@ def speed(sizes: list[tuple[int, int]], repeats: int, budget: float, batch: bool
                 A, Y = _problem(M, N, k, B, seed=M + N + k)
                 y = Y[:, 0] if B == 1 else Y
                 pre = B > 1
+                tol = 0.01 * np.sqrt(M) * 1.05  # about the noise: stops near k atoms
                 if rule == "n_nonzero":
-                    def fc() -> Any:
-                        return cscore.omp(A, y, n_nonzero=k, n_threads=1)
-
-                    def fs() -> Any:
-                        return orthogonal_mp(A, y, n_nonzero_coefs=k, precompute=pre)
+                    fc = partial(cscore.omp, A, y, n_nonzero=k, n_threads=1)
+                    fs = partial(orthogonal_mp, A, y, n_nonzero_coefs=k, precompute=pre)
                 else:
-                    tol = 0.01 * np.sqrt(M) * 1.05  # about the noise: stops near k atoms
-
-                    def fc() -> Any:
-                        return cscore.omp(A, y, tol=tol, n_threads=1)
-
-                    def fs() -> Any:
-                        return orthogonal_mp(A, y, tol=tol**2, precompute=pre)
-                tc, ts = _alternate(fc, fs, repeats, budget)
+                    fc = partial(cscore.omp, A, y, tol=tol, n_threads=1)
+                    fs = partial(orthogonal_mp, A, y, tol=tol**2, precompute=pre)
+                tc, ts, cc, cs = _alternate(fc, fs, repeats, budget)
                 print(f"| {M} x {N} | {k} | {B} | {rule} | {tc * 1e3:.2f} | {ts * 1e3:.2f} "
-                      f"| **{ts / tc:.2f}x** |", flush=True)
-                del A, Y, y
+                      f"| {ts / tc:.2f}x | **{cs / cc:.2f}x** |", flush=True)
 
 
 def _partial_dct(M: int, N: int, seed: int) -> Any:
@@ -152,8 +147,8 @@ def _operator_problem(M: int, N: int, k: int, seed: int) -> tuple[Any, np.ndarra
 
 def tol_cost(sizes: list[tuple[int, int]], repeats: int, budget: float) -> None:
     print("\n## tol: time of a tol-stopped decode / the n_nonzero decode at its atom count")
-    print("| case | atoms found | tol ms | n_nonzero ms | ratio |")
-    print("|---|---|---|---|---|")
+    print("| case | atoms found | tol ms | n_nonzero ms | ratio (wall) | ratio (CPU) |")
+    print("|---|---|---|---|---|---|")
     cases: list[tuple[str, Callable[[Any], Any], Callable[[int], Any]]] = []
     for M, N in sizes:
         k = M // 8
@@ -183,36 +178,48 @@ def tol_cost(sizes: list[tuple[int, int]], repeats: int, budget: float) -> None:
         n = int(np.max(res.n_iter))
         if n < 1:
             continue
-        tt, tk = _alternate(lambda: f_tol(None), lambda: f_k(n), repeats, budget)
-        print(f"| {name} | {n} | {tt * 1e3:.2f} | {tk * 1e3:.2f} | **{tt / tk:.2f}** |", flush=True)
+        tt, tk, ct, ck = _alternate(partial(f_tol, None), partial(f_k, n), repeats, budget)
+        print(f"| {name} | {n} | {tt * 1e3:.2f} | {tk * 1e3:.2f} | {tt / tk:.2f} "
+              f"| **{ct / ck:.2f}** |", flush=True)
 
 
 _CHILD = r"""
-import json, resource, sys, numpy as np
+import json, sys, numpy as np
 sys.path.insert(0, {bench!r})
 import bench_scaling_omp as b, cscore
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key):
+                return int(line.split()[1])  # kB
+
 kind, M, N, k, B, rule, n = {args!r}
 if kind == "dense":
     A, Y = b._problem(M, N, k, B, seed=11)
     y = Y[:, 0] if B == 1 else Y
     tol = 0.01 * np.sqrt(M) * 1.05
     cscore.omp(A[:8, :16].copy(), y[:8], n_nonzero=1)  # load the core
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    r = (cscore.omp(A, y, tol=tol, n_threads=1, return_result=True) if rule == "tol"
-         else cscore.omp(A, y, n_nonzero=n, n_threads=1, return_result=True))
+    dec = ((lambda: cscore.omp(A, y, tol=tol, n_threads=1, return_result=True)) if rule == "tol"
+           else (lambda: cscore.omp(A, y, n_nonzero=n, n_threads=1, return_result=True)))
 else:
     op, y, tol = b._operator_problem(M, N, k, seed=5)
     cscore.omp(op, y, n_nonzero=1)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    r = (cscore.omp(op, y, tol=tol, return_result=True) if rule == "tol"
-         else cscore.omp(op, y, n_nonzero=n, return_result=True))
-after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-print(json.dumps({{"mib": (after - before) / 1024, "n": int(np.max(r.n_iter))}}))
+    dec = ((lambda: cscore.omp(op, y, tol=tol, return_result=True)) if rule == "tol"
+           else (lambda: cscore.omp(op, y, n_nonzero=n, return_result=True)))
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")  # resets the peak resident size (VmHWM) to the current one
+before = status("VmRSS:")
+r = dec()
+peak = status("VmHWM:")
+print(json.dumps({{"mib": (peak - before) / 1024, "n": int(np.max(r.n_iter))}}))
 """
 
 
 def _peak(kind: str, M: int, N: int, k: int, B: int, rule: str, n: int = 0) -> dict[str, Any]:
-    """Peak RSS (MiB) a decode adds above everything before it, in a fresh process."""
+    """Peak RSS (MiB) a decode adds above the resident size before it (its inputs and
+    the loaded modules), in a fresh process (Linux: the peak is reset through
+    /proc/self/clear_refs)."""
     code = _CHILD.format(bench=os.path.dirname(os.path.abspath(__file__)),
                          args=(kind, M, N, k, B, rule, n))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -255,7 +262,8 @@ def main() -> None:
     from threadpoolctl import threadpool_limits
 
     print(f"CPU: {_cpu_model()}; cscore ISA: {cscore.instruction_set()}; one thread "
-          f"(cscore n_threads=1, BLAS limited to 1); load average {os.getloadavg()[0]:.1f}; "
+          "(cscore n_threads=1, BLAS limited to 1); times best of repeats, ms wall; "
+          f"load average {os.getloadavg()[0]:.1f}; "
           f"numpy {np.__version__}")
     with threadpool_limits(1):
         parts = a.parts.split(",")
