@@ -191,6 +191,7 @@ struct Dictionary {
     // GramMode::cached: column k, formed once under its flag (thread-safe).
     std::unique_ptr<std::once_flag[]> col_once;
     std::unique_ptr<LineVector<T>[]> col_cache;
+    std::unique_ptr<std::atomic<bool>[]> col_ready;  // column k complete in col_cache
     bool avx = false;  // Gram entries by gram_block_avx (same bits as the generic one)
 
     // Gram entries G[i0 + i, k], i < count (see gram_block_generic).
@@ -246,6 +247,8 @@ struct Dictionary {
         if (mode == GramMode::cached) {
             col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
             col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
+            col_ready.reset(new std::atomic<bool>[static_cast<std::size_t>(N)]);
+            for (std::ptrdiff_t j = 0; j < N; ++j) col_ready[static_cast<std::size_t>(j)].store(false);
         }
         if (!has_gram) return;
         // Column j from row j down (G_ij = G_ji: the same products and sums).
@@ -263,7 +266,22 @@ struct Dictionary {
             const auto kk = static_cast<std::size_t>(k);
             std::call_once(col_once[kk], [&] {
                 col_cache[kk].resize(static_cast<std::size_t>(N));
-                gram_block(k, 0, N, col_cache[kk].data());
+                T* col = col_cache[kk].data();
+                // G[i, k] = G[k, i]: taken from column i where it is complete (the
+                // same products, in the same order: the same bits), else formed.
+                std::ptrdiff_t i = 0;
+                while (i < N) {
+                    if (col_ready[static_cast<std::size_t>(i)].load(std::memory_order_acquire)) {
+                        col[i] = col_cache[static_cast<std::size_t>(i)][kk];
+                        ++i;
+                        continue;
+                    }
+                    std::ptrdiff_t j = i + 1;
+                    while (j < N && !col_ready[static_cast<std::size_t>(j)].load(std::memory_order_acquire)) ++j;
+                    gram_block(k, i, j - i, col + i);
+                    i = j;
+                }
+                col_ready[kk].store(true, std::memory_order_release);
             });
             return col_cache[kk].data();
         }
