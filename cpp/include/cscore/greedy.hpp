@@ -144,22 +144,27 @@ __attribute__((target("avx2"))) inline double gram_finish(__m256d acc, const dou
 // linalg::dot; eight atoms at a time share the loads of ak.  Same bits.
 __attribute__((target("avx2"))) CSCORE_NOINLINE inline void gram_block_avx(
     const double* At, std::ptrdiff_t M, const double* ak, std::ptrdiff_t i0, std::ptrdiff_t count,
-    double* out) {
+    double* out, const std::ptrdiff_t* idx = nullptr) {
     const std::ptrdiff_t m4 = M - M % 4;
+    // Row i of the block: atom idx[i] when a list is given, else i0 + i.
+    const auto row_of = [At, M, i0, idx](std::ptrdiff_t i) {
+        return At + (idx != nullptr ? idx[i] : i0 + i) * M;
+    };
     std::ptrdiff_t i = 0;
     for (; i + 8 <= count; i += 8) {
-        const double* rows = At + (i0 + i) * M;
+        const double* rows[8];
+        for (int r = 0; r < 8; ++r) rows[r] = row_of(i + r);
         __m256d acc[8];
         for (auto& v : acc) v = _mm256_setzero_pd();
         for (std::ptrdiff_t t = 0; t < m4; t += 4) {
             const __m256d x = _mm256_loadu_pd(ak + t);
             for (int r = 0; r < 8; ++r)
-                acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_loadu_pd(rows + r * M + t), x));
+                acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_loadu_pd(rows[r] + t), x));
         }
-        for (int r = 0; r < 8; ++r) out[i + r] = gram_finish(acc[r], rows + r * M, ak, m4, M);
+        for (int r = 0; r < 8; ++r) out[i + r] = gram_finish(acc[r], rows[r], ak, m4, M);
     }
     for (; i < count; ++i) {
-        const double* row = At + (i0 + i) * M;
+        const double* row = row_of(i);
         __m256d acc = _mm256_setzero_pd();
         for (std::ptrdiff_t t = 0; t < m4; t += 4)
             acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(row + t), _mm256_loadu_pd(ak + t)));
@@ -194,17 +199,24 @@ struct Dictionary {
     std::unique_ptr<std::atomic<bool>[]> col_ready;  // column k complete in col_cache
     bool avx = false;  // Gram entries by gram_block_avx (same bits as the generic one)
 
-    // Gram entries G[i0 + i, k], i < count (see gram_block_generic).
-    void gram_block(std::ptrdiff_t k, std::ptrdiff_t i0, std::ptrdiff_t count, T* out) const {
+    // Gram entries G[i0 + i, k], i < count, or G[idx[i], k] with a list idx (see
+    // gram_block_generic).
+    void gram_block(std::ptrdiff_t k, std::ptrdiff_t i0, std::ptrdiff_t count, T* out,
+                    const std::ptrdiff_t* idx = nullptr) const {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
         if constexpr (std::is_same_v<T, double>) {
             if (avx) {
-                gram_block_avx(At.data(), M, At.data() + k * M, i0, count, out);
+                gram_block_avx(At.data(), M, At.data() + k * M, i0, count, out, idx);
                 return;
             }
         }
 #endif
-        gram_block_generic(At.data(), M, At.data() + k * M, i0, count, out);
+        if (idx == nullptr) {
+            gram_block_generic(At.data(), M, At.data() + k * M, i0, count, out);
+            return;
+        }
+        for (std::ptrdiff_t i = 0; i < count; ++i)
+            gram_block_generic(At.data(), M, At.data() + k * M, idx[i], 1, out + i);
     }
 
     // A is row-major M x N with row stride lda (elements).  G is stored (or
@@ -268,18 +280,23 @@ struct Dictionary {
                 col_cache[kk].resize(static_cast<std::size_t>(N));
                 T* col = col_cache[kk].data();
                 // G[i, k] = G[k, i]: taken from column i where it is complete (the
-                // same products, in the same order: the same bits), else formed.
-                std::ptrdiff_t i = 0;
-                while (i < N) {
-                    if (col_ready[static_cast<std::size_t>(i)].load(std::memory_order_acquire)) {
+                // same products, in the same order: the same bits); the other
+                // entries formed eight atoms at a time, then put in place.
+                std::vector<std::ptrdiff_t> todo;
+                todo.reserve(static_cast<std::size_t>(N));
+                for (std::ptrdiff_t i = 0; i < N; ++i) {
+                    if (col_ready[static_cast<std::size_t>(i)].load(std::memory_order_acquire))
                         col[i] = col_cache[static_cast<std::size_t>(i)][kk];
-                        ++i;
-                        continue;
-                    }
-                    std::ptrdiff_t j = i + 1;
-                    while (j < N && !col_ready[static_cast<std::size_t>(j)].load(std::memory_order_acquire)) ++j;
-                    gram_block(k, i, j - i, col + i);
-                    i = j;
+                    else
+                        todo.push_back(i);
+                }
+                const auto nt = static_cast<std::ptrdiff_t>(todo.size());
+                if (nt == N) {
+                    gram_block(k, 0, N, col);
+                } else {
+                    std::vector<T> vals(todo.size());
+                    gram_block(k, 0, nt, vals.data(), todo.data());
+                    for (std::ptrdiff_t i = 0; i < nt; ++i) col[todo[static_cast<std::size_t>(i)]] = vals[static_cast<std::size_t>(i)];
                 }
                 col_ready[kk].store(true, std::memory_order_release);
             });
