@@ -194,10 +194,10 @@ def iteration_curve(name: str, p: BGProblems, iterations: int) -> list[float]:
     -------
     list of float
         Entry t-1: the NMSE after t iterations (the t-th iterate, replayed with
-        ``max_iter=t, tol=0``).
+        ``max_iter=t, rtol=0``).
     """
     func = get_decoder_spec(name).func
-    return [nmse_db(np.asarray(func(p.A, p.Y, max_iter=t, tol=0.0)), p.X)
+    return [nmse_db(np.asarray(func(p.A, p.Y, max_iter=t, rtol=0.0)), p.X)
             for t in range(1, iterations + 1)]
 
 

@@ -63,9 +63,17 @@ raises it stops there with stop reason ``"diverged"``.  So NaN never escapes,
 and AMP on an ill-conditioned ``A`` ends up damped rather than diverging.  The
 damping a run ended with is in ``extra["damping"]``.
 
-Stopping: ``||x_t - x_{t-1}|| <= tol ||x_t||`` (stop reason ``"tol"``) or
+Scale.  Each problem is decoded as ``Y / 2**e`` (exact) with ``max |Y| / 2**e`` in
+[0.5, 1) and the estimate multiplied back, so ``decode(c Y) = c decode(Y)`` for any
+finite ``c`` whose result is representable (bit for bit for powers of two), from
+``Y`` near the smallest subnormal to near the largest float.  With ``joint=True``
+and no fixed variance, a channel weaker than the strongest by more than a factor
+``2**8`` is scaled up to that distance (exactly) before the joint denoiser sees it,
+so that its one slab variance fits every channel.
+
+Stopping: ``||x_t - x_{t-1}|| <= rtol ||x_t||`` (stop reason ``"rtol"``) or
 ``max_iter`` iterations (``"max_iter"``).  Per-iteration curves: a run is a
-deterministic function of its inputs, so ``max_iter=t, tol=0`` returns exactly
+deterministic function of its inputs, so ``max_iter=t, rtol=0`` returns exactly
 the ``t``-th iterate; calling it for ``t = 1, 2, ...`` gives, for example, the NMSE
 per iteration against a known ``X`` (``benchmarks/bench_amp.py`` does so).
 
@@ -101,6 +109,7 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
+from .._tol import resolve_rtol
 from .._validation import (
     check_matrix,
     common_float_dtype,
@@ -157,18 +166,34 @@ def _decode(
     n_iter = np.zeros((P, L), dtype=np.int64)
     stop = np.zeros((P, L), dtype=np.int8)
     damp = np.zeros((P, L))
-    if P:
+    # Each problem runs on Y / 2**e (exact), so that no square over- or underflows.
+    fixed = opts["slab_var"] is not None or opts["noise_var"] is not None
+    Yn, e = _pow2_normalise(Y3, joint and not fixed)
+    outs: tuple[np.ndarray, ...] = (X, act, params, n_iter, stop, damp)
+    for sel in _exponent_groups(e[:, 0], fixed):
+        # one call for the whole batch, or (fixed variances) one per exponent
+        e0 = int(e[0 if sel is None else sel[0], 0])
+        f2 = float(np.ldexp(1.0, -2 * e0)) if fixed else 1.0  # fixed variances: Y / 2**e units
+        part = outs if sel is None else tuple(a[sel] for a in outs)
         with single_threaded_blas():
             kernel(
-                *matrices, Y3, X, act, params, n_iter, stop, damp,
-                _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["tol"],
-                opts["damping"], float(alpha), float(lam0), sparsity is None, slab, noise,
-                opts["snr0"], threads,
+                *matrices, Yn if sel is None else np.ascontiguousarray(Yn[sel]), *part,
+                _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["rtol"],
+                opts["damping"], float(alpha), float(lam0), sparsity is None,
+                _scaled_var(slab, f2), _scaled_var(noise, f2), opts["snr0"], threads,
             )  # fmt: skip
+        if sel is not None:
+            for a, b in zip(outs, part):
+                a[sel] = b
     if x_scale != 1.0:
         with np.errstate(over="ignore"):  # phi of an A scaled by 1e-150 is out of range
             X *= x_scale
             params[:, :, 1] *= s2
+    Xn = X  # the estimate for Y / 2**e
+    if e.any():
+        with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+            X = np.ldexp(X, e[:, None, :])
+            params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     shape = _shape_out(Y_arr, N)
     X_out = X.reshape(shape) if Y_arr.ndim != 2 else X[0]
     x = X_out.astype(out_dtype, copy=False)
@@ -179,7 +204,8 @@ def _decode(
     n_it = n_iter.max(axis=1)
     worst = stop.max(axis=1)
     reasons = np.asarray(_STOP_NAMES, dtype=object)[worst].astype(str)
-    res = np.linalg.norm(Y3 - A64 @ X, axis=1).astype(out_dtype)  # (P, L)
+    with np.errstate(over="ignore"):  # (P, L), from Y / 2**e: no overflow of the squares
+        res = np.ldexp(np.linalg.norm(Yn - A64 @ Xn, axis=1), e).astype(out_dtype)
     support = act > 0.5
     extra: dict[str, Any] = {"damping": damp.max(axis=1)}
     if bg:
@@ -216,6 +242,67 @@ def _decode(
     )  # fmt: skip
 
 
+#: Joint decoding: a channel weaker than the problem's strongest by more than
+#: ``2**_CHANNEL_SPAN`` (``max |y_l|``) is scaled up to that distance, exactly, by a
+#: power of two (and its estimate back).  The joint Bernoulli-Gaussian prior has one
+#: slab variance for all channels, so without this AMP fails on channels that differ
+#: by a gain of ~3e4 (about 0 dB on both).  Channels within the span are untouched.
+_CHANNEL_SPAN = 8
+
+#: Problems with ``max |Y|`` within ``[2**-256, 2**256]`` are passed as they are:
+#: the kernel divides by their root mean square, and dividing by a power of two
+#: first would give the same bits (no square over- or underflows there).
+_SAFE_LOW, _SAFE_HIGH = 2.0**-256, 2.0**256
+
+
+def _pow2_normalise(Y3: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y3 / 2**e, e)``, ``e`` (P, L) integers putting each ``max |Y_p|`` in [0.5, 1).
+
+    ``e`` is the problem's exponent (shape (P, 1): every channel), except (``per_channel``,
+    shape (P, L)) for
+    channels weaker than the strongest by more than ``2**_CHANNEL_SPAN``, which are
+    brought up to that distance.  Dividing by a power of two is exact, and both
+    decoders are equivariant to the scale of ``Y`` (their variances scale by
+    ``4**e``), so the result is the same as without the division wherever that one
+    did not over- or underflow, and ``decode(2**k Y) == 2**k decode(Y)`` holds bit
+    for bit.
+    """
+    P, _, L = Y3.shape
+    if P == 0 or Y3.size == 0:
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    mx = np.abs(Y3).max(axis=1)  # (P, L)
+    top = mx.max(axis=1, keepdims=True)  # (P, 1)
+    if per_channel and L > 1:
+        ec = np.frexp(mx)[1]
+        e = np.frexp(top)[1]
+        boost = (mx > 0.0) & (ec + _CHANNEL_SPAN < e)
+        if boost.any():
+            e = np.where(boost, ec + _CHANNEL_SPAN, e).astype(np.int64)  # (P, L)
+            return np.ldexp(Y3, -e[:, None, :]), e
+    if _SAFE_LOW <= float(top.min()) and float(top.max()) <= _SAFE_HIGH:
+        # the kernel's own scaling (by the root mean square, also exact up to
+        # rounding-free powers of two) gives the same bits here: skip the copies
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    e = np.frexp(top)[1].astype(np.int64)  # (P, 1); 0 for a zero problem
+    return np.ldexp(Y3, -e[:, None, :]), e
+
+
+def _exponent_groups(e: np.ndarray, split: bool) -> list[np.ndarray | None]:
+    """The problems to run together: all (``[None]``), or (``split``) those of equal ``e``."""
+    if not split or e.shape[0] <= 1:
+        return [None] if e.shape[0] else []
+    return [np.flatnonzero(e == v) for v in np.unique(e)]
+
+
+def _scaled_var(v: float, f2: float) -> float:
+    """A fixed variance (or the -1 "learn it" flag) in normalised units, kept normal."""
+    if v < 0.0:
+        return v
+    fi = np.finfo(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.clip(v * f2, fi.tiny, fi.max / 16))
+
+
 # --------------------------------------------------------------------------- AMP
 
 
@@ -226,7 +313,7 @@ def amp(
     denoiser: str = "bg",
     joint: bool = True,
     max_iter: int = 200,
-    tol: float = 1e-5,
+    rtol: float = 1e-5,
     damping: float = 0.0,
     alpha: float | str | None = None,
     sparsity: float | None = None,
@@ -235,6 +322,7 @@ def amp(
     snr0: float = 100.0,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Approximate message passing (Donoho, Maleki & Montanari 2009) with EM-BG or l1.
 
@@ -263,10 +351,11 @@ def amp(
         Treat the L channels as sharing one row support (row-sparse denoiser); with
         False each channel is an independent problem.
     max_iter : int, default 200
-        Iteration cap.  With ``tol=0`` the result is exactly the ``max_iter``-th
+        Iteration cap.  With ``rtol=0`` the result is exactly the ``max_iter``-th
         iterate (use it to trace the error per iteration).
-    tol : float, default 1e-5
-        Stop once ``||x_t - x_{t-1}||_F <= tol ||x_t||_F``.
+    rtol : float, default 1e-5
+        Convergence test: stop once ``||x_t - x_{t-1}||_F <= rtol ||x_t||_F``
+        (stop reason ``"rtol"``).
     damping : float, default 0.0
         Initial damping ``beta`` in ``[0, 1)``; raised automatically when a run
         diverges.
@@ -284,6 +373,8 @@ def amp(
         ``joint=False``); results do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -295,7 +386,7 @@ def amp(
         shaped like ``X``; ``residual_norm`` is ``||y_l - A x_l||`` per channel;
         ``n_iter``/``stop_reason`` per problem (with ``joint=False`` the longest
         channel run and the worst reason: ``"diverged"`` over ``"max_iter"`` over
-        ``"tol"``); ``extra`` holds ``"damping"`` (final), for ``"bg"``
+        ``"rtol"``); ``extra`` holds ``"damping"`` (final), for ``"bg"``
         ``"sparsity"``, ``"slab_var"`` (per problem, or per channel with
         ``joint=False``), ``"noise_var"`` (per channel) and ``"activity"`` (the
         posterior activity of each row, or entry with ``joint=False``), for
@@ -336,8 +427,8 @@ def amp(
     True
     """
     opts = _check_options(
-        "amp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, noise_var,
-        snr0,
+        "amp", denoiser, joint, max_iter, resolve_rtol("amp", rtol, tol), damping, alpha,
+        sparsity, slab_var, noise_var, snr0,
     )  # fmt: skip
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
@@ -421,7 +512,7 @@ class VAMPSolver:
         denoiser: str = "bg",
         joint: bool = True,
         max_iter: int = 200,
-        tol: float = 1e-5,
+        rtol: float = 1e-5,
         damping: float = 0.0,
         alpha: float | str | None = None,
         sparsity: float | None = None,
@@ -430,11 +521,12 @@ class VAMPSolver:
         snr0: float = 100.0,
         n_threads: int | None = None,
         return_result: bool = False,
+        tol: float | None = None,
     ) -> np.ndarray | DecodeResult:
         """Decode ``Y`` with this matrix; the arguments are those of :func:`vamp`."""
         opts = _check_options(
-            "vamp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var,
-            noise_var, snr0,
+            "vamp", denoiser, joint, max_iter, resolve_rtol("vamp", rtol, tol), damping, alpha,
+            sparsity, slab_var, noise_var, snr0,
         )  # fmt: skip
         M = self.shape[0]
         dtype = self.dtype if np.asarray(Y).dtype == np.float32 else np.dtype(np.float64)
@@ -481,7 +573,7 @@ def vamp(
     denoiser: str = "bg",
     joint: bool = True,
     max_iter: int = 200,
-    tol: float = 1e-5,
+    rtol: float = 1e-5,
     damping: float = 0.0,
     alpha: float | str | None = None,
     sparsity: float | None = None,
@@ -490,6 +582,7 @@ def vamp(
     snr0: float = 100.0,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Vector AMP (Rangan, Schniter & Fletcher 2019), SVD form, with EM-BG or l1.
 
@@ -521,10 +614,10 @@ def vamp(
         invariant matrices), or a solver holding its SVD.
     Y : array_like, shape (M,), (M, L) or (B, M, L)
         Measurements, as in :func:`amp`.
-    denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, snr0
+    denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var, snr0
         As in :func:`amp`.
-    n_threads, return_result
-        As in :func:`amp`.
+    n_threads, return_result, tol
+        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``).
     noise_var : float, optional
         Fix the noise variance (both denoisers: VAMP's LMMSE stage needs it;
         learned by EM otherwise).
@@ -567,18 +660,19 @@ def vamp(
     >>> X_hat.shape
     (200, 3)
     """
+    rtol = resolve_rtol("vamp", rtol, tol)
     solver = A if isinstance(A, VAMPSolver) else None
     if solver is None:
         # Check the options and Y before paying for an SVD.
         _check_options(
-            "vamp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var,
+            "vamp", denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var,
             noise_var, snr0,
         )  # fmt: skip
         A_arr = check_matrix("A", A)
         _as_measurements(Y, A_arr.shape[0], np.dtype(np.float64), A_arr.shape[1])
         solver = _solver_for(A_arr)
     return solver(
-        Y, denoiser=denoiser, joint=joint, max_iter=max_iter, tol=tol, damping=damping,
+        Y, denoiser=denoiser, joint=joint, max_iter=max_iter, rtol=rtol, damping=damping,
         alpha=alpha, sparsity=sparsity, slab_var=slab_var, noise_var=noise_var, snr0=snr0,
         n_threads=n_threads, return_result=return_result,
     )  # fmt: skip

@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_memory
 from ..decoders import Decoder
 
 __all__ = [
@@ -124,6 +125,29 @@ def model_sha256(model: Any) -> str:
     return h.hexdigest()
 
 
+def _matrix_fingerprint(A: Any) -> dict[str, Any]:
+    """Shape, dtype and sha256 of a dense or sparse ``A``; an operator is refused."""
+    import scipy.sparse as sp
+
+    if sp.issparse(A):
+        csr = sp.csr_matrix(A)
+        csr.sort_indices()
+        h = hashlib.sha256()
+        for part in (csr.data, csr.indices, csr.indptr):
+            h.update(np.ascontiguousarray(part).data)
+        return {"shape": list(csr.shape), "dtype": str(csr.dtype), "format": "csr",
+                "sha256": h.hexdigest()}
+    if not isinstance(A, np.ndarray):
+        raise ValueError(
+            "a resumable run records what A it decoded with, and a LinearOperator has no "
+            "contents to fingerprint: give the decoder a dense or sparse A, or decode with "
+            "cscore.stream"
+        )
+    A = np.ascontiguousarray(A)
+    return {"shape": list(A.shape), "dtype": str(A.dtype),
+            "sha256": hashlib.sha256(A.data).hexdigest()}
+
+
 def decoder_fingerprint(dec: Decoder) -> dict[str, Any]:
     """What identifies a decoder's results: name, settings, matrix or model hash.
 
@@ -144,12 +168,7 @@ def decoder_fingerprint(dec: Decoder) -> dict[str, Any]:
         "settings": {k: _canonical(v) for k, v in sorted(dec.settings.items())},
     }
     if dec.model is None:
-        A = np.ascontiguousarray(dec.A)
-        fp["A"] = {
-            "shape": list(A.shape),
-            "dtype": str(A.dtype),
-            "sha256": hashlib.sha256(A.data).hexdigest(),
-        }
+        fp["A"] = _matrix_fingerprint(dec.A)
     else:
         try:
             ref = dec.config.get("model")
@@ -222,6 +241,11 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         pass
 
 
+#: Memory a run's bookkeeping takes per chunk (its number in lists and sets, its
+#: digest), for the bound on a manifest's chunk count (:mod:`cscore._limits`).
+_CHUNK_RECORD_BYTES = 256
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -250,6 +274,11 @@ def _check_record(path: Path, m: dict[str, Any]) -> None:
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
         raise _bad(path, f"'chunk' must be a positive integer, got {chunk!r}")
     n_chunks = (shape[0] + chunk - 1) // chunk
+    try:  # resuming and verifying keep a few records per chunk in memory
+        check_memory(f"'shape'[0] = {shape[0]} with 'chunk' = {chunk}",
+                     float(n_chunks) * _CHUNK_RECORD_BYTES, f"the records of {n_chunks} chunks")
+    except ValueError as exc:
+        raise _bad(path, str(exc)) from None
     done = m.get("done")
     if not (isinstance(done, list) and all(_is_int(i) and 0 <= i < n_chunks for i in done)):
         raise _bad(path, f"'done' must list chunk numbers below {n_chunks}")

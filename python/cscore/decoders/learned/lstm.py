@@ -20,7 +20,7 @@ from ...models.format import ARCHITECTURES, ModelFileError
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from .base import GreedyModel, GreedyOutput
-from .beam import BeamOptions, beam_result, channel_tolerances
+from .beam import BeamOptions, beam_result, channel_tolerances, check_beam_memory
 from .weights import (
     BLSTMCSWeights,
     LSTMCSWeights,
@@ -373,7 +373,11 @@ class LSTMCS(GreedyModel):
             partial supports (:mod:`cscore.decoders.learned.beam`); the first
             support that explains the channel down to ``channel_tol`` replaces
             the greedy one.  Channels already explained are untouched.
-            Unidirectional LSTM-CS only (ValueError for BLSTM-CS).
+            Unidirectional LSTM-CS only (ValueError for BLSTM-CS).  The search
+            runs the weights the decode ran (``weights_dtype="float16"``: the
+            float16-rounded matrices).  A width whose search would need more
+            memory than ``CSCORE_MEMORY_LIMIT`` (default 4 GiB, see
+            :mod:`cscore._limits`) is refused with a ``ValueError``.
         beam_candidates : int, default 4
             Atoms tried per partial support and step (the network's best).
         channel_tol : float or array_like (B,), optional
@@ -419,7 +423,8 @@ class LSTMCS(GreedyModel):
         if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
                 and beam_width == 0:
             return self._decode(Y, n_nonzero, tol, return_result, **opts)
-        width = check_positive_int("beam_width", beam_width)
+        width = check_positive_int("beam_width", beam_width, upper=2**31 - 1,
+                                   upper_desc="the compiled search's int32 width")
         return self._beam_decode(Y, n_nonzero, tol, return_result, width, beam_candidates,
                                  channel_tol, opts)
 
@@ -432,14 +437,21 @@ class LSTMCS(GreedyModel):
             raise ValueError("beam_width works with the unidirectional LSTM-CS only")
         candidates = check_positive_int("beam_candidates", candidates, upper=self.N,
                                         upper_desc="N of the model")
+        Yf = np.asarray(Y)
+        B = 1 if Yf.ndim == 2 else (Yf.shape[0] if Yf.ndim == 3 else 1)
+        threads = resolve_threads(opts["n_threads"])
+        if opts["weights_dtype"] not in WEIGHTS_DTYPES:
+            raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, "
+                             f"got {opts['weights_dtype']!r}")
+        # The rescue runs the network of the decode: float16-rounded matrices too.
+        network = self._prep(np.float32, opts["weights_dtype"]).args()
+        check_beam_memory(width, candidates, self.M, self.N, self.L, int(network[0].shape[0]),
+                          B, threads)
         res = self._decode(Y, n_nonzero, tol, True, **opts)
         assert isinstance(res, DecodeResult)
-        Yf = np.asarray(Y)
-        B = 1 if Yf.ndim == 2 else Yf.shape[0]
         beam = BeamOptions(width, candidates,
                            channel_tolerances(tol, channel_tol, res, self.M, self.L, B))
-        out = beam_result(self._prep(np.float32).args(), self._A, Yf, res, beam,
-                          resolve_threads(opts["n_threads"]))
+        out = beam_result(network, self._A, Yf, res, beam, threads)
         return out if return_result else out.x
 
     PATH_STOP: ClassVar[bool] = True

@@ -48,6 +48,7 @@ bg, pwlin); ``arch`` "lista" / "lamp"; ``arch_params = {"n_layers", "joint",
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -55,6 +56,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._blas import single_threaded_blas
+from ..._tol import warn_scale
 from ..._validation import as_float_array, check_positive_int
 from ...models.format import ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
@@ -111,7 +113,11 @@ class UnrolledModel(LearnedModel):
                 raise ValueError(f"weight {name!r} contains NaN or infinity")
             arr.setflags(write=False)
             self._w[name] = arr
+        self._check_weights()
         self._cache: dict[Any, dict[str, np.ndarray]] = {}
+
+    def _check_weights(self) -> None:
+        """Refuse weights the layers cannot evaluate (a subclass hook; none here)."""
 
     # -- subclass hooks -------------------------------------------------------
     @classmethod
@@ -242,6 +248,8 @@ class UnrolledModel(LearnedModel):
                              f"model expects L = {self.L}")
         T = self.n_layers if n_layers is None else check_positive_int(
             "n_layers", n_layers, upper=self.n_layers, upper_desc="the model's n_layers")
+        warn_scale(type(self).__name__, Yb,
+                   why="its thresholds were learned at the training data's scale")
         return Yb, single, T
 
     def _groups(self, B: int, L: int) -> tuple[int, int]:
@@ -408,7 +416,10 @@ class LISTA(UnrolledModel):
         LISTA
         """
         A = np.asarray(A, dtype=np.float64)
-        c = float(np.linalg.norm(A, 2) ** 2)
+        c = float(np.linalg.norm(A, 2) ** 2) if A.size and np.isfinite(A).all() else 0.0
+        if not (c > 0.0 and np.isfinite(c)):
+            raise ValueError("LISTA.from_ista: A must be finite and nonzero with a squared "
+                             "spectral norm in the float range (ISTA's step is 1/||A||_2^2)")
         B = A.T / c
         S = np.eye(A.shape[1]) - A.T @ A / c
         T = check_positive_int("n_layers", n_layers)
@@ -498,6 +509,15 @@ class LAMP(UnrolledModel):
         """
         T = int(params["n_layers"])
         return {"B": (T, spec.N, spec.M), "theta": (T, SHRINKAGES[str(params["shrinkage"])])}
+
+    def _check_weights(self) -> None:
+        """LAMP-bg: ``theta[:, 0] = log psi`` must keep ``psi`` in the float range."""
+        if self.shrinkage == "bg":
+            top = float(np.max(self._w["theta"][:, 0], initial=-np.inf))
+            limit = math.log(np.finfo(np.float64).max)
+            if top > limit:
+                raise ValueError(f"weight 'theta': LAMP-bg's log slab variance theta[:, 0] = "
+                                 f"{top:g} exceeds {limit:.2f} (its exp overflows)")
 
     @property
     def shrinkage(self) -> str:
