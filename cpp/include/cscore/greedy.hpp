@@ -35,6 +35,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <new>
 #include <stdexcept>
 #include <type_traits>
@@ -42,6 +44,9 @@
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
 #include <immintrin.h>
+#endif
+#if defined(__linux__)
+#include <sys/mman.h>
 #endif
 
 #include "cscore/blas.hpp"
@@ -70,8 +75,27 @@ struct LineAllocator {
     LineAllocator() = default;
     template <class U>
     LineAllocator(const LineAllocator<U>&) noexcept {}  // NOLINT: rebinding
-    T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
-    void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, kAlign); }
+    // Blocks of 4 MiB and more (a large dictionary, its Gram matrix) are aligned
+    // to 2 MiB and offered transparent huge pages where Linux has them: 512 times
+    // fewer page faults on first touch and TLB misses in the passes over them.
+    static constexpr std::size_t kHuge = std::size_t{1} << 21;
+    static bool huge(std::size_t bytes) { return bytes >= 2 * kHuge; }
+    T* allocate(std::size_t n) {
+        const std::size_t bytes = n * sizeof(T);
+        if (!huge(bytes)) return static_cast<T*>(::operator new(bytes, kAlign));
+        const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
+        void* p = ::operator new(rounded, std::align_val_t{kHuge});
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        (void)::madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+        return static_cast<T*>(p);
+    }
+    void deallocate(T* p, std::size_t n) noexcept {
+        if (huge(n * sizeof(T)))
+            ::operator delete(p, std::align_val_t{kHuge});
+        else
+            ::operator delete(p, kAlign);
+    }
     template <class U>
     bool operator==(const LineAllocator<U>&) const noexcept { return true; }
     template <class U>
@@ -90,28 +114,134 @@ struct View3 {
     }
 };
 
+// Entries out[i] = dot(At_{i0 + i}, ak), i < count, of a Gram column (At the
+// normalized atoms, row-major N x M): linalg::dot's operations -- four partial
+// sums over t mod 4, the tail t >= 4 floor(M / 4) into the first, then
+// (s0 + s1) + (s2 + s3), products and sums rounded separately.  Never inlined
+// (so never recompiled for another instruction set, where products could be
+// fused): every Gram entry of a call, stored or computed on demand, has the
+// same bits.
+template <class T>
+CSCORE_NOINLINE void gram_block_generic(const T* At, std::ptrdiff_t M, const T* ak, std::ptrdiff_t i0,
+                                        std::ptrdiff_t count, T* out) {
+    for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = linalg::dot(At + (i0 + i) * M, ak, M);
+}
+
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+// The lanes s0..s3 of acc, the tail t in [m4, M) added into s0, then
+// (s0 + s1) + (s2 + s3): the end of linalg::dot.
+__attribute__((target("avx2"))) inline double gram_finish(__m256d acc, const double* row,
+                                                           const double* ak, std::ptrdiff_t m4,
+                                                           std::ptrdiff_t M) {
+    alignas(32) double s[4];
+    _mm256_store_pd(s, acc);
+    for (std::ptrdiff_t t = m4; t < M; ++t) s[0] += row[t] * ak[t];
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
+// gram_block_generic for double with AVX (no FMA, so products and sums round
+// separately as there): lane t of one accumulator is the partial sum s_t of
+// linalg::dot; eight atoms at a time share the loads of ak.  Same bits.
+__attribute__((target("avx2"))) CSCORE_NOINLINE inline void gram_block_avx(
+    const double* At, std::ptrdiff_t M, const double* ak, std::ptrdiff_t i0, std::ptrdiff_t count,
+    double* out, const std::ptrdiff_t* idx = nullptr) {
+    const std::ptrdiff_t m4 = M - M % 4;
+    // Row i of the block: atom idx[i] when a list is given, else i0 + i.
+    const auto row_of = [At, M, i0, idx](std::ptrdiff_t i) {
+        return At + (idx != nullptr ? idx[i] : i0 + i) * M;
+    };
+    std::ptrdiff_t i = 0;
+    for (; i + 8 <= count; i += 8) {
+        const double* rows[8];
+        for (int r = 0; r < 8; ++r) rows[r] = row_of(i + r);
+        __m256d acc[8];
+        for (auto& v : acc) v = _mm256_setzero_pd();
+        for (std::ptrdiff_t t = 0; t < m4; t += 4) {
+            const __m256d x = _mm256_loadu_pd(ak + t);
+            for (int r = 0; r < 8; ++r)
+                acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_loadu_pd(rows[r] + t), x));
+        }
+        for (int r = 0; r < 8; ++r) out[i + r] = gram_finish(acc[r], rows[r], ak, m4, M);
+    }
+    for (; i < count; ++i) {
+        const double* row = row_of(i);
+        __m256d acc = _mm256_setzero_pd();
+        for (std::ptrdiff_t t = 0; t < m4; t += 4)
+            acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(row + t), _mm256_loadu_pd(ak + t)));
+        out[i] = gram_finish(acc, row, ak, m4, M);
+    }
+}
+#endif
+
+// How the Gram columns G[:, k] = An^T a_k reach the kernel (every way gives the
+// same bits, see gram_block).
+enum class GramMode {
+    stored,     // G formed once (N x N): many problems on one A with known atom counts
+    cached,     // each column formed the first time an atom is selected, then kept:
+                // a batch whose atom count is not known (tol), cost and memory grow
+                // with the distinct atoms selected
+    on_demand,  // formed per step into a work buffer: one problem (nothing to share)
+};
+
 // The dictionary, prepared once per call and shared read-only by all workers.
 template <class T>
 struct Dictionary {
     std::ptrdiff_t M = 0, N = 0;
     LineVector<T> inv_norm;  // 1 / ||a_j||
-    LineVector<T> An;        // normalized A, row-major M x N
+    LineVector<T> An;        // normalized A, row-major M x N (empty when not needed)
     LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    GramMode mode = GramMode::stored;
     bool has_gram = true;     // G stored (else its columns are computed on demand)
     LineVector<T> G;         // An^T An, N x N symmetric (column j contiguous)
+    // GramMode::cached: column k, formed once under its flag (thread-safe).
+    std::unique_ptr<std::once_flag[]> col_once;
+    std::unique_ptr<LineVector<T>[]> col_cache;
+    std::unique_ptr<std::atomic<bool>[]> col_ready;  // column k complete in col_cache
+    bool avx = false;  // Gram entries by gram_block_avx (same bits as the generic one)
 
-    // A is row-major M x N with row stride lda (elements).  G is stored when
-    // store_gram is set and it has at most gram_limit entries.  Throws on a zero
+    // Gram entries G[i0 + i, k], i < count, or G[idx[i], k] with a list idx (see
+    // gram_block_generic).
+    void gram_block(std::ptrdiff_t k, std::ptrdiff_t i0, std::ptrdiff_t count, T* out,
+                    const std::ptrdiff_t* idx = nullptr) const {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+        if constexpr (std::is_same_v<T, double>) {
+            if (avx) {
+                gram_block_avx(At.data(), M, At.data() + k * M, i0, count, out, idx);
+                return;
+            }
+        }
+#endif
+        if (idx == nullptr) {
+            gram_block_generic(At.data(), M, At.data() + k * M, i0, count, out);
+            return;
+        }
+        for (std::ptrdiff_t i = 0; i < count; ++i)
+            gram_block_generic(At.data(), M, At.data() + k * M, idx[i], 1, out + i);
+    }
+
+    // A is row-major M x N with row stride lda (elements).  G is stored (or
+    // cached) only when it has at most gram_limit entries.  Throws on a zero
     // column.
     Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
-               std::ptrdiff_t gram_limit, bool store_gram = true)
+               std::ptrdiff_t gram_limit, GramMode want = GramMode::stored, bool need_an = true)
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
-          An(static_cast<std::size_t>(m * n)), At(static_cast<std::size_t>(m * n)),
-          has_gram(store_gram && n <= gram_limit / std::max<std::ptrdiff_t>(n, 1)),
+          An(need_an ? static_cast<std::size_t>(m * n) : 0), At(static_cast<std::size_t>(m * n)),
+          mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
+          has_gram(mode == GramMode::stored),
           G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+        avx = cpu::isa_at_least(cpu::Isa::avx2);
+#endif
+        // A transposed into At by tiles (rows of A read contiguously).
+        // Tiles of 8: a power-of-two stride (M or N) puts the lines written in one
+        // cache set, and 8 of them fit its ways.
+        constexpr std::ptrdiff_t kTile = 8;
+        for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+            for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+                for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
+                    for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j) At[j * M + i] = A[i * lda + j];
         for (std::ptrdiff_t j = 0; j < N; ++j) {
             T* col = At.data() + j * M;
-            for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = A[i * lda + j];
             // Scaled norm: immune to overflow/underflow for extreme column scales.
             T amax = T(0);
             for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(col[i]));
@@ -122,29 +252,57 @@ struct Dictionary {
             inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
             for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
         }
-        for (std::ptrdiff_t i = 0; i < M; ++i)
-            for (std::ptrdiff_t j = 0; j < N; ++j) An[i * N + j] = At[j * M + i];
+        for (std::ptrdiff_t j0 = 0; j0 < N && !An.empty(); j0 += kTile)
+            for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
+                    for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
+        if (mode == GramMode::cached) {
+            col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
+            col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
+            col_ready.reset(new std::atomic<bool>[static_cast<std::size_t>(N)]);
+            for (std::ptrdiff_t j = 0; j < N; ++j) col_ready[static_cast<std::size_t>(j)].store(false);
+        }
         if (!has_gram) return;
+        // Column j from row j down (G_ij = G_ji: the same products and sums).
         for (std::ptrdiff_t j = 0; j < N; ++j) {
-            for (std::ptrdiff_t i = j; i < N; ++i) {
-                const T g = gram_entry(i, j);
-                G[j * N + i] = g;
-                G[i * N + j] = g;
-            }
+            T* gj = G.data() + j * N;
+            gram_block(j, j, N - j, gj + j);
+            for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = gj[i];
         }
     }
 
-    // G[i, j] for i >= j, always by this one (never inlined, so never recompiled
-    // for another instruction set) function: stored and on-demand columns agree
-    // bit for bit.
-    CSCORE_NOINLINE T gram_entry(std::ptrdiff_t i, std::ptrdiff_t j) const {
-        return linalg::dot(At.data() + i * M, At.data() + j * M, M);
-    }
-
-    // Column k of G: a pointer into G, or computed into buf (N entries).
+    // Column k of G: a pointer into G or the cache, or computed into buf (N entries).
     const T* gram_column(std::ptrdiff_t k, T* buf) const {
         if (has_gram) return G.data() + k * N;
-        for (std::ptrdiff_t i = 0; i < N; ++i) buf[i] = i >= k ? gram_entry(i, k) : gram_entry(k, i);
+        if (mode == GramMode::cached) {
+            const auto kk = static_cast<std::size_t>(k);
+            std::call_once(col_once[kk], [&] {
+                col_cache[kk].resize(static_cast<std::size_t>(N));
+                T* col = col_cache[kk].data();
+                // G[i, k] = G[k, i]: taken from column i where it is complete (the
+                // same products, in the same order: the same bits); the other
+                // entries formed eight atoms at a time, then put in place.
+                std::vector<std::ptrdiff_t> todo;
+                todo.reserve(static_cast<std::size_t>(N));
+                for (std::ptrdiff_t i = 0; i < N; ++i) {
+                    if (col_ready[static_cast<std::size_t>(i)].load(std::memory_order_acquire))
+                        col[i] = col_cache[static_cast<std::size_t>(i)][kk];
+                    else
+                        todo.push_back(i);
+                }
+                const auto nt = static_cast<std::ptrdiff_t>(todo.size());
+                if (nt == N) {
+                    gram_block(k, 0, N, col);
+                } else {
+                    std::vector<T> vals(todo.size());
+                    gram_block(k, 0, nt, vals.data(), todo.data());
+                    for (std::ptrdiff_t i = 0; i < nt; ++i) col[todo[static_cast<std::size_t>(i)]] = vals[static_cast<std::size_t>(i)];
+                }
+                col_ready[kk].store(true, std::memory_order_release);
+            });
+            return col_cache[kk].data();
+        }
+        gram_block(k, 0, N, buf);
         return buf;
     }
 };
@@ -199,7 +357,13 @@ struct Outputs {
 // Problems are handed to the workers in chunks of this many (see decode()).
 constexpr std::ptrdiff_t kChunk = 32;
 
-// Per-thread scratch space.
+// Per-thread scratch space.  The arrays sized by the support (Q, z, gamma, w,
+// atoms, the factors) start at room for min(K, kStartAtoms) atoms and grow (room
+// doubled, at most K) as atoms are added (ensure), so a decode stopped by tol
+// after n atoms holds memory for about n atoms, not K = min(M, N).  Growing
+// moves values only: no result depends on it.
+constexpr std::ptrdiff_t kStartAtoms = 64;
+
 template <class T>
 struct Workspace {
     std::ptrdiff_t M, N, L, K;
@@ -209,17 +373,17 @@ struct Workspace {
     T* y = nullptr;         // L x M  measurements of the current problem (in ychunk)
     T* alpha = nullptr;     // L x N  its current correlations (in achunk)
     LineVector<T> score;   // N
-    LineVector<T> Q;       // N x K, column-major
-    LineVector<T> z;       // K x L
-    LineVector<T> gamma;   // K x L
-    LineVector<T> w;       // K  new row of the Cholesky factor
+    LineVector<T> Q;       // N x cap, column-major
+    LineVector<T> z;       // cap x L
+    LineVector<T> gamma;   // cap x L
+    LineVector<T> w;       // cap  new row of the Cholesky factor
     LineVector<T> gcol;    // N  a Gram column computed on demand
     LineVector<T> r;       // M
     std::vector<T> yy;      // L  ||y_c||^2
     std::vector<T> energy;  // L  residual energy estimates
     std::vector<T> res;     // L  explicit residual norms
-    std::vector<T> epath;   // (K + 1) x L  tol="auto": residual energy after each step
-    std::vector<std::int64_t> atoms;  // K
+    std::vector<T> epath;   // (n + 1) x L  tol="auto": residual energy after each step
+    std::vector<std::int64_t> atoms;  // cap
     std::vector<unsigned char> selected;  // N
     linalg::GrowingCholesky<T> chol;
     // Plain OMP finishes its problems two at a time (decode_chunk, finish_pair):
@@ -230,12 +394,33 @@ struct Workspace {
 
     Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
         : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
-          scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * k)), z(sz(k * l)),
-          gamma(sz(k * l)), w(sz(k)), gcol(sz(n)), r(sz(m)), yy(sz(l)), energy(sz(l)), res(sz(l)),
-          epath(sz((k + 1) * l)), atoms(sz(k)), selected(sz(n)), chol(k), chol_b(k), z_b(sz(k * l)),
-          gamma_b(sz(k * l)), r_b(sz(m)), atoms_b(sz(k)) {}
+          scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * start(k))),
+          z(sz(start(k) * l)), gamma(sz(start(k) * l)), w(sz(start(k))), gcol(sz(n)), r(sz(m)),
+          yy(sz(l)), energy(sz(l)), res(sz(l)), epath(sz((start(k) + 1) * l)), atoms(sz(start(k))),
+          selected(sz(n)), chol(start(k)), chol_b(start(k)), z_b(sz(start(k) * l)),
+          gamma_b(sz(start(k) * l)), r_b(sz(m)), atoms_b(sz(start(k))) {}
 
     static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
+    static std::ptrdiff_t start(std::ptrdiff_t k) { return std::min(k, kStartAtoms); }
+
+    // Room for n + 1 atoms in the arrays the next step writes (Q, z, w, atoms, chol).
+    void ensure(std::ptrdiff_t n) {
+        if (n < chol.capacity() && static_cast<std::size_t>(n) < atoms.size() &&
+            static_cast<std::size_t>((n + 1) * L) <= z.size() &&
+            static_cast<std::size_t>((n + 1) * L) <= gamma.size() && static_cast<std::size_t>(n) < w.size() &&
+            static_cast<std::size_t>((n + 1) * N) <= Q.size())
+            return;
+        const std::ptrdiff_t cap = std::min(K, std::max<std::ptrdiff_t>(2 * (n + 1), kStartAtoms));
+        const auto room = [](auto& v, std::ptrdiff_t size) {
+            if (v.size() < static_cast<std::size_t>(size)) v.resize(static_cast<std::size_t>(size));
+        };
+        room(Q, N * cap);
+        room(z, cap * L);
+        room(gamma, cap * L);
+        room(w, cap);
+        room(atoms, cap);
+        chol.reserve(cap);
+    }
 };
 
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
@@ -354,6 +539,64 @@ __attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
         double acc = g[j];
         for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
         y[j] = acc * s;
+    }
+}
+
+// y[j] = sum_r x[r] X[j, r] for X row-major n x m (rows contiguous, the atoms of
+// At): every output accumulated exactly as gemv_t_rows accumulates it (from 0,
+// one fused operation per r, r in order), so with X = At this gives the bits of
+// gemv_t_rows over An.  Four outputs per register (4 x 4 blocks transposed in
+// registers), four registers at a time.
+__attribute__((target("avx2,fma"))) inline void transpose4(const double* r0, std::ptrdiff_t ld,
+                                                          __m256d* v) {
+    const __m256d a0 = _mm256_loadu_pd(r0), a1 = _mm256_loadu_pd(r0 + ld);
+    const __m256d a2 = _mm256_loadu_pd(r0 + 2 * ld), a3 = _mm256_loadu_pd(r0 + 3 * ld);
+    const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
+    const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
+    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
+
+template <int kG>
+__attribute__((target("avx2,fma"))) inline void gemv_rows_block(std::ptrdiff_t m, const double* X,
+                                                               const double* x, double* y) {
+    __m256d acc[kG];
+    for (auto& a : acc) a = _mm256_setzero_pd();
+    const std::ptrdiff_t m4 = m - m % 4;
+    for (std::ptrdiff_t r = 0; r < m4; r += 4) {
+        const __m256d x0 = _mm256_broadcast_sd(x + r), x1 = _mm256_broadcast_sd(x + r + 1);
+        const __m256d x2 = _mm256_broadcast_sd(x + r + 2), x3 = _mm256_broadcast_sd(x + r + 3);
+        for (int g = 0; g < kG; ++g) {
+            __m256d v[4];
+            transpose4(X + 4 * g * m + r, m, v);
+            acc[g] = _mm256_fmadd_pd(x0, v[0], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x1, v[1], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x2, v[2], acc[g]);
+            acc[g] = _mm256_fmadd_pd(x3, v[3], acc[g]);
+        }
+    }
+    for (std::ptrdiff_t r = m4; r < m; ++r) {
+        const __m256d xr = _mm256_broadcast_sd(x + r);
+        for (int g = 0; g < kG; ++g) {
+            const double* c = X + 4 * g * m + r;
+            acc[g] = _mm256_fmadd_pd(xr, _mm256_setr_pd(c[0], c[m], c[2 * m], c[3 * m]), acc[g]);
+        }
+    }
+    for (int g = 0; g < kG; ++g) _mm256_storeu_pd(y + 4 * g, acc[g]);
+}
+
+__attribute__((target("avx2,fma"))) inline void gemv_rows(std::ptrdiff_t n, std::ptrdiff_t m,
+                                                         const double* X, const double* x,
+                                                         double* y) {
+    std::ptrdiff_t j = 0;
+    for (; j + 16 <= n; j += 16) gemv_rows_block<4>(m, X + j * m, x, y + j);
+    for (; j + 4 <= n; j += 4) gemv_rows_block<1>(m, X + j * m, x, y + j);
+    for (; j < n; ++j) {
+        double acc = 0.0;
+        for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[r], X[j * m + r], acc);
+        y[j] = acc;
     }
 }
 
@@ -755,6 +998,10 @@ CSCORE_FORCE_INLINE void chunk_correlations(const Dictionary<T>& D, std::ptrdiff
     std::ptrdiff_t v = 0;
 #ifdef CSCORE_GREEDY_AVX2
     if constexpr (!kBlasGemv && std::is_same_v<T, double>) {
+        if (D.An.empty()) {  // one problem: An was not formed (same bits from At)
+            for (; v < nvec; ++v) avx2::gemv_rows(N, M, D.At.data(), y + v * M, a + v * N);
+            return;
+        }
         for (; v + 4 <= nvec; v += 4) {
             const double* xs[4] = {y + v * M, y + (v + 1) * M, y + (v + 2) * M, y + (v + 3) * M};
             double* ys[4] = {a + v * N, a + (v + 1) * N, a + (v + 2) * N, a + (v + 3) * N};
@@ -920,6 +1167,7 @@ template <class T, bool kFma>
 void path_energies(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
     const std::ptrdiff_t L = ws.L;
     explicit_residual<T, kFma>(D, ws, n);
+    if (ws.epath.size() < static_cast<std::size_t>((n + 1) * L)) ws.epath.resize(static_cast<std::size_t>((n + 1) * L));
     T* E = ws.epath.data();
     for (std::ptrdiff_t c = 0; c < L; ++c) {
         T acc = ws.res[static_cast<std::size_t>(c)] * ws.res[static_cast<std::size_t>(c)];
@@ -1122,6 +1370,7 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
             break;
         }
         // w = Q[k, :] (= L^{-1} G_{I,k}, see the header).
+        ws.ensure(n);
         T* Q = ws.Q.data();
         T* w = ws.w.data();
         for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = Q[i * N + k];
@@ -1240,6 +1489,8 @@ CSCORE_FORCE_INLINE void finish_pair(const Dictionary<double>& D, Workspace<doub
     const std::ptrdiff_t M = D.M;
     const linalg::GrowingCholesky<double>* chol[2] = {&ws.chol_b, &ws.chol};
     const double* z[2] = {ws.z_b.data(), ws.z.data()};
+    if (ws.gamma_b.size() < static_cast<std::size_t>(pend[0].n))
+        ws.gamma_b.resize(static_cast<std::size_t>(pend[0].n));
     double* gamma[2] = {ws.gamma_b.data(), ws.gamma.data()};
     const std::int64_t* atoms[2] = {ws.atoms_b.data(), ws.atoms.data()};
     double* r[2] = {ws.r_b.data(), ws.r.data()};
@@ -1364,9 +1615,24 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         throw std::invalid_argument("max_atoms must be in [1, min(M, N)]");
     // Forming G costs about N^2 M / 2; computing the selected atoms' columns on
     // demand costs N M per atom.  Store G only when the batch selects enough atoms
-    // (P * max_atoms >= N / 2) to repay it; both give bit-identical results.
-    const bool store_gram = 2 * P * opt.max_atoms >= N;
-    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, store_gram);
+    // (P * max_atoms >= N / 2) to repay it.  With tol alone the atom count is not
+    // known (max_atoms is only a bound): a batch then keeps each column once
+    // formed (cost and memory grow with the distinct atoms selected) and a single
+    // problem forms its columns on demand.  Every way gives the same bits.
+    const bool count_known = opt.tol < 0.0 || opt.cap_is_n_nonzero;
+    GramMode mode = GramMode::on_demand;
+    if (count_known && 2 * P * opt.max_atoms >= N)
+        mode = GramMode::stored;
+    else if (P > 1)
+        mode = GramMode::cached;
+    // One problem on the AVX2 path takes its correlations from At (avx2::gemv_rows,
+    // the bits of gemv_t_rows over An): An, a second copy of A, is not formed.
+#ifdef CSCORE_GREEDY_AVX2
+    const bool need_an = !(std::is_same_v<T, double> && P == 1 && cpu::isa_at_least(cpu::Isa::avx2));
+#else
+    const bool need_an = true;
+#endif
+    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode, need_an);
     const std::ptrdiff_t K = opt.max_atoms;
 #ifdef CSCORE_GREEDY_AVX2
     const bool avx2 = cpu::isa_at_least(cpu::Isa::avx2);

@@ -160,6 +160,17 @@ public:
         : cap_(capacity), L_(static_cast<std::size_t>(capacity * capacity)) {}
 
     void reset() { n_ = 0; }
+
+    // Raises the capacity to at least `capacity`, keeping the factor (its rows
+    // are moved to the new leading dimension; no value changes).
+    void reserve(std::ptrdiff_t capacity) {
+        if (capacity <= cap_) return;
+        std::vector<T> grown(static_cast<std::size_t>(capacity * capacity));
+        for (std::ptrdiff_t i = 0; i < n_; ++i)
+            std::copy(L_.begin() + i * cap_, L_.begin() + i * cap_ + i + 1, grown.begin() + i * capacity);
+        L_.swap(grown);
+        cap_ = capacity;
+    }
     std::ptrdiff_t size() const { return n_; }
     std::ptrdiff_t capacity() const { return cap_; }
     const T* data() const { return L_.data(); }

@@ -31,10 +31,18 @@ No result depends on the chunking.  ``tol="auto"`` runs in the same kernel: the
 greedy path, the residual ratio test on it and the cut
 (:mod:`cscore.decoders.stopping`), in one decode.
 
-Memory: the Gram matrix takes ``N**2`` floats per call (166 kB for N = 144).  It is
-formed only when the batch is large enough to repay it (``B * n_nonzero >= N / 2``)
-and has at most 2**25 entries; otherwise the selected atoms' Gram columns are
-computed on demand.  Results are bit-identical either way.
+Memory and cost follow the atoms found.  The Gram matrix takes ``N**2`` floats
+per call (166 kB for N = 144).  It is formed only when the batch is large enough
+to repay it (``B * n_nonzero >= N / 2``) and has at most 2**25 entries.  With
+``tol`` alone the atom count is not known in advance: a batch then keeps each
+Gram column the first time an atom is selected (cost and memory grow with the
+distinct atoms selected), and a single vector forms its columns on demand (one
+pass over ``A`` per atom, as ``A^T r`` would take), with its first correlations
+taken from the atoms themselves (no second copy of ``A``).  The per-problem
+work arrays (the factorization, ``A^T A_I L^{-T}``) start with room for 64 atoms
+and grow as atoms are added, so a ``tol``-stopped decode holds memory for the
+atoms it found, not for ``min(M, N)``.  Results are bit-identical whichever way
+is taken.
 """
 
 from __future__ import annotations
@@ -101,7 +109,8 @@ def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | Non
     if cplx:
         col_max = np.max(np.maximum(np.abs(A_arr.real), np.abs(A_arr.imag)), axis=0)
     else:
-        col_max = np.max(np.abs(A_arr), axis=0)
+        # max |a_ij| from the column maxima and minima: no temporary the size of A
+        col_max = np.maximum(np.max(A_arr, axis=0), -np.min(A_arr, axis=0))
     extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
     if not np.any(extreme):
         return A_arr, None

@@ -95,6 +95,10 @@ __all__ = ["is_operator", "run_operator"]
 #: Entries of ``A^H R`` (``N`` x problems x channels) computed at once: 2**23
 #: float64 entries = 64 MiB; larger batches are split into blocks of problems.
 _BLOCK_ENTRIES = 1 << 23
+
+#: Atoms the per-problem arrays of the greedy state have room for at first; they
+#: grow (room doubled) as atoms are added.
+_START_ATOMS = 32
 #: Columns drawn to check the equal-norm assumption of an operator.
 _NORM_SAMPLES = 4
 #: Relative spread of column norms tolerated before the equal-norm warning.
@@ -396,19 +400,51 @@ class _State:
         self.Y = Y
         self.cplx = Y.dtype.kind == "c"
         self.res = Y.copy()
-        self.Q = np.zeros((P, K, M), dtype=Y.dtype)  # orthonormal basis of the support, by rows
-        self.R = np.zeros((P, K, K), dtype=Y.dtype)
-        self.z = np.zeros((P, K, L), dtype=Y.dtype)
+        # Room for `cap` atoms, grown (doubled, at most K) as atoms are added, so
+        # that memory follows the atoms selected (a tol-stopped decode), not K.
+        self.K = K
+        cap = min(K, _START_ATOMS)
+        self.Q = np.zeros((P, cap, M), dtype=Y.dtype)  # orthonormal basis of the support, by rows
+        self.R = np.zeros((P, cap, cap), dtype=Y.dtype)
+        self.z = np.zeros((P, cap, L), dtype=Y.dtype)
         self.n = np.zeros(P, dtype=np.int64)
-        self.atoms = np.full((P, K), -1, dtype=np.int64)
+        self.atoms = np.full((P, cap), -1, dtype=np.int64)
         self.stop = np.full(P, -1, dtype=np.int64)
         self.dependent = np.zeros(P, dtype=bool)
         self.ytot2 = _sqsum("pml->p", Y)
         self.eps = eps
 
+    def _ensure(self, n: int) -> None:
+        """Room for ``n + 1`` atoms (values are copied, none changes)."""
+        cap = self.atoms.shape[1]
+        if n < cap:
+            return
+        new = min(self.K, max(2 * cap, n + 1))
+        P, _, M = self.Q.shape
+
+        def grown(old: np.ndarray, shape: tuple[int, ...], fill: int = 0) -> np.ndarray:
+            out = np.full(shape, fill, dtype=old.dtype)
+            out[tuple(slice(0, d) for d in old.shape)] = old
+            return out
+
+        self.Q = grown(self.Q, (P, new, M))
+        self.R = grown(self.R, (P, new, new))
+        self.z = grown(self.z, (P, new, self.z.shape[2]))
+        self.atoms = grown(self.atoms, (P, new), -1)
+
+    def atoms_padded(self) -> np.ndarray:
+        """The atoms in selection order, (P, K), -1 padded."""
+        P, cap = self.atoms.shape
+        if cap == self.K:
+            return self.atoms
+        out = np.full((P, self.K), -1, dtype=np.int64)
+        out[:, :cap] = self.atoms
+        return out
+
     def add(self, p: int, j: int, a: np.ndarray) -> bool:
         """Append atom ``j`` (column ``a``) to problem ``p``; False if dependent."""
         n = int(self.n[p])
+        self._ensure(n)
         Qn = self.Q[p, :n]
         Qh = Qn.conj() if self.cplx else Qn
         w = Qh @ a
@@ -572,7 +608,7 @@ def run_operator(
         "residual": residual.astype(np.finfo(op.dtype).dtype),
         "n_iter": st.n.copy(),
         "stop": np.asarray(STOP_REASONS, dtype=object)[st.stop].astype(str),
-        "atoms": st.atoms,
+        "atoms": st.atoms_padded(),
         "single": P == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
     }
 

@@ -1,0 +1,143 @@
+"""OMP/SOMP whose cost follows the atoms found (issue #35, the greedy part).
+
+A decode stopped by ``tol`` must give the decode stopped by ``n_nonzero`` at the
+atom count it found, whatever way the kernel obtains its Gram columns (stored,
+cached per batch, formed on demand for one problem) and however many atoms its
+work arrays first had room for (they grow as atoms are added).  These ways run
+the same operations in the same order (cscore's own kernels, no BLAS), so the
+comparisons are bit for bit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.sparse.linalg import aslinearoperator
+
+import cscore
+from cscore.decoders import greedy
+
+
+def _problem(rng: np.random.Generator, M: int, N: int, k: int, B: int, noise: float = 0.01
+             ) -> tuple[np.ndarray, np.ndarray]:
+    A = rng.standard_normal((M, N))
+    X = np.zeros((N, B))
+    for b in range(B):
+        X[rng.choice(N, k, replace=False), b] = rng.standard_normal(k) + 2 * np.sign(
+            rng.standard_normal(k))
+    return A, A @ X + noise * rng.standard_normal((M, B))
+
+
+@pytest.mark.parametrize("B", [1, 7])
+def test_omp_tol_equals_n_nonzero_at_found_count(rng, B):
+    M, N, k = 60, 200, 12
+    A, Y = _problem(rng, M, N, k, B)
+    y = Y[:, 0] if B == 1 else Y
+    tol = 0.01 * np.sqrt(M) * 1.2
+    r = cscore.omp(A, y, tol=tol, return_result=True)
+    counts = np.atleast_1d(r.n_iter)
+    assert np.all(np.atleast_1d(r.stop_reason) == "tol")
+    X_tol = np.asarray(r.x).reshape(N, -1)
+    for b, n in enumerate(counts):
+        x_k = cscore.omp(A, Y[:, b], n_nonzero=int(n))
+        np.testing.assert_array_equal(X_tol[:, b], x_k)
+
+
+def test_omp_tol_beyond_the_first_room_grows_the_workspace(rng):
+    # More atoms than the work arrays first have room for (64): they grow.
+    M, N, k = 200, 300, 90
+    A, Y = _problem(rng, M, N, k, 3, noise=1e-9)
+    r = cscore.omp(A, Y, tol=1e-6, return_result=True)
+    assert np.all(r.n_iter >= 80)
+    for b in range(3):
+        n = int(r.n_iter[b])
+        np.testing.assert_array_equal(r.x[:, b], cscore.omp(A, Y[:, b], n_nonzero=n))
+        # and the coefficients are the least-squares fit on the support (LAPACK:
+        # a tolerance, its rounding differs from the kernel's)
+        supp = np.flatnonzero(r.x[:, b])
+        ls = np.linalg.lstsq(A[:, supp], Y[:, b], rcond=None)[0]
+        np.testing.assert_allclose(r.x[supp, b], ls, rtol=1e-7, atol=1e-9)
+
+
+def test_somp_tol_equals_n_nonzero_at_found_count(rng):
+    M, N, k, L = 50, 160, 8, 3
+    A = rng.standard_normal((M, N))
+    S = np.zeros((4, N, L))
+    for b in range(4):
+        S[b, rng.choice(N, k, replace=False)] = rng.standard_normal((k, L)) + 2
+    Y = A @ S + 0.01 * rng.standard_normal((4, M, L))
+    r = cscore.somp(A, Y, tol=L * 0.01 * np.sqrt(M) * 1.2, return_result=True)
+    assert np.all(r.stop_reason == "tol")
+    for b in range(4):
+        np.testing.assert_array_equal(r.x[b], cscore.somp(A, Y[b], n_nonzero=int(r.n_iter[b])))
+
+
+@pytest.mark.parametrize("B", [1, 5, 64])
+def test_gram_strategies_give_the_same_bits(rng, B, monkeypatch):
+    # N = 512, k = 4: a batch of 64 stores G (2 B k >= N), 5 problems form their
+    # columns on demand (n_nonzero) or keep them (tol), one problem forms them on
+    # demand with its correlations from the atoms; with the Gram limit at 0
+    # nothing is stored or kept.  Every way: the same bits.
+    M, N, k = 64, 512, 4
+    A, Y = _problem(rng, M, N, k, B)
+    tol = 0.01 * np.sqrt(M) * 1.2
+    x_k = cscore.omp(A, Y, n_nonzero=k, n_threads=1)
+    x_t = cscore.omp(A, Y, tol=tol, n_threads=1)
+    loop_k = np.stack([cscore.omp(A, Y[:, b], n_nonzero=k) for b in range(B)], axis=1)
+    loop_t = np.stack([cscore.omp(A, Y[:, b], tol=tol) for b in range(B)], axis=1)
+    np.testing.assert_array_equal(x_k, loop_k)
+    np.testing.assert_array_equal(x_t, loop_t)
+    monkeypatch.setattr(greedy, "_GRAM_LIMIT", 0)
+    np.testing.assert_array_equal(cscore.omp(A, Y, n_nonzero=k, n_threads=1), x_k)
+    np.testing.assert_array_equal(cscore.omp(A, Y, tol=tol, n_threads=1), x_t)
+
+
+def test_cached_gram_columns_thread_independent(rng):
+    # A tol-stopped batch shares its cached Gram columns between threads.
+    M, N, k, B = 40, 300, 6, 200
+    A, Y = _problem(rng, M, N, k, B)
+    tol = 0.01 * np.sqrt(M) * 1.2
+    r1 = cscore.omp(A, Y, tol=tol, n_threads=1, return_result=True)
+    for threads in (2, 3):
+        r = cscore.omp(A, Y, tol=tol, n_threads=threads, return_result=True)
+        np.testing.assert_array_equal(r.x, r1.x)
+        np.testing.assert_array_equal(r.residual_norm, r1.residual_norm)
+        np.testing.assert_array_equal(r.n_iter, r1.n_iter)
+
+
+def test_float32_tol_equals_n_nonzero(rng):
+    M, N, k = 48, 150, 6
+    A, Y = _problem(rng, M, N, k, 3)
+    A32, Y32 = A.astype(np.float32), Y.astype(np.float32)
+    r = cscore.omp(A32, Y32, tol=0.01 * np.sqrt(M) * 1.3, return_result=True)
+    for b in range(3):
+        np.testing.assert_array_equal(r.x[:, b], cscore.omp(A32, Y32[:, b],
+                                                            n_nonzero=int(r.n_iter[b])))
+
+
+def test_operator_tol_beyond_the_first_room(rng):
+    # The operator path's state starts with room for 32 atoms and grows.
+    M, N, k = 120, 260, 45
+    A, Y = _problem(rng, M, N, k, 2, noise=1e-10)
+    op = aslinearoperator(A / np.linalg.norm(A, axis=0))
+    An = A / np.linalg.norm(A, axis=0)
+    rb = cscore.omp(op, Y, tol=1e-7, return_result=True)
+    assert rb.extra["atoms"].shape == (2, min(M, N))
+    for b in range(2):
+        r = cscore.omp(op, Y[:, b], tol=1e-7, return_result=True)
+        n = int(r.n_iter)
+        assert n >= 40
+        rk = cscore.omp(op, Y[:, b], n_nonzero=n, return_result=True)
+        np.testing.assert_array_equal(r.x, rk.x)
+        np.testing.assert_array_equal(r.extra["atoms"][:n], rk.extra["atoms"])
+        assert np.all(r.extra["atoms"][n:] == -1)
+        # the batch takes its correlations by one block product (BLAS gemm,
+        # rounded differently from gemv): same atoms, values to rounding
+        np.testing.assert_array_equal(rb.extra["atoms"][b], r.extra["atoms"])
+        np.testing.assert_allclose(rb.x[:, b], r.x, rtol=0, atol=1e-9 * np.max(np.abs(r.x)))
+        # the dense kernel on the same (unit-column) matrix: same support and,
+        # through different arithmetic (QR by Gram-Schmidt vs Cholesky), the
+        # same least squares to rounding
+        xd = cscore.omp(An, Y[:, b], n_nonzero=n)
+        np.testing.assert_array_equal(np.flatnonzero(xd), np.flatnonzero(rk.x))
+        np.testing.assert_allclose(rk.x, xd, rtol=0, atol=1e-9 * np.max(np.abs(xd)))
