@@ -317,7 +317,7 @@ def test_decoder_takes_what_the_function_takes(name, kind, rng):
         dec.config
 
 
-@pytest.mark.parametrize("name", ["amp", "tmsbl", "bcs"])
+@pytest.mark.parametrize("name", ["vamp", "tmsbl", "bcs"])
 def test_decoder_names_the_kind_it_refuses(name, rng):
     A, _ = _problem(rng)
     with pytest.raises(TypeError, match="LinearOperator"):
