@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +35,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import cscore
+from cscore.bench.report import cpu_model
 from cscore.decoders.amp import VAMPSolver, amp, minimax_alpha
 
 N, M, RATE, SNR_DB = 500, 250, 0.1, 40.0
@@ -83,15 +83,6 @@ def best_time(fn: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     return best, out
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def run_setting(name: str, cond: float | None, args: argparse.Namespace) -> list[str]:

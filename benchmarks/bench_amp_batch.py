@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -73,15 +72,6 @@ def _run(isa: str | None, pythonpath: str, batch: int, rounds: int) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def main() -> int:
@@ -93,7 +83,9 @@ def main() -> int:
                     help="another cscore 'python' folder to time the same way")
     args = ap.parse_args()
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
-    print(f"CPU {_cpu_model()}, {os.cpu_count()} logical CPUs, one thread per decode, "
+    sys.path.insert(0, here)
+    from cscore.bench.report import cpu_model
+    print(f"CPU {cpu_model()}, {os.cpu_count()} logical CPUs, one thread per decode, "
           f"load average {os.getloadavg()[0]:.1f} at the start; batch {args.batch}, "
           f"best of {args.rounds} alternating rounds")
     rows = []

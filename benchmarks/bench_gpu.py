@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import sys
 import time
 from collections.abc import Callable
@@ -42,20 +41,13 @@ from typing import Any
 import numpy as np
 
 import cscore
+from cscore.bench.report import cpu_model
 from cscore.decoders.torch_backend import lstm as torch_lstm
 from cscore.decoders.torch_backend._common import get_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def sync(torch: Any, device: str) -> None:

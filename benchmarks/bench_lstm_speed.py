@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import time
 from typing import Any, Callable
 
@@ -39,6 +38,7 @@ import numpy as np
 
 import cscore
 import cscore._blas as blas_mod
+from cscore.bench.report import cpu_model
 from cscore.decoders.learned import LSTMCS, LSTMCSWeights
 from cscore.problem import ProblemSpec
 
@@ -88,16 +88,6 @@ def best_of(fn: Callable[[], Any], repeats: int) -> tuple[float, float]:
     return best
 
 
-def cpu_model() -> str:
-    """The CPU's model name (from /proc/cpuinfo where there is one)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def lstm_flops(model: LSTMCS, n_iter: np.ndarray) -> float:

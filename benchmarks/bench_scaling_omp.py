@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -41,20 +40,12 @@ from typing import Any, Callable
 import numpy as np
 
 import cscore
+from cscore.bench.report import cpu_model
 
 GRID = "72x144,256x1024,512x2048,1024x4096,2048x16384"
 BATCH = 64
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _problem(M: int, N: int, k: int, B: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -261,7 +252,7 @@ def main() -> None:
     sizes = [tuple(int(v) for v in s.split("x")) for s in a.sizes.split(",")]
     from threadpoolctl import threadpool_limits
 
-    print(f"CPU: {_cpu_model()}; cscore ISA: {cscore.instruction_set()}; one thread "
+    print(f"CPU: {cpu_model()}; cscore ISA: {cscore.instruction_set()}; one thread "
           "(cscore n_threads=1, BLAS limited to 1); times best of repeats, ms wall; "
           f"load average {os.getloadavg()[0]:.1f}; "
           f"numpy {np.__version__}")

@@ -137,6 +137,23 @@ def versions() -> dict[str, str]:
     return out
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` where there is one), for speed reports.
+
+    Returns
+    -------
+    str
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def machine() -> str:
     """One line describing this machine (OS, CPU, cores, BLAS threads).
 
@@ -144,15 +161,7 @@ def machine() -> str:
     -------
     str
     """
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_model()
     from .._config import get_num_threads
 
     return (

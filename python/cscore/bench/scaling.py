@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import platform
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -41,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .report import cpu_model
 
 __all__ = [
     "MATRICES",
@@ -328,7 +329,7 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
     fig = plot_scaling(rows, out / "scaling.png") if config.plot and rows else None
     from .._config import instruction_set
 
-    note = (f"CPU {_cpu_model()}, kernels {instruction_set()}, one thread per library "
+    note = (f"CPU {cpu_model()}, kernels {instruction_set()}, one thread per library "
             "(cscore n_threads=1, the BLAS limited to one thread), "
             f"load average {os.getloadavg()[0]:.1f} at the end; libraries run: "
             f"{', '.join(libs)} (not installed: "
@@ -345,15 +346,6 @@ def run_scaling(config: ScalingConfig, *, log: Log | None = None) -> dict[str, A
     return {"rows": rows, "out": out, "csv": csv_path, "report": report, "figure": fig}
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _table(rows: Sequence[dict[str, Any]]) -> str:
