@@ -16,7 +16,7 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 requires_torch = pytest.mark.skipif(
-    not HAS_TORCH, reason="needs PyTorch (pip install cscore[train])"
+    not HAS_TORCH, reason="needs PyTorch (pip install cscore-decoders[train])"
 )
 
 

@@ -125,9 +125,14 @@ def versions() -> dict[str, str]:
         Package -> version (``"absent"`` when not installed).
     """
     out = {"python": platform.python_version()}
-    for pkg in ("cscore", "numpy", "scipy", "PyWavelets", "matplotlib", "torch"):
+    from .._version import DISTRIBUTION
+
+    # cscore is installed as DISTRIBUTION ("cscore" on the index is another project)
+    for pkg, dist in (("cscore", DISTRIBUTION), ("numpy", "numpy"), ("scipy", "scipy"),
+                      ("PyWavelets", "PyWavelets"), ("matplotlib", "matplotlib"),
+                      ("torch", "torch")):
         try:
-            out[pkg] = metadata.version(pkg)
+            out[pkg] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[pkg] = "absent"
     if out["cscore"] == "absent":

@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, help="output zarr array (directory) (required)")
     p.add_argument("--chunk", type=int, help="problems per chunk (default: about 4 MiB of input)")
     p.add_argument("--scheduler", help="dask.distributed scheduler address (needs "
-                   "cscore[dask]; default: none, decode in this process)")
+                   "cscore-decoders[dask]; default: none, decode in this process)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """
     p.add_argument("which", nargs="?", choices=("images", "sensor"), default="images",
                    help="images (default): the PyWavelets test images; sensor: a 14-channel "
-                   "EEG recording compressed per window (needs cscore[sensor])")
+                   "EEG recording compressed per window (needs cscore-decoders[sensor])")
     p.add_argument("--model", default=DEMO_MODEL,
                    help=f"model name or file, N = 64 (default {DEMO_MODEL})")
     p.add_argument("--k", type=int, default=10,

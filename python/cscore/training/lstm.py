@@ -1,7 +1,7 @@
 """Training LSTM-CS models with PyTorch (the optional ``train`` extra).
 
 This is the only cscore module that imports :mod:`torch`, and only when a
-function here is called (``pip install "cscore[train]"``).
+function here is called (``pip install "cscore-decoders[train]"``).
 
 The model is the paper's: one LSTM layer unrolled over the L channels (no
 peepholes; no forget gate for ``cell="paper"``), zero state at channel 0,
