@@ -52,7 +52,8 @@ def test_min_version_compares_numerically(monkeypatch):
 
 def test_missing_module_message_is_unchanged(monkeypatch):
     monkeypatch.setitem(sys.modules, "zarr", None)
-    with pytest.raises(ImportError, match=r'^x needs zarr: pip install "cscore-decoders\[pipeline\]"$'):
+    with pytest.raises(ImportError,
+                       match=r'^x needs zarr: pip install "cscore-decoders\[pipeline\]"$'):
         require("zarr", "x", min_version="3")
 
 

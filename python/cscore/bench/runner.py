@@ -558,8 +558,10 @@ def _run_bg(plan: BenchPlan) -> BenchOutcome:
     name = "bg" if c.kappa == 1.0 else f"bg-kappa{c.kappa:g}"
     _phase_json(plan.out, name, {"info": res.info, "nmse_db": res.nmse_db,
                                  "seconds": res.seconds, "curves": res.curves})
-    table = "\n".join(["| decoder | NMSE (dB) | ms per problem |", "|---|---|---|",
-                        *(f"| {d} | {v:.2f} | {1000 * res.seconds[d]:.2f} |"
+    from .report import format_duration
+
+    table = "\n".join(["| decoder | NMSE (dB) | time per problem |", "|---|---|---|",
+                        *(f"| {d} | {v:.2f} | {format_duration(res.seconds[d])} |"
                           for d, v in res.nmse_db.items())])
     published = "\n".join(["| reference | kappa = 1 | kappa = 15 |", "|---|---|---|",
                             *(f"| {k} | {a} | {b if b is not None else '-'} |"
