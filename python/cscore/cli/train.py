@@ -128,6 +128,10 @@ def _check_args(args: argparse.Namespace) -> None:
     N = TRAINING_SOURCES[args.data].N
     if args.M is not None and args.M > N:
         raise ValueError(f"-M ({args.M}) must not exceed N = {N} (atoms per block)")
+    if args.data == "mnist" and args.mnist_dir is None:
+        raise ValueError("--data mnist needs --mnist-dir")
+    if args.data == "folder" and args.images_dir is None:
+        raise ValueError("--data folder needs --images-dir")
     if args.arch == "cdsn":
         _check_cdsn_args(args)
     parent = Path(args.out).expanduser().resolve().parent
