@@ -231,3 +231,16 @@ def test_rerunning_a_finished_decode_says_already_complete(decode_files, capsys)
     assert "already complete" in err and "shape (3, 16, 2)" in err
     assert _decode(decode_files, "Y.npy", "--overwrite") == 0
     assert "already complete" not in capsys.readouterr().err
+
+
+def test_phase_grid_runs_shuffled_but_reports_in_grid_order():
+    from cscore.bench import phase_transition
+
+    deltas, rhos = [0.3, 0.6, 0.9], [0.1, 0.4]
+    pt = phase_transition(30, deltas, rhos, ["omp"], L=1, n_trials=2, progress=False)
+    points = list(dict.fromkeys((r["delta"], r["rho"]) for r in pt["rows"]))
+    assert points == [(d, r) for d in deltas for r in rhos]
+    # each point has its own seed: one point alone gives the same success rate
+    alone = phase_transition(30, [0.6], [0.4], ["omp"], L=1, n_trials=2, progress=False,
+                             seed=1000 * 1 + 1)
+    assert alone["success"]["omp"][0][0] == pt["success"]["omp"][1][1]

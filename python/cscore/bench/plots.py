@@ -71,20 +71,20 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
     """
     plt = _pyplot()
     styles = _curve_styles(result)
-    multi = any(styles.values())
+    multi = len(result.nmse) > 4  # then the legend goes below the axes
     rows = -(-len(result.nmse) // 4) if multi else 0  # legend rows below the axes
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2 + 0.22 * rows))
     for label, ys in result.nmse.items():
         ax1.semilogy(result.values, ys, label=label, **{"marker": "o", **styles[label]})
-    ax1.set_xlabel(result.param)
-    ax1.set_ylabel("NMSE  ||S_hat - S||_F / ||S||_F")
+    ax1.set_xlabel(_PARAM_LABELS.get(result.param, result.param))
+    ax1.set_ylabel("NMSE  ||S_hat - S||_F / ||S||_F  (lower is better)")
     ax1.grid(True, which="both", alpha=0.3)
     if not multi:
         ax1.legend(fontsize=8)
     for label, ts in result.seconds.items():
         ax2.semilogy(result.values, np.asarray(ts) * 1e3, label=label,
                      **{"marker": "o", **styles[label]})
-    ax2.set_xlabel(result.param)
+    ax2.set_xlabel(_PARAM_LABELS.get(result.param, result.param))
     ax2.set_ylabel("time per problem [ms]")
     ax2.grid(True, which="both", alpha=0.3)
     if title:
@@ -101,13 +101,15 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
     return path
 
 
+#: axis labels of the swept parameters
+_PARAM_LABELS = {"k": "k (nonzeros per channel)", "sigma": "sigma (noise std)"}
+
+
 def _curve_styles(result: SweepResult) -> dict[str, dict[str, Any]]:
-    """Line styles of a sweep's curves: matplotlib's cycle, as always, for one model;
-    with several models (``info["models"]``) one colour (and marker) per decoder run
-    ``decoder[model]`` and one line style per stopping rule, so the many curves stay
-    apart (and the legend goes below the axes)."""
-    if not result.info.get("models"):
-        return {label: {} for label in result.nmse}
+    """Line styles of a sweep's curves ``"decoder (rule)"``: one colour (and marker)
+    per decoder (``decoder[model]`` with several models) and one line style per
+    stopping rule (tol solid, auto dashed, k dotted), so a decoder's curves share
+    a colour and a rule's curves a line style."""
     dashes = {"tol": "-", "auto": "--", "k": ":"}
     bases: list[str] = []
     styles: dict[str, dict[str, Any]] = {}
