@@ -18,7 +18,7 @@ NMSE is ``10 log10(sum_p ||x_hat_p - x_p||^2 / sum_p ||x_p||^2)`` over the
 problems.  Time per problem: best of ``--repeats`` runs of the whole batch on
 one thread (``n_threads=1``, BLAS pinned to one thread), divided by the number of
 problems; VAMP's SVD (once per matrix) is timed separately.  The per-iteration
-table runs each decoder with ``max_iter=t, tol=0`` (the t-th iterate).  Usage::
+table runs each decoder with ``max_iter=t, rtol=0`` (the t-th iterate).  Usage::
 
     python benchmarks/bench_amp.py [--problems 50] [--repeats 3] [--quick]
 """
@@ -135,7 +135,7 @@ def run_setting(name: str, cond: float | None, args: argparse.Namespace) -> list
             f"{int(np.median(r.n_iter))} / {int(np.max(r.n_iter))} | {stops} | "
             f"{float(np.max(r.extra['damping'])):.3g} | {1e3 * t / P:.2f} |"
         )
-        curves[label] = [nmse_db(fn(max_iter=k, tol=0.0).x, X) for k in args.iters]
+        curves[label] = [nmse_db(fn(max_iter=k, rtol=0.0).x, X) for k in args.iters]
     X_or = oracle(A, X, Y, var)
     worst = max(nmse_db(X_or[p], X[p]) for p in range(P))
     lines.append(
@@ -146,7 +146,7 @@ def run_setting(name: str, cond: float | None, args: argparse.Namespace) -> list
         f"VAMP's SVD of A: {1e3 * t_svd:.1f} ms once per matrix (not in the per-problem "
         f"times).  AMP-l1 alpha = {minimax_alpha(M / N):.4f}.",
         "",
-        "NMSE (dB) after t iterations (``max_iter=t, tol=0``):",
+        "NMSE (dB) after t iterations (``max_iter=t, rtol=0``):",
         "",
         "| decoder | " + " | ".join(f"t={k}" for k in args.iters) + " |",
         "|---|" + "---|" * len(args.iters),

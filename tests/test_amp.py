@@ -98,7 +98,7 @@ def test_bg_reaches_the_support_oracle(name: str) -> None:
     bound = nmse_db(oracle(A, X, Y, var), X)
     assert err.mean() < -42.0 and err.max() < -38.0, err
     assert err.mean() - bound.mean() < 1.5, (err, bound)
-    assert np.all(res.stop_reason == "tol") and np.all(res.n_iter < 60)
+    assert np.all(res.stop_reason == "rtol") and np.all(res.n_iter < 60)
 
 
 def test_bg_learns_prior_and_noise() -> None:
@@ -179,11 +179,11 @@ def test_iterate_count_is_exact() -> None:
     errs = []
     for t in (1, 3, 10):
         for fn in (amp, vamp):
-            r = fn(A, y, max_iter=t, tol=0.0, return_result=True)
+            r = fn(A, y, max_iter=t, rtol=0.0, return_result=True)
             assert int(r.n_iter) == t and str(r.stop_reason) == "max_iter"
             errs.append(float(nmse_db(r.x[:, None], X[0])))
         # the same call twice: the t-th iterate is a function of the inputs
-        assert np.array_equal(amp(A, y, max_iter=t, tol=0.0), amp(A, y, max_iter=t, tol=0.0))
+        assert np.array_equal(amp(A, y, max_iter=t, rtol=0.0), amp(A, y, max_iter=t, rtol=0.0))
     assert errs[4] < errs[0] - 20.0 and errs[5] < errs[1] - 20.0, errs
 
 
@@ -224,7 +224,7 @@ def test_zero_measurements_give_zeros(fn, denoiser) -> None:
         r = fn(A, np.zeros(shape), denoiser=denoiser, return_result=True)
         assert r.x.shape == out
         assert not np.any(r.x) and not np.any(r.support)
-        assert np.all(r.n_iter == 0) and np.all(r.stop_reason == "tol")
+        assert np.all(r.n_iter == 0) and np.all(r.stop_reason == "rtol")
 
 
 @pytest.mark.parametrize("fn", [amp, vamp])
@@ -262,7 +262,7 @@ def test_no_nan_on_hostile_input() -> None:
             for kw in ({}, {"denoiser": "l1"}, {"damping": 0.9}):
                 r = fn(Ai, Yi, max_iter=60, return_result=True, **kw)
                 assert np.all(np.isfinite(r.x)), (fn.__name__, kw)
-                assert set(np.ravel(r.stop_reason)) <= {"tol", "max_iter", "diverged"}
+                assert set(np.ravel(r.stop_reason)) <= {"rtol", "max_iter", "diverged"}
 
 
 def test_vamp_svd_cache_and_solver() -> None:
@@ -328,7 +328,7 @@ def test_bad_arguments_name_the_argument(fn) -> None:
         ({"damping": 1.0}, "damping"),
         ({"damping": -0.1}, "damping"),
         ({"max_iter": 0}, "max_iter"),
-        ({"tol": -1.0}, "tol"),
+        ({"rtol": -1.0}, "rtol"),
         ({"sparsity": 1.5}, "sparsity"),
         ({"slab_var": 0.0}, "slab_var"),
         ({"noise_var": -1.0}, "noise_var"),

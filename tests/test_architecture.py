@@ -30,19 +30,21 @@ ALLOWED: dict[str, set[str]] = {
     "bench": {"infra", "models", "decoders", "datasets", "training"},
     "cli": {"infra", "models", "decoders", "datasets", "training", "pipelines", "seq", "text",
             "bench"},
+    # cscore.testing: the public conformance check (docs/decoders.md)
+    "testing": {"infra", "models", "decoders"},
     "api": {"infra", "models", "decoders", "datasets", "training", "pipelines", "seq", "text",
-            "bench", "cli"},
+            "bench", "cli", "testing"},
 }
 
 _PACKAGES = ("models", "decoders", "datasets", "training", "pipelines", "seq", "text", "bench",
-             "cli")
+             "cli", "testing")
 
 
 def layer_of(module: str) -> str:
     """The layer of a dotted module name inside cscore."""
     parts = module.split(".")
     assert parts[0] == "cscore", module
-    if len(parts) == 1 or parts[1] in ("__main__",):
+    if len(parts) == 1 or parts[1] in ("__main__", "dask"):
         return "api"
     if parts[1] in _PACKAGES:
         return parts[1]

@@ -44,7 +44,7 @@ def test_bcs_matches_original(ref, case):
         assert err < 1e-8, (case, col, err)
         np.testing.assert_array_equal(r.extra["indices"][col], ref[f"{case}/used_{col}"])
     np.testing.assert_allclose(r.extra["noise_var"], ref[f"{case}/noise_var"], rtol=1e-6)
-    assert set(r.stop_reason) == {"tol"}
+    assert set(r.stop_reason) == {"rtol"}
 
 
 def test_bcs_default_noise_var_is_the_demo_value(ref):
@@ -244,7 +244,7 @@ def test_tiny_noise_variance(rng):
     r = cscore.bcs(A * 10, Y * 10, noise_var=1e-10, return_result=True)
     np.testing.assert_array_equal(r.support, S != 0)
     assert nmse(r.x, S) < 1e-12
-    assert set(r.stop_reason) == {"tol"}
+    assert set(r.stop_reason) == {"rtol"}
 
 
 def test_max_iter_warns(rng):
@@ -279,7 +279,7 @@ def test_max_iter_warns(rng):
         (lambda A, y: cscore.bcs(A, y + 1j), TypeError, "y must be real"),
         (lambda A, y: cscore.bcs(A, y, noise_var=-1.0), ValueError, "noise_var"),
         (lambda A, y: cscore.bcs(A, y, noise_var=[1.0, 2.0]), ValueError, "noise_var"),
-        (lambda A, y: cscore.bcs(A, y, tol=-1.0), ValueError, "tol"),
+        (lambda A, y: cscore.bcs(A, y, rtol=-1.0), ValueError, "rtol"),
         (lambda A, y: cscore.bcs(A, y, max_iter=0), ValueError, "max_iter"),
         (lambda A, y: cscore.bcs(A, y, max_iter=2.5), TypeError, "max_iter"),
         (lambda A, y: cscore.bcs(A, y, n_threads=0), ValueError, "n_threads"),
@@ -290,7 +290,7 @@ def test_max_iter_warns(rng):
         (lambda A, y: cscore.mtbcs(A, y[:, None], a=0.0), ValueError, "a must be > 0"),
         (lambda A, y: cscore.mtbcs(A, y[:, None], b=np.inf), ValueError, "b must be finite"),
         (lambda A, y: cscore.mtbcs(A, np.empty((20, 0))), ValueError, "Y must not be empty"),
-        (lambda A, y: cscore.mtbcs(A, y[:, None], tol=np.nan), ValueError, "tol"),
+        (lambda A, y: cscore.mtbcs(A, y[:, None], rtol=np.nan), ValueError, "rtol"),
         (lambda A, y: cscore.mtbcs(None, y[:, None]), TypeError, "A must be an array"),
     ],
 )

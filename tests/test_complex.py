@@ -103,7 +103,7 @@ def test_dtype_rules(a_dt, y_dt, want):
     Y = (np.round(Y.real) if np.dtype(y_dt).kind != "c" else Y).astype(y_dt)
     assert cscore.somp(A, Y, n_nonzero=3).dtype == want
     assert cscore.omp(A, Y, n_nonzero=3).dtype == want
-    assert cscore.tmsbl(A, Y, max_iter=5, tol=1e30).dtype == want  # stops after 1 iteration
+    assert cscore.tmsbl(A, Y, max_iter=5, rtol=1e30).dtype == want  # stops after 1 iteration
 
 
 def test_threaded_equals_serial_and_batch_equals_single():
@@ -119,19 +119,19 @@ def test_threaded_equals_serial_and_batch_equals_single():
     cols = Ys[:, :, 0].T
     assert np.array_equal(cscore.omp(A, cols, n_nonzero=3, n_threads=1),
                           cscore.omp(A, cols, n_nonzero=3, n_threads=2))
-    t1 = cscore.tmsbl(A, Ys[:4], n_threads=1, tol=1e-6)
-    t2 = cscore.tmsbl(A, Ys[:4], n_threads=2, tol=1e-6)
+    t1 = cscore.tmsbl(A, Ys[:4], n_threads=1, rtol=1e-6)
+    t2 = cscore.tmsbl(A, Ys[:4], n_threads=2, rtol=1e-6)
     assert np.array_equal(t1, t2)
-    assert np.array_equal(t1[2], cscore.tmsbl(A, Ys[2], tol=1e-6))
+    assert np.array_equal(t1[2], cscore.tmsbl(A, Ys[2], rtol=1e-6))
 
 
 @pytest.mark.parametrize("kw", [{}, {"noise": "small"}, {"enhance_lambda": False},
                                 {"matrix_reg": 0.5}, {"fix_b": np.eye(4) + 0.2}])
 def test_tmsbl_core_matches_numpy_reference(kw, monkeypatch):
     A, _, Y = _problem(9, M=16, N=40, noise=0.05)
-    core = cscore.tmsbl(A, Y, return_result=True, tol=1e-7, **kw)
+    core = cscore.tmsbl(A, Y, return_result=True, rtol=1e-7, **kw)
     monkeypatch.setattr(sbl_mod, "_BACKEND", "numpy")
-    ref = cscore.tmsbl(A, Y, return_result=True, tol=1e-7, **kw)
+    ref = cscore.tmsbl(A, Y, return_result=True, rtol=1e-7, **kw)
     assert core.n_iter == ref.n_iter and core.stop_reason == ref.stop_reason
     np.testing.assert_allclose(core.x, ref.x, atol=1e-9)
     np.testing.assert_allclose(core.extra["gamma"], ref.extra["gamma"], atol=1e-9)

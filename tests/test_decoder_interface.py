@@ -105,7 +105,7 @@ def test_pretrained_lstm_decoder_and_config() -> None:
 @pytest.mark.parametrize("name", ["omp", "somp", "bcs", "mtbcs", "tsbl", "tmsbl"])
 def test_config_round_trip_inline(problem, name) -> None:
     A, Y = problem
-    settings = {"n_nonzero": 2} if name in ("omp", "somp") else {"tol": 1e-6}
+    settings = {"n_nonzero": 2} if name in ("omp", "somp") else {"rtol": 1e-6}
     dec = cscore.decoder(name, A, **settings)
     text = json.dumps(dec.config)  # JSON-serializable
     dec2 = cscore.Decoder.from_config(json.loads(text))

@@ -95,8 +95,8 @@ def _Y_for(draw: Any, A: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return Y
 
 
-ARG_NAMES = ("A", "Y", "y", "n_nonzero", "tol", "n_threads", "noise_var", "max_iter", "lam",
-             "a", "b", "prune_gamma", "snr", "noise", "matrix_reg", "exclude_selected", "x",
+ARG_NAMES = ("A", "Y", "y", "n_nonzero", "tol", "rtol", "n_threads", "noise_var", "max_iter",
+             "lam", "a", "b", "prune_gamma", "snr", "noise", "matrix_reg", "exclude_selected", "x",
              "k", "block_size", "atol", "S", "S_hat", "images", "kind", "levels")  # fmt: skip
 
 
@@ -185,7 +185,7 @@ def test_fuzz_bcs(A: np.ndarray, data: Any) -> None:
     kw = data.draw(common_kw)
     kw |= data.draw(st.fixed_dictionaries({}, optional={
         "noise_var": st.sampled_from([1e-12, 0.1, 0.0, -1.0, np.nan, 1e300, None]),
-        "tol": st.sampled_from([0.0, 1e-8, -1.0, None]),
+        "rtol": st.sampled_from([0.0, 1e-8, -1.0, None]),
         "max_iter": st.sampled_from([1, 5, 0, 2**40]),
     }))  # fmt: skip
     kw = {k: v for k, v in kw.items() if v is not None}

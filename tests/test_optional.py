@@ -62,7 +62,8 @@ def test_extras_and_hints():
     assert install_hint("spkit") == 'pip install "cscore-decoders[sensor]"'
     assert install_hint("dask.array") == 'pip install "cscore-decoders[dask]"'
     assert install_hint("matplotlib") == 'pip install "cscore-decoders[plot]"'
-    assert install_hint("rank_bm25") == "pip install rank_bm25"
+    assert install_hint("rank_bm25") == 'pip install "cscore-decoders[text]"'
+    assert install_hint("no_such_module") == "pip install no_such_module"
 
 
 def test_sensor_module_does_not_patch_extras():

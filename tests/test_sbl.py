@@ -148,7 +148,7 @@ def test_result_record(fn, rng):
     np.testing.assert_array_equal(r.x, fn(A, Y))
     assert r.extra["gamma"].shape == (50,) and r.extra["B"].shape == (3, 3)
     assert np.all(r.extra["gamma"][~r.support.any(1)] == 0)
-    assert r.stop_reason == "tol" and 1 <= int(r.n_iter) < 2000
+    assert r.stop_reason == "rtol" and 1 <= int(r.n_iter) < 2000
     np.testing.assert_allclose(r.residual_norm, np.linalg.norm(Y - A @ r.x, axis=0))
     rb = fn(A, np.stack([Y, Y]), return_result=True)
     assert rb.extra["gamma"].shape == (2, 50) and rb.n_iter.shape == (2,)
@@ -199,7 +199,7 @@ def test_bad_inputs(fn, rng):
     with pytest.raises(ValueError, match="max_iter"):
         fn(A, Y, max_iter=0)
     with pytest.raises(ValueError, match="tol"):
-        fn(A, Y, tol=-1.0)
+        fn(A, Y, rtol=-1.0)
     with pytest.raises(ValueError, match="prune_gamma"):
         fn(A, Y, prune_gamma=-1.0)
     with pytest.raises(ValueError, match="n_threads"):
@@ -311,17 +311,17 @@ def test_small_magnitude_all_zero_warns(fn, backend):
 
 
 @pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
-def test_tol_zero_is_accepted_like_other_decoders(fn, rng):
+def test_rtol_zero_is_accepted_like_other_decoders(fn, rng):
     A, _S, Y = _noiseless_16x32()
     with pytest.warns(RuntimeWarning, match="max_iter=5"):
-        r = fn(A, Y, tol=0.0, max_iter=5, return_result=True)
+        r = fn(A, Y, rtol=0.0, max_iter=5, return_result=True)
     assert int(r.n_iter) == 5 and r.stop_reason == "max_iter"
     msgs = []
     for f in (fn, cscore.bcs, cscore.mtbcs):
         with pytest.raises(ValueError) as exc:
-            f(A, Y, tol=-1.0)
+            f(A, Y, rtol=-1.0)
         msgs.append(str(exc.value))
-    assert len(set(msgs)) == 1 and "tol must be" in msgs[0]
+    assert len(set(msgs)) == 1 and "rtol must be" in msgs[0]
 
 
 @pytest.mark.parametrize("fn", [cscore.tmsbl, cscore.tsbl])
@@ -335,7 +335,7 @@ def test_noiseless_defaults_hit_cap_noiseless_preset_does_not(fn):
     assert r.stop_reason == "max_iter"
     preset = {"noise": "no"} if fn is cscore.tmsbl else {"snr": "inf"}
     r = fn(A, Y, return_result=True, **preset)
-    assert r.stop_reason == "tol"
+    assert r.stop_reason == "rtol"
     assert np.linalg.norm(r.x - S) < 1e-9 * np.linalg.norm(S)
 
 

@@ -36,6 +36,8 @@ struct AutoArgs {
     py::array sigma, tol, n_signal;  // (P,) outputs
     py::object path_end;  // None or (reset2 (max_atoms,) float64, patience, check, check_last)
     py::array reset2;     // kept alive for the call
+    py::object signal;    // None or (6, max_atoms) float64: stopping.signal_tables
+    py::array signal_arr;  // kept alive for the call
 };
 
 // A given path (see greedy::Options::forced) and the residual energies along it.
@@ -124,6 +126,14 @@ void run(const py::array& A, const py::array& Y, py::array& X, py::array& residu
             opt.auto_logu = static_cast<const double*>(autos->logu.data());
             opt.auto_b = autos->b;
             opt.auto_cap = autos->cap;
+            if (!autos->signal.is_none()) {
+                autos->signal_arr = py::array::ensure(autos->signal);
+                const py::array& g = autos->signal_arr;
+                require(g && has_dtype<double>(g) && g.ndim() == 2 && g.shape(0) == 6 &&
+                            g.shape(1) == max_atoms && (g.flags() & c_contig),
+                        "signal must be C-contiguous float64 (6, max_atoms)");
+                opt.auto_signal = static_cast<const double*>(g.data());
+            }
             if (!autos->path_end.is_none()) {
                 const py::tuple t = autos->path_end.cast<py::tuple>();
                 require(t.size() == 4, "path_end must be (reset2, patience, check, check_last)");
@@ -198,8 +208,10 @@ void greedy_decode_auto(const py::array& A, const py::array& Y, py::array X, py:
                         py::array sigma, py::array tol, py::array n_signal, std::ptrdiff_t max_atoms,
                         std::ptrdiff_t cap, py::array gamma2, py::array a,
                         py::array lnbeta, py::array logu, double b, int n_threads,
-                        std::ptrdiff_t gram_limit, const py::object& path_end) {
-    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal, path_end, py::array()};
+                        std::ptrdiff_t gram_limit, const py::object& path_end,
+                        const py::object& signal) {
+    AutoArgs autos{gamma2, a, lnbeta, logu, b, cap, sigma, tol, n_signal, path_end, py::array(),
+                   signal, py::array()};
     if (has_dtype<double>(A)) {
         run<double>(A, Y, X, residual, n_iter, stop, warn, atoms, max_atoms, false, -1.0,
                     n_threads, gram_limit, &autos);
@@ -241,9 +253,10 @@ void register_greedy(py::module_& m) {
           py::arg("atoms"), py::arg("sigma"), py::arg("tol"), py::arg("n_signal"),
           py::arg("max_atoms"), py::arg("cap"), py::arg("gamma2"),
           py::arg("a"), py::arg("lnbeta"), py::arg("logu"), py::arg("b"), py::arg("n_threads"),
-          py::arg("gram_limit"), py::arg("path_end") = py::none(),
+          py::arg("gram_limit"), py::arg("path_end") = py::none(), py::arg("signal") = py::none(),
           "Greedy (S)OMP decode with tol='auto' (residual ratio thresholding on the path, "
-          "then the paper's rule on the estimated noise) into preallocated outputs "
+          "then the paper's rule on the estimated noise; signal: the test that Y holds any "
+          "signal, which lets the fallback step run) into preallocated outputs "
           "(internal; use cscore.omp / cscore.somp with tol='auto').");
     m.def("_greedy_path", &greedy_path, py::arg("A"), py::arg("Y"), py::arg("path_atoms"),
           py::arg("X"), py::arg("residual"), py::arg("energy"), py::arg("n_iter"),

@@ -28,7 +28,8 @@ Runtime
 Also
     :mod:`cscore.bench` (the paper's experiments), :mod:`cscore.datasets`,
     :mod:`cscore.metrics`, :mod:`cscore.seq` (echo state networks, R-DSN),
-    :mod:`cscore.text` (LSTM sentence embeddings), and the ``cscore`` command
+    :mod:`cscore.text` (LSTM sentence embeddings), :mod:`cscore.dask`,
+    :mod:`cscore.testing` (``check_decoder``, the decoder contract), and the ``cscore`` command
     (``cscore --help``).  The layers: docs/architecture.md.
 """
 
@@ -59,17 +60,20 @@ from .decoders import (
     tsbl,
     vamp,
 )
-from .models import list_pretrained, pretrained
+from .models import ModelFileError, list_pretrained, pretrained
 from .pipelines import decode_file, stream
+from .problem import ProblemSpec
 from .result import DecodeResult
 
 _blas.register()
 
 #: Subpackages loaded on first use, so that decoding does not pay for their
 #: imports at start-up: the sequence-model and text packages (thesis chapters 2
-#: and 3), and Dask (``cscore.dask`` is :mod:`cscore.pipelines.distributed`).
-_LAZY = {"seq": ".seq", "text": ".text", "dask": ".pipelines.distributed",
-         "training": ".training"}
+#: and 3), Dask (:mod:`cscore.dask`), training (PyTorch) and the conformance
+#: check (:mod:`cscore.testing`).
+_LAZY = {"seq": ".seq", "text": ".text", "dask": ".dask", "training": ".training",
+         "testing": ".testing", "bench": ".bench", "datasets": ".datasets",
+         "metrics": ".metrics"}
 
 
 def __getattr__(name: str) -> Any:
@@ -84,6 +88,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+def __dir__() -> list[str]:
+    """What ``cscore`` offers: :data:`__all__` and its subpackages (not its imports)."""
+    return sorted(set(__all__) | set(_LAZY) | {"decoders", "models", "pipelines"})
+
+
 __all__ = [
     "BLSTMCS",
     "CDSNCS",
@@ -93,6 +102,8 @@ __all__ = [
     "NWSOMP",
     "DecodeResult",
     "Decoder",
+    "ModelFileError",
+    "ProblemSpec",
     "__version__",
     "amp",
     "bcs",

@@ -27,7 +27,7 @@ def _greedy_decode_auto(
     A: Any, Y: Any, X: Any, residual: Any, n_iter: Any, stop: Any, warn: Any, atoms: Any,
     sigma: Any, tol: Any, n_signal: Any, max_atoms: int, cap: int, gamma2: Any,
     a: Any, lnbeta: Any, logu: Any, b: float, n_threads: int, gram_limit: int,
-    path_end: tuple[Any, int, int, int] | None = None,
+    path_end: tuple[Any, int, int, int] | None = None, signal: Any = None,
 ) -> None: ...
 def _greedy_path(
     A: Any, Y: Any, path_atoms: Any, X: Any, residual: Any, energy: Any, n_iter: Any, stop: Any,

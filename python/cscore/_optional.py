@@ -18,6 +18,7 @@ EXTRAS = {
     "torch": "train",
     "spkit": "sensor",
     "matplotlib": "plot",
+    "rank_bm25": "text",
 }
 
 

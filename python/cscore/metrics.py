@@ -151,8 +151,8 @@ def support_recovery(S_hat: np.ndarray, S: np.ndarray, *, atol: float = 0.0) -> 
     Returns
     -------
     dict with
-        ``precision`` : mean |found & true| / |found|
-        ``recall`` : mean |found & true| / |true|
+        ``precision`` : mean ``|found & true| / |found|``
+        ``recall`` : mean ``|found & true| / |true|``
         ``exact`` : fraction of channels whose support is recovered exactly
     """
     S_hat, S = _pair(S_hat, S, allow_bool=True)

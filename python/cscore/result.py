@@ -8,10 +8,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["STOP_REASONS", "DecodeResult", "batch_result"]
+__all__ = ["CONVERGENCE_STOP_REASONS", "STOP_REASONS", "DecodeResult", "batch_result"]
 
 #: Stop-reason codes shared with the C++ core (``cpp/include/cscore/result.hpp``).
 STOP_REASONS: tuple[str, ...] = ("n_nonzero", "tol", "dependent", "max_iter", "exhausted")
+
+#: The same codes for decoders with a convergence test: code 1 means the test
+#: ``rtol`` passed (``"tol"`` is kept for the residual bound, ``cscore._tol``).
+CONVERGENCE_STOP_REASONS: tuple[str, ...] = ("n_nonzero", "rtol", "dependent", "max_iter",
+                                             "exhausted")
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,11 @@ struct Options {
     const double* auto_logu = nullptr;
     double auto_b = 0.5;
     std::ptrdiff_t auto_cap = 1;
+    // The test that the measurements hold any signal, run when no step passes the
+    // residual-ratio test (rows of stopping.signal_tables, each max_atoms long:
+    // b, ln B(a_k, b), the block test's log factor; a1, ln B(a1, 1/2), the channel
+    // test's log factor).  nullptr: the fallback step is always taken.
+    const double* auto_signal = nullptr;
     // Optional end of the auto path before max_atoms (path_end.hpp): used when
     // auto_end.reset2 is set (with auto_end.gamma2 = auto_gamma2).
     PathEndRule auto_end;
@@ -837,12 +842,50 @@ inline double log_ibeta(double a, double b, double x, double log_front) {
     return std::log1p(-std::exp(log_front + std::log(cf(b, a, 1.0 - x) / b)));
 }
 
+// ln I_x(a, b) for x in [0, 1] (-inf at 0, 0 at 1); lnbeta = ln B(a, b).
+inline double log_ibeta_at(double a, double b, double lnbeta, double x) {
+    if (!(x > 0.0)) return -std::numeric_limits<double>::infinity();
+    if (!(x < 1.0)) return 0.0;
+    return log_ibeta(a, b, x, a * std::log(x) + b * std::log1p(-x) - lnbeta);
+}
+
+// Whether a path that no step of the residual-ratio test took for signal still
+// rejects pure noise (step 2b of python/cscore/decoders/stopping.py): the block
+// test on E(k) / E(0), or one channel's ratio test; energy(k) is the summed,
+// chan(k, c) channel c's squared residual after k steps.
+template <class Energy, class Chan>
+bool holds_signal(const Options& opt, std::ptrdiff_t n, std::ptrdiff_t L, const Energy& energy,
+                  const Chan& chan) {
+    const std::ptrdiff_t K = opt.max_atoms;
+    const double* t = opt.auto_signal;
+    const double e0 = energy(0);
+    const auto ratio = [](double e, double prev) {
+        const double r = prev > 0.0 ? e / prev : 1.0;
+        return std::isnan(r) ? 1.0 : std::min(std::max(r, 0.0), 1.0);
+    };
+    for (std::ptrdiff_t k = 1; k <= n; ++k) {
+        const double x = ratio(energy(k), e0);
+        if (log_ibeta_at(opt.auto_a[k - 1], t[k - 1], t[K + k - 1], x) + t[2 * K + k - 1] <= 0.0)
+            return true;
+    }
+    if (L == 1) return false;
+    for (std::ptrdiff_t c = 0; c < L; ++c)
+        for (std::ptrdiff_t k = 1; k <= n; ++k) {
+            const double x = ratio(chan(k, c), chan(k - 1, c));
+            if (log_ibeta_at(t[3 * K + k - 1], 0.5, t[4 * K + k - 1], x) + t[5 * K + k - 1] <= 0.0)
+                return true;
+        }
+    return false;
+}
+
 // The step k_rrt of residual ratio thresholding on a path with squared residual
 // norms E(0..n) (summed over channels): the last step whose ratio
 // RR(k)^2 = E(k) / E(k - 1) is below its threshold; when none is, the step with
-// the smallest union-bound p-value (see python/cscore/decoders/stopping.py).
-template <class Energy>
-std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, const Energy& energy) {
+// the smallest union-bound p-value (see python/cscore/decoders/stopping.py) if
+// the path holds signal (holds_signal, when opt.auto_signal is set), else 0.
+template <class Energy, class Chan>
+std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, std::ptrdiff_t L,
+                                const Energy& energy, const Chan& chan) {
     const auto ratio = [&](std::ptrdiff_t k) {
         const double prev = energy(k - 1);
         const double rr2 = prev > 0.0 ? energy(k) / prev : 1.0;
@@ -850,6 +893,7 @@ std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, const Ener
     };
     for (std::ptrdiff_t k = n; k >= 1; --k)
         if (ratio(k) < opt.auto_gamma2[k - 1]) return k;
+    if (opt.auto_signal != nullptr && !holds_signal(opt, n, L, energy, chan)) return 0;
     std::ptrdiff_t best_k = 0;
     double best = std::numeric_limits<double>::infinity();
     for (std::ptrdiff_t k = 1; k <= n; ++k) {
@@ -905,7 +949,10 @@ std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t
         for (std::ptrdiff_t c = 0; c < L; ++c) e += static_cast<double>(E[k * L + c]);
         return e;
     };
-    const std::ptrdiff_t k_sig = rrt_signal_steps(opt, n, energy);
+    const auto chan = [&](std::ptrdiff_t k, std::ptrdiff_t c) {
+        return static_cast<double>(E[k * L + c]);
+    };
+    const std::ptrdiff_t k_sig = rrt_signal_steps(opt, n, L, energy, chan);
     const double dof = static_cast<double>(L * std::max<std::ptrdiff_t>(M - k_sig, 1));
     const double s = std::sqrt(energy(k_sig) / dof);
     const double t = static_cast<double>(L) * s * std::sqrt(static_cast<double>(M * L));

@@ -7,8 +7,9 @@ decoder accepts comes from its registration (:class:`cscore.decoders.DecoderSpec
 
 Stopping: a decoder that declares the rules ``n_nonzero`` / ``tol`` takes ``k``
 (atoms per channel) and ``tol`` (the LSTM-CS paper's rule: stop once the sum
-over channels of residual norms is <= tol; a decoder of the ``"columns"``
-layout, which decodes each channel alone, gets ``tol / L`` per channel), or
+over channels of residual norms is <= tol, :mod:`cscore._tol`; the
+:class:`~cscore.decoders.Decoder` gives a decoder of the ``"columns"`` layout,
+which decodes each channel alone, ``tol / L`` per channel), or
 ``tol="auto"`` where it declares ``auto`` (the noise level estimated from the
 measurements, :mod:`cscore.decoders.stopping`).  Decoders with their own
 convergence rule (the Bayesian ones) ignore both.
@@ -90,7 +91,7 @@ def run_decoder(
             if "auto" in spec.stopping:
                 settings["tol"] = tol
         elif "tol" in spec.stopping:
-            settings["tol"] = tol / Y.shape[2] if spec.layout == "columns" else tol
+            settings["tol"] = tol  # Decoder gives a "columns" decoder tol / L per channel
     if spec.kind == "model":
         if model is None:
             raise ValueError(f"the {name} decoder needs a model (--model)")

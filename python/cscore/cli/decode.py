@@ -87,7 +87,10 @@ def build_decoder(args: argparse.Namespace) -> Any:
     if args.config is not None:
         if args.decoder or args.matrix or args.model or args.set or args.n_nonzero or args.tol:
             raise ValueError("give either --config or the decoder flags, not both")
-        return Decoder.from_config(args.config, allow_outside=args.allow_outside)
+        try:
+            return Decoder.from_config(args.config, allow_outside=args.allow_outside)
+        except TypeError as exc:  # a setting of the wrong type in the config
+            raise ValueError(str(exc)) from None
     if not args.decoder:
         raise ValueError("name the decoder: --config FILE or --decoder NAME")
     settings: dict[str, Any] = {}
@@ -101,7 +104,10 @@ def build_decoder(args: argparse.Namespace) -> Any:
     if args.tol is not None:
         settings["tol"] = args.tol
     A = _load_matrix(args.matrix) if args.matrix is not None else None
-    return Decoder(args.decoder, A, model=args.model, **settings)
+    try:
+        return Decoder(args.decoder, A, model=args.model, **settings)
+    except TypeError as exc:  # a setting of the wrong type: the user's, not a bug
+        raise ValueError(str(exc)) from None
 
 
 def _load_matrix(path: Path) -> Any:

@@ -31,13 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also print each decoder's description and settings")
 
 
-def _operator_functions() -> tuple[Any, ...]:
-    """The registered functions that take scipy sparse matrices and LinearOperators."""
-    from ..decoders import greedy
-
-    return (greedy.omp, greedy.somp)  # decoders/greedy_operator.py serves both
-
-
 def accepts(spec: Any) -> dict[str, bool]:
     """What the decoder of ``spec`` accepts.
 
@@ -49,17 +42,18 @@ def accepts(spec: Any) -> dict[str, bool]:
     Returns
     -------
     dict
-        :data:`ACCEPTS` -> bool.  ``dense``: a NumPy sensing matrix (a model
-        decoder: its model's); ``sparse`` / ``operator``: a scipy sparse matrix /
-        a ``scipy.sparse.linalg.LinearOperator`` as ``A`` (OMP and SOMP, through
-        the functions ``cscore.omp`` / ``cscore.somp``); ``complex``:
-        complex64/complex128 data (``spec.complex_ok``); ``GPU``: a torch device
+        :data:`ACCEPTS` -> bool.  ``dense``, ``sparse``, ``operator``,
+        ``complex``: the input kinds the registry records (``spec.inputs``: a
+        NumPy ``A``, a scipy sparse matrix, a ``LinearOperator``, complex data;
+        a model decoder takes its model's dense ``A``); ``GPU``: a torch device
         (``spec.gpu_ok`` where the registry records it; none does yet).
     """
-    operator = spec.kind == "matrix" and any(
-        spec.func is f for f in _operator_functions())
-    return {"dense": True, "sparse": operator, "operator": operator,
-            "complex": bool(spec.complex_ok), "GPU": bool(getattr(spec, "gpu_ok", False))}
+    kinds = set(getattr(spec, "inputs", ("dense",)))
+    if spec.complex_ok:
+        kinds.add("complex")
+    out = {kind: kind in kinds for kind in ACCEPTS[:-1]}
+    out["GPU"] = bool(getattr(spec, "gpu_ok", False))
+    return out
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
@@ -97,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
     print("from: a sensing matrix A, or a model (--model; cscore models lists them)")
     print("problem: MMV decodes the L channels of (M, L) together; per channel: each alone")
     print("stopping: n_nonzero, tol, auto (noise estimated); own: its own convergence")
-    print("sparse, operator: A as a scipy sparse matrix or LinearOperator, through the "
-          "functions cscore.omp and cscore.somp")
+    print("dense, sparse, operator: A as a NumPy array, a scipy sparse matrix or a "
+          "scipy LinearOperator; complex: complex64/complex128 data")
     if getattr(args, "verbose", False):
         print()
         for s in decoder_specs():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tol import paper_noise_tol
 from .._validation import as_float_array, check_nonnegative_float, common_float_dtype
 
 __all__ = ["expected_noise_tol", "gaussian_matrix", "measure", "paper_matrix"]
@@ -142,6 +143,7 @@ def expected_noise_tol(M: int, L: int, sigma: float) -> float:
     Returns
     -------
     float
-        The threshold ``L * sigma * sqrt(M * L)``.
+        The threshold ``L * sigma * sqrt(M * L)`` (written once, in
+        :func:`cscore._tol.paper_noise_tol`).
     """
-    return float(L * sigma * np.sqrt(M * L))
+    return float(paper_noise_tol(M, L, sigma))

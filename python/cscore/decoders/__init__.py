@@ -19,6 +19,7 @@ from .bcs import bcs, mtbcs
 from .greedy import omp, somp
 from .learned import BLSTMCS, CDSNCS, LAMP, LISTA, LSTMCS, NWSOMP
 from .registry import (
+    INPUT_KINDS,
     STOPPING_RULES,
     DecoderSpec,
     decoder_names,
@@ -33,6 +34,7 @@ from .sbl import tmsbl, tsbl
 __all__ = [
     "BLSTMCS",
     "CDSNCS",
+    "INPUT_KINDS",
     "LAMP",
     "LISTA",
     "LSTMCS",
@@ -59,6 +61,8 @@ __all__ = [
 ]
 
 _GREEDY = ("n_nonzero", "tol", "auto")
+#: OMP and SOMP take dense, sparse and operator A (docs/operators.md), real or complex
+_ANY_A = ("dense", "sparse", "operator", "complex")
 
 
 def _lstm_cs_beam(model: Any, Y: Any, **settings: Any) -> Any:
@@ -73,9 +77,9 @@ def _lstm_cs_beam(model: Any, Y: Any, **settings: Any) -> Any:
 
 
 # complex_ok: these three take complex64/complex128 data (docs/complex.md)
-register_decoder("omp", omp, layout="columns", stopping=_GREEDY, complex_ok=True,
+register_decoder("omp", omp, layout="columns", stopping=_GREEDY, inputs=_ANY_A,
                  description="OMP on each channel independently")
-register_decoder("somp", somp, stopping=_GREEDY, complex_ok=True,
+register_decoder("somp", somp, stopping=_GREEDY, inputs=_ANY_A,
                  description="simultaneous OMP, joint support")
 register_decoder("bcs", bcs, layout="columns", stopping=(),
                  description="Bayesian CS (Ji et al. 2008) per channel")

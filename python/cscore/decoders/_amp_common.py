@@ -26,7 +26,7 @@ __all__ = ["minimax_alpha"]
 
 
 #: Stop codes of the compiled kernel (``amp::Stop``), by code.
-_STOP_NAMES: tuple[str, ...] = ("tol", "max_iter", "diverged")
+_STOP_NAMES: tuple[str, ...] = ("rtol", "max_iter", "diverged")
 _DENOISERS = {"l1": 0, "bg": 1}
 
 #: The minimax rule is evaluated at ``min(delta, _DELTA_MAX)``: at ``delta >= 1``
@@ -115,7 +115,7 @@ def _check_options(
     denoiser: Any,
     joint: Any,
     max_iter: Any,
-    tol: Any,
+    rtol: Any,
     damping: Any,
     alpha: Any,
     sparsity: Any,
@@ -129,7 +129,7 @@ def _check_options(
         "denoiser": denoiser,
         "joint": check_bool("joint", joint),
         "max_iter": check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT),
-        "tol": check_nonnegative_float("tol", tol),
+        "rtol": check_nonnegative_float("rtol", rtol),
         "damping": check_nonnegative_float("damping", damping),
         "snr0": check_positive_float("snr0", snr0),
     }

@@ -15,6 +15,21 @@ learned decoders registered with :func:`register_decoder`) -- behind one object:
 >>> cscore.Decoder.from_config(dec.config) == dec
 True
 
+Settings are checked when the decoder is built, before any data or file is
+touched: an unknown name, a value the decoder refuses (found by decoding one
+all-zero probe problem, which every decoder does in microseconds), ``tol``
+given to a decoder without the residual rule, or ``tol="auto"`` to one that
+does not declare it, are a ``ValueError``/``TypeError`` naming the setting.
+``tol`` means one thing everywhere (:mod:`cscore._tol`): a bound on each
+problem's sum of channel residual norms; a ``"columns"`` decoder (``omp``,
+``bcs``) gets ``tol / L`` per channel.
+
+A matrix decoder registered with ``inputs`` including ``"sparse"`` or
+``"operator"`` (``omp``, ``somp``) is built from a SciPy sparse matrix or a
+``LinearOperator`` (SciPy's or PyLops') as its function is; other decoders
+refuse them with an error naming the kind.  Such a decoder has no config (a
+config carries ``A`` as numbers).
+
 ``dec(Y)`` returns exactly what the wrapped function returns.  Complex ``A``/``Y``
 go through to decoders registered ``complex_ok`` (``omp``, ``somp``, ``tmsbl``);
 the others refuse them with a ``TypeError`` naming the decoder.  The single-vector
@@ -49,11 +64,13 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .._tol import column_tol
 from .._validation import as_float_array
 from ..models.registry import file_sha256, is_model_path
 from ._complex import (
@@ -123,16 +140,27 @@ class Decoder:
         self._settings = {k: v for k, v in settings.items() if v is not None}
         self._model: Any = None
         self._model_ref: Any = None
+        self._check_stopping()
+        self._A_kind = "dense"
         if spec.kind == "matrix":
             if model is not None:
                 raise ValueError(f"decoder {spec.name!r} takes a sensing matrix A, not a model")
             if A is None:
                 raise ValueError(f"decoder {spec.name!r} needs a sensing matrix A")
-            A = self._checked_data("A", A, ndim=2)
-            if A.shape[0] == 0 or A.shape[1] == 0:
-                raise ValueError(f"A must not be empty, got shape {A.shape}")
-            self._A = np.array(A, copy=True)
-            self._A.setflags(write=False)
+            self._A_kind = _matrix_kind(A)
+            if self._A_kind != "dense":
+                if self._A_kind not in spec.inputs:
+                    raise TypeError(_kind_refusal(spec, self._A_kind))
+                if self._A_kind == "operator" or self._A_kind == "sparse":
+                    self._A = _checked_operator(A, self._A_kind)
+                    if self._A.dtype.kind == "c" and "complex" not in spec.inputs:
+                        raise self._real_only("A", self._A)
+            else:
+                A = self._checked_data("A", A, ndim=2)
+                if A.shape[0] == 0 or A.shape[1] == 0:
+                    raise ValueError(f"A must not be empty, got shape {A.shape}")
+                self._A = np.array(A, copy=True)
+                self._A.setflags(write=False)
         else:
             if model is None:
                 raise ValueError(
@@ -147,7 +175,42 @@ class Decoder:
                 raise ValueError("A differs from the model's sensing matrix; leave A out")
             self._A = np.asarray(mA)
         self._json_settings = {k: _jsonable(v, k) for k, v in self._settings.items()}
+        self._probe()
 
+    def _check_stopping(self) -> None:
+        """``tol`` only where the residual rule is declared; ``"auto"`` only where it is."""
+        spec, tol = self._spec, self._settings.get("tol")
+        if tol is None:
+            return
+        if isinstance(tol, str):
+            if tol.strip().lower() == "auto" and "auto" not in spec.stopping:
+                raise ValueError(
+                    f"decoder {spec.name!r} does not take tol='auto' (the noise-blind "
+                    f"rule); {_stopping_words(spec)}"
+                )
+        elif "tol" not in spec.stopping:
+            raise ValueError(
+                f"decoder {spec.name!r} has no residual bound tol; {_stopping_words(spec)}"
+            )
+
+    def _probe(self) -> None:
+        """Decode one all-zero problem, so the decoder's own checks see every setting now.
+
+        Every decoder answers an all-zero problem at once (nothing to fit), after
+        checking its settings; a setting it refuses raises here, before any data
+        or file is touched, with the decoder named.
+        """
+        L = self.L or 1
+        dt = np.complex128 if np.dtype(getattr(self._A, "dtype", np.float64)).kind == "c" \
+            else np.float64
+        Y = np.zeros((self.M, L), dtype=dt)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self(Y)
+        except (ValueError, TypeError, OverflowError) as exc:
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"decoder {self._spec.name!r}: {exc}") from None
     def _resolve_model(self, model: Any) -> tuple[Any, Any]:
         spec = self._spec
         if isinstance(model, (str, os.PathLike)):
@@ -235,6 +298,8 @@ class Decoder:
             return NotImplemented
         if self.name != other.name or self._json_settings != other._json_settings:
             return False
+        if self._A_kind != "dense" or other._A_kind != "dense":
+            return self._A is other._A
         if self._spec.kind == "model" and self._model is not other._model:
             if self._model_ref is None or self._model_ref != other._model_ref:
                 return False
@@ -262,7 +327,8 @@ class Decoder:
         """
         dt = np.dtype(dtype)
         if self._spec.complex_ok and (dt.kind == "c" or self._A.dtype.kind == "c"):
-            return decode_dtype(np.empty(0, dtype=dt), self._A)
+            A_probe = self._A if self._A_kind == "dense" else np.empty(0, dtype=self._A.dtype)
+            return decode_dtype(np.empty(0, dtype=dt), A_probe)
         f32 = dt == np.float32
         if self._spec.kind == "matrix":
             f32 = f32 and self._A.dtype == np.float32
@@ -295,17 +361,27 @@ class Decoder:
             return np.asarray(spec.func(self._model, Y, **self._settings))
         if spec.layout == "batch":
             return np.asarray(spec.func(self._A, Y, **self._settings))
+        settings = self._settings
+        tol = settings.get("tol")
+        if tol is not None and not isinstance(tol, str):
+            # one problem's L channels share its residual bound (cscore._tol)
+            settings = {**settings, "tol": column_tol(tol, Y.shape[-1])}
         if Y.ndim == 2:
-            return np.asarray(spec.func(self._A, Y, **self._settings))
+            return np.asarray(spec.func(self._A, Y, **settings))
         B, M, L = Y.shape
         cols = np.ascontiguousarray(Y.transpose(1, 0, 2).reshape(M, B * L))
-        X = np.asarray(spec.func(self._A, cols, **self._settings))
+        X = np.asarray(spec.func(self._A, cols, **settings))
         return np.ascontiguousarray(X.reshape(X.shape[0], B, L).transpose(1, 0, 2))
 
     decode = __call__
 
     # -- configs ----------------------------------------------------------
     def _matrix_inline(self) -> dict[str, Any]:
+        if self._A_kind != "dense":
+            raise ValueError(
+                f"a decoder built on a {self._A_kind} A has no config (a config carries A as "
+                "numbers); build it in code, or from a dense array"
+            )
         head = {"shape": list(self._A.shape), "dtype": str(self._A.dtype)}
         if self._A.dtype.kind == "c":  # JSON has no complex numbers: two real arrays
             return {**head, **inline_parts(self._A)}
@@ -447,6 +523,52 @@ class Decoder:
         if not isinstance(ref, str):
             raise ValueError("decoder config needs 'model' (a pretrained name or a file)")
         return cls(name, model=ref, **settings)
+
+
+def _matrix_kind(A: Any) -> str:
+    """``"sparse"``, ``"operator"`` (SciPy or PyLops LinearOperator) or ``"dense"``."""
+    import scipy.sparse as sp
+    from scipy.sparse.linalg import LinearOperator
+
+    if sp.issparse(A):
+        return "sparse"
+    if isinstance(A, LinearOperator) or (
+        not isinstance(A, np.ndarray) and hasattr(A, "matvec") and hasattr(A, "rmatvec")
+        and hasattr(A, "shape")
+    ):
+        return "operator"
+    return "dense"
+
+
+def _kind_refusal(spec: Any, kind: str) -> str:
+    takes = [s.name for s in decoder_specs() if kind in s.inputs]
+    return (
+        f"decoder {spec.name!r} takes {' or '.join(k for k in spec.inputs if k != 'complex')} "
+        f"A, not {'a sparse matrix' if kind == 'sparse' else 'a LinearOperator'}"
+        + (f"; decoders that take one: {', '.join(takes)}" if takes else "")
+        + (" (or pass A.toarray())" if kind == "sparse" else "")
+    )
+
+
+def _checked_operator(A: Any, kind: str) -> Any:
+    """A sparse matrix or operator with a usable 2-D shape and a numeric dtype."""
+    shape = getattr(A, "shape", None)
+    if shape is None or len(shape) != 2 or min(int(shape[0]), int(shape[1])) < 1:
+        raise ValueError(f"A ({kind}) must have a 2-D shape (M, N) with M, N >= 1, got {shape}")
+    dtype = np.dtype(getattr(A, "dtype", None) or np.float64)
+    if dtype.kind not in "fc":
+        raise TypeError(f"A ({kind}) must have a float or complex dtype, got {dtype}")
+    return A
+
+
+def _stopping_words(spec: Any) -> str:
+    rules = [r for r in spec.stopping if r != "auto"]
+    if spec.stopping:
+        return "its stopping rules: " + ", ".join(
+            {"n_nonzero": "n_nonzero", "tol": "tol (a number)"}[r] for r in rules
+        ) + (", tol='auto'" if "auto" in spec.stopping else "")
+    own = "rtol (its convergence test)" if "rtol" in spec.settings else "its own rule"
+    return f"it stops by {own} and max_iter where it has one"
 
 
 def _read_config_file(p: Path) -> Any:

@@ -19,7 +19,7 @@ from .._validation import (
     check_nonnegative_float,
     transposed_hint,
 )
-from ..result import STOP_REASONS, DecodeResult, batch_result
+from ..result import CONVERGENCE_STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 
 __all__ = [
@@ -203,16 +203,16 @@ def solve_core(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) -
         X, G, Bs, lam, n_iter, stop = _core._sbl_solve_complex(
             np.asfortranarray(A, dtype=np.complex128), Yt.astype(np.complex128, copy=False),
             kw["prune"], kw["lam"], kw["learn"], kw["enh"], kw.get("R"), kw.get("B_fixed"),
-            kw["max_iter"], kw["tol"], threads,
+            kw["max_iter"], kw["rtol"], threads,
         )
     else:
         X, G, Bs, lam, n_iter, stop = _core._sbl_solve(
             np.asfortranarray(A), Yt, kw["exact"], kw["prune"], kw["lam"], kw["learn"],
-            kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["tol"], threads,
+            kw["enh"], kw.get("R"), kw.get("B_fixed"), kw["max_iter"], kw["rtol"], threads,
         )
     return [
         SblOut(X[b].T.copy(), G[b], Bs[b].T.copy(), float(lam[b]), int(n_iter[b]),
-               STOP_REASONS[int(stop[b])])
+               CONVERGENCE_STOP_REASONS[int(stop[b])])
         for b in range(X.shape[0])
     ]
 

@@ -182,7 +182,7 @@ def _tmsbl_one(
         if count >= max_iter:
             break
         if _settled(mu, mu_old, tol):
-            stop = "tol"
+            stop = "rtol"
             break
     return _out(N, keep, mu, gamma, B, lam, count, stop)
 
@@ -241,7 +241,7 @@ def _tsbl_one(
         if count >= max_iter:
             break
         if _settled(mu, mu_old, tol):
-            stop = "tol"
+            stop = "rtol"
             break
     return _out(N, keep, mu, gamma, B, lam, count, stop)
 
@@ -270,9 +270,9 @@ def solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) 
     def one_(y: np.ndarray) -> SblOut:
         if kw["exact"]:
             return _tsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"],
-                             kw["max_iter"], kw["tol"])
+                             kw["max_iter"], kw["rtol"])
         return _tmsbl_one(A, y, kw["prune"], kw["lam"], kw["learn"], kw["enh"], kw["R"],
-                          kw["B_fixed"], kw["max_iter"], kw["tol"])
+                          kw["B_fixed"], kw["max_iter"], kw["rtol"])
 
     Ys = list(Y) if Y.ndim == 3 else [Y]
     if threads > 1 and len(Ys) > 1:

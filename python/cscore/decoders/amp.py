@@ -63,9 +63,9 @@ raises it stops there with stop reason ``"diverged"``.  So NaN never escapes,
 and AMP on an ill-conditioned ``A`` ends up damped rather than diverging.  The
 damping a run ended with is in ``extra["damping"]``.
 
-Stopping: ``||x_t - x_{t-1}|| <= tol ||x_t||`` (stop reason ``"tol"``) or
+Stopping: ``||x_t - x_{t-1}|| <= rtol ||x_t||`` (stop reason ``"rtol"``) or
 ``max_iter`` iterations (``"max_iter"``).  Per-iteration curves: a run is a
-deterministic function of its inputs, so ``max_iter=t, tol=0`` returns exactly
+deterministic function of its inputs, so ``max_iter=t, rtol=0`` returns exactly
 the ``t``-th iterate; calling it for ``t = 1, 2, ...`` gives, for example, the NMSE
 per iteration against a known ``X`` (``benchmarks/bench_amp.py`` does so).
 
@@ -101,6 +101,7 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
+from .._tol import resolve_rtol
 from .._validation import (
     check_matrix,
     common_float_dtype,
@@ -161,7 +162,7 @@ def _decode(
         with single_threaded_blas():
             kernel(
                 *matrices, Y3, X, act, params, n_iter, stop, damp,
-                _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["tol"],
+                _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["rtol"],
                 opts["damping"], float(alpha), float(lam0), sparsity is None, slab, noise,
                 opts["snr0"], threads,
             )  # fmt: skip
@@ -226,7 +227,7 @@ def amp(
     denoiser: str = "bg",
     joint: bool = True,
     max_iter: int = 200,
-    tol: float = 1e-5,
+    rtol: float = 1e-5,
     damping: float = 0.0,
     alpha: float | str | None = None,
     sparsity: float | None = None,
@@ -235,6 +236,7 @@ def amp(
     snr0: float = 100.0,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Approximate message passing (Donoho, Maleki & Montanari 2009) with EM-BG or l1.
 
@@ -263,10 +265,11 @@ def amp(
         Treat the L channels as sharing one row support (row-sparse denoiser); with
         False each channel is an independent problem.
     max_iter : int, default 200
-        Iteration cap.  With ``tol=0`` the result is exactly the ``max_iter``-th
+        Iteration cap.  With ``rtol=0`` the result is exactly the ``max_iter``-th
         iterate (use it to trace the error per iteration).
-    tol : float, default 1e-5
-        Stop once ``||x_t - x_{t-1}||_F <= tol ||x_t||_F``.
+    rtol : float, default 1e-5
+        Convergence test: stop once ``||x_t - x_{t-1}||_F <= rtol ||x_t||_F``
+        (stop reason ``"rtol"``).
     damping : float, default 0.0
         Initial damping ``beta`` in ``[0, 1)``; raised automatically when a run
         diverges.
@@ -284,6 +287,8 @@ def amp(
         ``joint=False``); results do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -295,7 +300,7 @@ def amp(
         shaped like ``X``; ``residual_norm`` is ``||y_l - A x_l||`` per channel;
         ``n_iter``/``stop_reason`` per problem (with ``joint=False`` the longest
         channel run and the worst reason: ``"diverged"`` over ``"max_iter"`` over
-        ``"tol"``); ``extra`` holds ``"damping"`` (final), for ``"bg"``
+        ``"rtol"``); ``extra`` holds ``"damping"`` (final), for ``"bg"``
         ``"sparsity"``, ``"slab_var"`` (per problem, or per channel with
         ``joint=False``), ``"noise_var"`` (per channel) and ``"activity"`` (the
         posterior activity of each row, or entry with ``joint=False``), for
@@ -336,8 +341,8 @@ def amp(
     True
     """
     opts = _check_options(
-        "amp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, noise_var,
-        snr0,
+        "amp", denoiser, joint, max_iter, resolve_rtol("amp", rtol, tol), damping, alpha,
+        sparsity, slab_var, noise_var, snr0,
     )  # fmt: skip
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
@@ -421,7 +426,7 @@ class VAMPSolver:
         denoiser: str = "bg",
         joint: bool = True,
         max_iter: int = 200,
-        tol: float = 1e-5,
+        rtol: float = 1e-5,
         damping: float = 0.0,
         alpha: float | str | None = None,
         sparsity: float | None = None,
@@ -430,11 +435,12 @@ class VAMPSolver:
         snr0: float = 100.0,
         n_threads: int | None = None,
         return_result: bool = False,
+        tol: float | None = None,
     ) -> np.ndarray | DecodeResult:
         """Decode ``Y`` with this matrix; the arguments are those of :func:`vamp`."""
         opts = _check_options(
-            "vamp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var,
-            noise_var, snr0,
+            "vamp", denoiser, joint, max_iter, resolve_rtol("vamp", rtol, tol), damping, alpha,
+            sparsity, slab_var, noise_var, snr0,
         )  # fmt: skip
         M = self.shape[0]
         dtype = self.dtype if np.asarray(Y).dtype == np.float32 else np.dtype(np.float64)
@@ -481,7 +487,7 @@ def vamp(
     denoiser: str = "bg",
     joint: bool = True,
     max_iter: int = 200,
-    tol: float = 1e-5,
+    rtol: float = 1e-5,
     damping: float = 0.0,
     alpha: float | str | None = None,
     sparsity: float | None = None,
@@ -490,6 +496,7 @@ def vamp(
     snr0: float = 100.0,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Vector AMP (Rangan, Schniter & Fletcher 2019), SVD form, with EM-BG or l1.
 
@@ -521,10 +528,10 @@ def vamp(
         invariant matrices), or a solver holding its SVD.
     Y : array_like, shape (M,), (M, L) or (B, M, L)
         Measurements, as in :func:`amp`.
-    denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var, snr0
+    denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var, snr0
         As in :func:`amp`.
-    n_threads, return_result
-        As in :func:`amp`.
+    n_threads, return_result, tol
+        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``).
     noise_var : float, optional
         Fix the noise variance (both denoisers: VAMP's LMMSE stage needs it;
         learned by EM otherwise).
@@ -567,18 +574,19 @@ def vamp(
     >>> X_hat.shape
     (200, 3)
     """
+    rtol = resolve_rtol("vamp", rtol, tol)
     solver = A if isinstance(A, VAMPSolver) else None
     if solver is None:
         # Check the options and Y before paying for an SVD.
         _check_options(
-            "vamp", denoiser, joint, max_iter, tol, damping, alpha, sparsity, slab_var,
+            "vamp", denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var,
             noise_var, snr0,
         )  # fmt: skip
         A_arr = check_matrix("A", A)
         _as_measurements(Y, A_arr.shape[0], np.dtype(np.float64), A_arr.shape[1])
         solver = _solver_for(A_arr)
     return solver(
-        Y, denoiser=denoiser, joint=joint, max_iter=max_iter, tol=tol, damping=damping,
+        Y, denoiser=denoiser, joint=joint, max_iter=max_iter, rtol=rtol, damping=damping,
         alpha=alpha, sparsity=sparsity, slab_var=slab_var, noise_var=noise_var, snr0=snr0,
         n_threads=n_threads, return_result=return_result,
     )  # fmt: skip

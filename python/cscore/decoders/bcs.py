@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import _core
 from .._config import resolve_threads
+from .._tol import resolve_rtol
 from .._validation import (
     MAX_ITER_LIMIT,
     as_float_array,
@@ -29,7 +30,7 @@ from .._validation import (
     common_float_dtype,
     transposed_hint,
 )
-from ..result import STOP_REASONS, DecodeResult, batch_result
+from ..result import CONVERGENCE_STOP_REASONS, STOP_REASONS, DecodeResult, batch_result
 
 __all__ = ["bcs", "mtbcs"]
 
@@ -59,14 +60,14 @@ def _check_rows(A: np.ndarray, Y: np.ndarray, yname: str, axis: int) -> None:
         )
 
 
-def _check_common(tol: Any, max_iter: Any, n_threads: Any) -> tuple[float, int, int]:
-    tol = check_nonnegative_float("tol", tol)
+def _check_common(rtol: Any, max_iter: Any, n_threads: Any) -> tuple[float, int, int]:
+    rtol = check_nonnegative_float("rtol", rtol)
     max_iter = (
         DEFAULT_MAX_ITER
         if max_iter is None
         else check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
     )
-    return tol, max_iter, resolve_threads(n_threads)
+    return rtol, max_iter, resolve_threads(n_threads)
 
 
 def _warn_max_iter(name: str, stop: np.ndarray, max_iter: int) -> None:
@@ -85,10 +86,11 @@ def bcs(
     y: Any,
     *,
     noise_var: float | Any | None = None,
-    tol: float = 1e-8,
+    rtol: float = 1e-8,
     max_iter: int | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Bayesian compressive sensing (Ji, Xue & Carin 2008), one channel at a time.
 
@@ -110,10 +112,11 @@ def bcs(
         ``BCS_fast_rvm.m`` (which does not re-estimate it, to keep the fast
         updates; see Notes).  Default: ``std(y)**2 / 100`` per column, with
         MATLAB's ``std`` (``ddof=1``), which is the value the authors' demos use.
-    tol : float, default 1e-8
-        The originals' ``eta``: stop when the change of the best likelihood gain
-        between two iterations falls below ``tol`` times its change since the
-        first iteration, ``|ML_c - ML_{c-1}| < tol |ML_c - ML_1|`` (checked from
+    rtol : float, default 1e-8
+        Convergence test, the originals' ``eta``: stop (reason ``"rtol"``) when
+        the change of the best likelihood gain
+        between two iterations falls below ``rtol`` times its change since the
+        first iteration, ``|ML_c - ML_{c-1}| < rtol |ML_c - ML_1|`` (checked from
         the third iteration on).
     max_iter : int, optional
         Bound on the iteration counter; default 10000, the loop bound of
@@ -122,6 +125,8 @@ def bcs(
         Threads for a batch (default: :func:`cscore.get_num_threads`).
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -139,7 +144,7 @@ def bcs(
         not representable, e.g. for ``|y| ~ 1e200``), and ``moves`` (counts of
         ``add``, ``reestimate``, ``delete`` moves and of ``forced_refresh``,
         recomputations of the posterior forced by a numerically impossible
-        state).  ``stop_reason`` is ``"tol"`` (converged), ``"max_iter"``,
+        state).  ``stop_reason`` is ``"rtol"`` (converged), ``"max_iter"``,
         ``"exhausted"`` (no atom explains more than the noise, or no move is
         left; ``x`` is then zero or the current estimate) or ``"dependent"``
         (the posterior became numerically singular; the current estimate is
@@ -184,7 +189,7 @@ def bcs(
     single = Y64.ndim == 1
     _check_rows(A64, Y64, "y", 0)
     Y2 = Y64[:, None] if single else Y64
-    tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
+    rtol, max_iter, threads = _check_common(resolve_rtol("bcs", rtol, tol), max_iter, n_threads)
     # Both the model and the algorithm are scale-equivariant (y -> y/c with
     # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
     # only removes the risk of overflow or underflow for extreme magnitudes.  The
@@ -199,7 +204,7 @@ def bcs(
         np.ascontiguousarray(Ac.T),
         np.ascontiguousarray(Ys.T),
         np.ascontiguousarray(s2),
-        tol,
+        rtol,
         max_iter,
         threads,
     )
@@ -283,7 +288,7 @@ def _bcs_result(
         support=support,
         residual_norm=resid,
         n_iter=np.asarray(info["n_iter"]),
-        stop_reason=np.array([STOP_REASONS[int(s)] for s in stop]),
+        stop_reason=np.array([CONVERGENCE_STOP_REASONS[int(s)] for s in stop]),
         extra=extra,
     )
 
@@ -417,10 +422,11 @@ def mtbcs(
     *,
     a: float = 1e2 / 0.1,
     b: float = 1.0,
-    tol: float = 1e-8,
+    rtol: float = 1e-8,
     max_iter: int | None = None,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """Multitask Bayesian compressive sensing (Ji, Dunson & Carin 2009).
 
@@ -439,8 +445,9 @@ def mtbcs(
     a, b : float, default 1e2/0.1 and 1
         Shape and rate of the Gamma prior on the noise precision; the defaults
         are those of the authors' demo (``a = 1e2/0.1; b = 1``).
-    tol : float, default 1e-8
-        The original's ``eta``: stop when ``|ML_c - ML_{c-1}| < tol (max_i ML_i -
+    rtol : float, default 1e-8
+        Convergence test, the original's ``eta``: stop (reason ``"rtol"``) when
+        ``|ML_c - ML_{c-1}| < rtol (max_i ML_i -
         ML_c)``, ``ML_c`` being the best likelihood gain at iteration ``c``
         (``ML_1`` that of the initial atom), checked from the third iteration on.
     max_iter : int, optional
@@ -451,6 +458,8 @@ def mtbcs(
         Threads for a batch (default: :func:`cscore.get_num_threads`).
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -510,7 +519,7 @@ def mtbcs(
     Y3 = Y64[None] if single else Y64
     a = check_positive_float("a", a)
     b = check_positive_float("b", b)
-    tol, max_iter, threads = _check_common(tol, max_iter, n_threads)
+    rtol, max_iter, threads = _check_common(resolve_rtol("mtbcs", rtol, tol), max_iter, n_threads)
     # Scale-equivariant with b -> b/c^2; c a power of two (see bcs).  One call per
     # distinct scale keeps a batch's problems independent of each other.
     c = _pow2_scale(np.max(np.abs(Y3), axis=(1, 2)))
@@ -523,7 +532,7 @@ def mtbcs(
         sel = np.flatnonzero(c == cv)
         with np.errstate(over="ignore", under="ignore"):
             b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
-        Xs, inf_s = _core._mtbcs(Ac, At, Yt[sel], a, b_s, tol, max_iter, threads)
+        Xs, inf_s = _core._mtbcs(Ac, At, Yt[sel], a, b_s, rtol, max_iter, threads)
         X[sel] = Xs * cv / cA
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)
@@ -555,7 +564,7 @@ def mtbcs(
         S_out != 0,
         resid,
         np.asarray(info["n_iter"]),
-        [STOP_REASONS[int(s)] for s in stop],
+        [CONVERGENCE_STOP_REASONS[int(s)] for s in stop],
         per,
         single=single,
         extra_as_is={"moves": _moves(info, single)},

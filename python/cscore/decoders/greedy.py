@@ -55,7 +55,7 @@ from ..result import STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 from .greedy_operator import is_operator, run_operator
 from .path_stop import greedy_path_end
-from .stopping import is_auto, path_length, rrt_tables
+from .stopping import is_auto, path_length, rrt_tables, signal_tables
 
 __all__ = ["omp", "somp"]
 
@@ -247,7 +247,7 @@ def _decode_auto(
         _core._greedy_decode_auto(
             A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
             cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
-            path_end=end,
+            path_end=end, signal=signal_tables(M, A.shape[1], L, max_atoms),
         )  # fmt: skip
     # float64 whatever the input, as the learned decoders' estimates
     extra["sigma_hat"] = extra["sigma_hat"].astype(np.float64)

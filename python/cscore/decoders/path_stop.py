@@ -183,8 +183,9 @@ def auto_decode_path_stop(
     atoms, norms = run_path(Y3, K, path_stop_rule(M, N, L, K, alpha, n_nonzero))
     scale = norms[:, :, 0].max(axis=1) if P else np.zeros(0)
     scale = np.where(scale > 0, scale, 1.0)
-    E = ((norms / scale[:, None, None]) ** 2).sum(axis=1)
+    Ec = (norms / scale[:, None, None]) ** 2
+    E = Ec.sum(axis=1)
     Yi = Y3.transpose(0, 2, 1).reshape(P * L, M, 1)
     st = _cut(A, Yi, atoms.reshape(P * L, K), E, norms.sum(axis=1), scale, L, False, alpha,
-              n_nonzero)  # fmt: skip
+              n_nonzero, Ec)  # fmt: skip
     return _mmv_result(st, single, Y.dtype, False, return_result)

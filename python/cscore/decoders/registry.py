@@ -22,6 +22,7 @@ import numpy as np
 from ..models.format import ARCHITECTURES, register_arch
 
 __all__ = [
+    "INPUT_KINDS",
     "STOPPING_RULES",
     "DecoderSpec",
     "decoder_names",
@@ -36,6 +37,11 @@ __all__ = [
 #: (``n_nonzero=``), a residual threshold (``tol=`` float) and the threshold
 #: estimated from the measurements (``tol="auto"``).
 STOPPING_RULES = ("n_nonzero", "tol", "auto")
+
+#: The kinds of sensing matrix a registration may declare it takes: a NumPy array
+#: (``"dense"``), a SciPy sparse matrix (``"sparse"``), a SciPy/PyLops
+#: ``LinearOperator`` (``"operator"``) and complex data (``"complex"``).
+INPUT_KINDS = ("dense", "sparse", "operator", "complex")
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,10 @@ class DecoderSpec:
         complex data through only then, with the dtype rule of
         :mod:`cscore.decoders._complex`; otherwise complex data is a
         ``TypeError`` naming the decoder.
+    inputs : tuple of str
+        The kinds of :data:`INPUT_KINDS` the decoder takes (``"complex"`` when
+        ``complex_ok``); :class:`cscore.Decoder` refuses the others with an
+        error naming the kind.
     """
 
     name: str
@@ -87,6 +97,7 @@ class DecoderSpec:
     settings: tuple[str, ...] = field(default_factory=tuple)
     stopping: tuple[str, ...] = field(default_factory=tuple)
     complex_ok: bool = False
+    inputs: tuple[str, ...] = ("dense",)
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -126,10 +137,32 @@ def _default_pretrained(name: str) -> Any:
     return pretrained(name)
 
 
+def canonical_name(name: Any) -> str:
+    """The registry key of ``name``: stripped and lower-cased (names match one way).
+
+    Parameters
+    ----------
+    name : str
+        A decoder name as a user typed it.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a non-empty str.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise TypeError(f"a decoder name must be a non-empty str, got {name!r}")
+    return name.strip().lower()
+
+
 def _stopping(stopping: Iterable[str] | None, settings: tuple[str, ...]) -> tuple[str, ...]:
     if stopping is None:  # what the settings show; "auto" only when declared
         return tuple(r for r in ("n_nonzero", "tol") if r in settings)
-    out = tuple(stopping)
+    out = (stopping,) if isinstance(stopping, str) else tuple(stopping)
     bad = [r for r in out if r not in STOPPING_RULES]
     if bad:
         raise ValueError(f"unknown stopping rule {bad[0]!r}; known: {', '.join(STOPPING_RULES)}")
@@ -148,6 +181,7 @@ def register_decoder(
     settings: tuple[str, ...] | None = None,
     stopping: Iterable[str] | None = None,
     complex_ok: bool = False,
+    inputs: Iterable[str] | None = None,
     replace: bool = False,
 ) -> DecoderSpec:
     """Add a decoder to the registry that every consumer reads.
@@ -165,7 +199,8 @@ def register_decoder(
     Parameters
     ----------
     name : str
-        Registry name (lower case, as users type it).
+        Registry name.  Names match one way: the name is stored stripped and
+        lower-cased, and looked up the same way (``"OMP"`` is ``"omp"``).
     func : callable, optional
         The decoding function (see above); required for matrix decoders.
     load, pretrained : callable, optional
@@ -183,8 +218,9 @@ def register_decoder(
         Accepted settings; default: the keyword parameters of ``func`` (of
         ``model_type.decode`` for model decoders, also when their ``func`` takes
         ``**settings``).
-    stopping : iterable of str, optional
-        Supported stopping rules, from :data:`STOPPING_RULES`; default: those
+    stopping : str or iterable of str, optional
+        Supported stopping rules, from :data:`STOPPING_RULES` (one rule may be
+        given as a str); default: those
         of ``n_nonzero`` and ``tol`` that are settings (``"auto"`` only when
         declared).
     complex_ok : bool, default False
@@ -192,6 +228,11 @@ def register_decoder(
         :class:`cscore.Decoder` passes complex data through instead of refusing
         it (see :mod:`cscore.decoders._complex` for the dtype rule).  Not for
         model decoders.
+    inputs : str or iterable of str, optional
+        Matrix decoders: the kinds of sensing matrix ``func`` takes, from
+        :data:`INPUT_KINDS`; default ``("dense",)``, plus ``"complex"`` with
+        ``complex_ok`` (and ``"complex"`` listed here sets ``complex_ok``).
+        :func:`cscore.testing.check_decoder` checks the declaration.
     replace : bool, default False
         Allow replacing an existing entry.
 
@@ -200,10 +241,19 @@ def register_decoder(
     DecoderSpec
         The registered entry.
     """
-    if not isinstance(name, str) or not name:
-        raise TypeError("name must be a non-empty str")
+    name = canonical_name(name)
     if name in _REGISTRY and not replace:
         raise ValueError(f"a decoder named {name!r} is already registered")
+    if func is not None and not callable(func):
+        raise TypeError(f"func must be callable, got {type(func).__name__}")
+    for what, f in (("load", load), ("pretrained", pretrained)):
+        if f is not None and not callable(f):
+            raise TypeError(f"{what} must be callable, got {type(f).__name__}")
+    if model_type is not None and not isinstance(model_type, type):
+        raise TypeError(f"model_type must be a class, got {type(model_type).__name__}")
+    if settings is not None:
+        if isinstance(settings, str) or not all(isinstance(x, str) for x in settings):
+            raise TypeError("settings must be a tuple of setting names (str)")
     if layout not in ("batch", "columns"):
         raise ValueError(f"layout must be 'batch' or 'columns', got {layout!r}")
     kind = "model" if (load is not None or pretrained is not None or model_type is not None) \
@@ -219,8 +269,18 @@ def register_decoder(
                 settings = _keyword_params(model_type.decode)
         if pretrained is None:
             pretrained = _default_pretrained
+    kinds = ("dense",) if inputs is None else (
+        (inputs,) if isinstance(inputs, str) else tuple(inputs))
+    bad_kinds = [k for k in kinds if k not in INPUT_KINDS]
+    if bad_kinds:
+        raise ValueError(f"unknown input kind {bad_kinds[0]!r}; known: {', '.join(INPUT_KINDS)}")
     if complex_ok and kind != "matrix":
         raise ValueError("complex_ok is for matrix decoders only")
+    if kind == "model" and kinds != ("dense",):
+        raise ValueError("inputs is for matrix decoders only")
+    complex_ok = bool(complex_ok) or "complex" in kinds
+    if complex_ok and "complex" not in kinds:
+        kinds = (*kinds, "complex")
     assert func is not None
     if settings is None:
         settings = _keyword_params(func) if func is not _model_decode else ()
@@ -231,6 +291,7 @@ def register_decoder(
         name=name, func=func, kind=kind, layout=layout, load=load, pretrained=pretrained,
         model_type=model_type, description=description, settings=tuple(settings),
         stopping=_stopping(stopping, tuple(settings)), complex_ok=bool(complex_ok),
+        inputs=kinds,
     )  # fmt: skip
     _register_file_arch(spec)
     _REGISTRY[name] = spec
@@ -321,7 +382,7 @@ def get_decoder_spec(name: str) -> DecoderSpec:
     """
     if not isinstance(name, str):
         raise TypeError(f"name must be a str, got {type(name).__name__}")
-    key = name.lower()
+    key = name.strip().lower()
     if key not in _REGISTRY:
         raise ValueError(f"unknown decoder {name!r}; known decoders: {', '.join(_REGISTRY)}")
     return _REGISTRY[key]

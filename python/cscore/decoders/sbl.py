@@ -89,7 +89,7 @@ The noise (lambda) rules, from the originals:
   with ``p = diag(P)``;
 * paper's rule: ``lam <- ||Y - Phi mu||_F^2 / (M L) + lam tr(P (lam I + P)^-1) / M``.
 
-Stopping: after each iteration, stop when ``max |mu - mu_old| < tol`` (only when no
+Stopping: after each iteration, stop when ``max |mu - mu_old| < rtol`` (only when no
 row was pruned in that iteration) or when ``max_iter`` iterations have run (a
 ``RuntimeWarning`` is issued).  If every row is pruned the result is zero
 (``stop_reason='exhausted'``; a ``RuntimeWarning`` when ``Y`` is nonzero).  The
@@ -144,6 +144,7 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
+from .._tol import resolve_rtol
 from .._validation import (
     MAX_ITER_LIMIT,
     check_nonnegative_float,
@@ -260,9 +261,10 @@ def tmsbl(
     matrix_reg: float | np.ndarray | None = None,
     fix_b: np.ndarray | None = None,
     max_iter: int = 2000,
-    tol: float = 1e-8,
+    rtol: float = 1e-8,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """T-MSBL: fast sparse Bayesian learning for row-sparse, temporally correlated S.
 
@@ -307,16 +309,19 @@ def tmsbl(
         the original); B is also reset to I while more than M rows are kept.
     max_iter : int, default 2000
         Iteration cap; reaching it issues a ``RuntimeWarning``.
-    tol : float, default 1e-8
-        Stop when the largest absolute change of the mean is below ``tol``
-        (an absolute threshold, as in the original; ``tol=0`` disables the test
-        and the iterations run to ``max_iter``).
+    rtol : float, default 1e-8
+        Convergence test: stop when the largest absolute change of the mean is
+        below ``rtol`` (an absolute threshold, as in the original; ``rtol=0``
+        disables the test and the iterations run to ``max_iter``).  Stop
+        reason ``"rtol"``.
     n_threads : int, optional
         Threads for a batch (default: :func:`cscore.get_num_threads`); results
         do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` with ``extra`` holding ``gamma``
         (N,), ``B`` (L, L) and ``lambda`` (per problem) instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -370,10 +375,10 @@ def tmsbl(
         p, prune_gamma, lam, learn_lambda, enhance_lambda, check_nonnegative_float)
     R, B_fixed = tmsbl_matrices(p, matrix_reg, fix_b, L)
     max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
-    tol = check_nonnegative_float("tol", tol)
+    rtol = check_nonnegative_float("rtol", resolve_rtol("tmsbl", rtol, tol))
 
     kw = dict(exact=False, prune=prune, lam=lam0, learn=learn, enh=enh, R=R, B_fixed=B_fixed,
-              max_iter=max_iter, tol=tol)
+              max_iter=max_iter, rtol=rtol)
     return _run("tmsbl", kw, A64, Y64, out_dtype, ndim, n_threads, return_result)
 
 
@@ -387,9 +392,10 @@ def tsbl(
     learn_lambda: bool | None = None,
     enhance_lambda: bool | None = None,
     max_iter: int = 2000,
-    tol: float = 1e-8,
+    rtol: float = 1e-8,
     n_threads: int | None = None,
     return_result: bool = False,
+    tol: float | None = None,
 ) -> np.ndarray | DecodeResult:
     """T-SBL: exact sparse Bayesian learning for row-sparse, temporally correlated S.
 
@@ -429,15 +435,18 @@ def tsbl(
         Use the authors' robust lambda rule instead of the paper's trace rule.
     max_iter : int, default 2000
         Iteration cap; reaching it issues a ``RuntimeWarning``.
-    tol : float, default 1e-8
-        Stop when the largest absolute change of the mean is below ``tol``
-        (an absolute threshold, as in the original; ``tol=0`` disables the test
-        and the iterations run to ``max_iter``).
+    rtol : float, default 1e-8
+        Convergence test: stop when the largest absolute change of the mean is
+        below ``rtol`` (an absolute threshold, as in the original; ``rtol=0``
+        disables the test and the iterations run to ``max_iter``).  Stop
+        reason ``"rtol"``.
     n_threads : int, optional
         Threads for a batch; results do not depend on it.
     return_result : bool, default False
         Return a :class:`cscore.DecodeResult` with ``extra`` holding ``gamma``,
         ``B`` and ``lambda`` instead of the array.
+    tol : float, optional
+        Deprecated name of ``rtol``.
 
     Returns
     -------
@@ -487,8 +496,8 @@ def tsbl(
     prune, lam0, learn, enh = resolve_params(
         p, prune_gamma, lam, learn_lambda, enhance_lambda, check_positive_float)
     max_iter = check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
-    tol = check_nonnegative_float("tol", tol)
+    rtol = check_nonnegative_float("rtol", resolve_rtol("tsbl", rtol, tol))
 
     kw = dict(exact=True, prune=prune, lam=lam0, learn=learn, enh=enh, max_iter=max_iter,
-              tol=tol)
+              rtol=rtol)
     return _run("tsbl", kw, A64, Y64, out_dtype, ndim, n_threads, return_result)

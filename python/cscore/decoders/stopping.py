@@ -39,7 +39,24 @@ Method
    F^{-1}_{Beta((M-k)L/2, L/2)}(alpha / (K (N - k + 1)))`` is crossed by a
    noise-only step with probability at most ``alpha``; the signal part is
    ``k_rrt = max{k : RR(k) < Gamma(k)}``.  When no step crosses, the step with
-   the smallest union-bound p-value is taken (RRT's own fallback).
+   the smallest union-bound p-value is taken (RRT's own fallback), **but only
+   when the measurements hold signal at all** (step 2b); otherwise
+   ``k_rrt = 0`` and the answer is the empty support.
+2b. **Is there any signal?**  A path that is all signal (a dense signal, or a
+   decoder that finds its atoms slowly) may have no step below ``Gamma(k)``,
+   and neither may pure noise: there the fallback used to pick a deep step,
+   estimate the noise from what was left (10-50x too small) and fit half the
+   path to noise.  Two tests of "the measurements are pure Gaussian noise",
+   each at level ``SIGNAL_ALPHA / 2``, decide: (i) the block test: after any
+   ``k`` atoms, ``E_k / E_0`` of pure noise is ``Beta((M - k) L / 2, k L / 2)``
+   for a fixed support, so with the union bound over every support of ``k``
+   atoms (``C(N, k)``, to the power L for per-channel supports) and over the
+   ``K`` steps no path of pure noise falls below the bound with probability
+   more than ``SIGNAL_ALPHA / 2``, whatever path the decoder takes; (ii) the
+   residual-ratio test of every channel alone (``Beta((M - k) / 2, 1 / 2)``,
+   ``N - k + 1`` choices, Bonferroni over the K steps and L channels), which
+   finds a signal confined to some channels that the summed ratios dilute.
+   Either test rejecting lets the fallback run.  Both laws are scale-free.
 3. **Noise estimate.**  ``sigma_hat**2 = E_{k_rrt} / (L (M - k_rrt))``: the
    residual after the signal's atoms is noise projected off ``k_rrt``
    dimensions.
@@ -73,6 +90,7 @@ from scipy import special
 
 from .. import _core
 from .._config import resolve_threads
+from .._tol import paper_noise_tol
 from .._validation import check_positive_int, transposed_hint
 from ..result import DecodeResult
 
@@ -85,6 +103,7 @@ __all__ = [
     "is_auto",
     "rrt_tables",
     "rrt_thresholds",
+    "signal_tables",
 ]
 
 #: The value of ``tol`` that asks for the noise to be estimated.
@@ -92,6 +111,13 @@ AUTO = "auto"
 
 #: Default false-alarm level of the residual-ratio test.
 ALPHA = 0.1
+
+#: Level of the test that the measurements hold any signal (step 2b of the module
+#: docstring): a path with no step below the residual-ratio threshold takes the
+#: fallback step only if one of two tests rejects pure Gaussian noise, which they
+#: do for pure noise with probability at most SIGNAL_ALPHA.  Chosen on MNIST
+#: validation digits (benchmarks/results/omp_auto.md, section 4).
+SIGNAL_ALPHA = 0.05
 
 #: A learned decoder's first path (ceil(M / 2) steps) runs again to M - 1 steps
 #: when its signal steps reach into the last 1 / REDO_FRACTION of it (with 2, half
@@ -211,6 +237,74 @@ def rrt_tables(
     }
 
 
+def signal_tables(
+    M: int, N: int, L: int, K: int, level: float = SIGNAL_ALPHA, *, joint: bool = True
+) -> np.ndarray:
+    """The two tests that the measurements hold any signal (step 2b of the module docstring).
+
+    Parameters
+    ----------
+    M, N, L : int
+        Measurements, atoms and channels.
+    K : int
+        Path length (the Bonferroni factor over the steps).
+    level : float
+        Probability that pure Gaussian noise passes either test.
+    joint : bool, default True
+        One atom per step shared by the channels (``C(N, k)`` supports of k
+        atoms), or one atom per channel (``C(N, k)**L``).
+
+    Returns
+    -------
+    ndarray (6, K) float64
+        Per step k = 1..K: ``b = k L / 2``, ``ln B((M - k) L / 2, b)`` and
+        ``ln(2 K / level) + ln C(N, k)`` (times L when not joint) of the block
+        test on ``E_k / E_0``; ``a1 = (M - k) / 2``, ``ln B(a1, 1 / 2)`` and
+        ``ln(2 K L (N - k + 1) / level)`` of one channel's ratio test.  A test
+        rejects pure noise at step k when ``ln I_x(a, b) + row <= 0``
+        (``I`` the regularized incomplete beta function, ``x`` its ratio).
+    """
+    k = np.arange(1, K + 1, dtype=np.float64)
+    a = np.maximum((M - k) * L / 2.0, 1e-9)
+    b = k * L / 2.0
+    log_c = (special.gammaln(N + 1.0) - special.gammaln(k + 1.0)
+             - special.gammaln(np.maximum(N - k, 0.0) + 1.0))  # fmt: skip
+    a1 = np.maximum((M - k) / 2.0, 1e-9)
+    base = np.log(2.0 * K / level)
+    return np.ascontiguousarray(np.stack([
+        b,
+        special.betaln(a, b),
+        base + (1 if joint else L) * log_c,
+        a1,
+        special.betaln(a1, 0.5),
+        base + np.log(float(L)) + np.log(np.maximum(N - k + 1, 1.0)),
+    ]))
+
+
+def _has_signal(
+    E: np.ndarray, Ec: np.ndarray | None, M: int, N: int, L: int, K: int, joint: bool
+) -> np.ndarray:
+    """Step 2b: which problems hold signal.
+
+    From the summed squared residuals E (P, n + 1) and, for the channel test,
+    the channels' Ec (P, L, n + 1) (None: the block test alone).
+    """
+    n = E.shape[1] - 1
+    t = signal_tables(M, N, L, K, SIGNAL_ALPHA, joint=joint)[:, :n]
+    a = np.maximum((M - np.arange(1, n + 1)) * L / 2.0, 1e-9)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        x = np.where(E[:, :1] > 0, E[:, 1:] / E[:, :1], 1.0)
+        x = np.clip(np.nan_to_num(x, nan=1.0), 0.0, 1.0)
+        lp = np.log(special.betainc(a[None, :], t[0][None, :], x)) + t[2][None, :]
+        found = (lp <= 0).any(axis=1)
+        if Ec is not None and L > 1:
+            rc = np.where(Ec[:, :, :-1] > 0, Ec[:, :, 1:] / Ec[:, :, :-1], 1.0)
+            rc = np.clip(np.nan_to_num(rc, nan=1.0), 0.0, 1.0)
+            lpc = np.log(special.betainc(t[3][None, None, :], 0.5, rc)) + t[5][None, None, :]
+            found |= (lpc <= 0).any(axis=(1, 2))
+    return np.asarray(found)
+
+
 @dataclass
 class AutoStop:
     """Where the automatic rule stopped each problem, and what it estimated.
@@ -273,9 +367,20 @@ def _fit_paths(
 
 
 def _rrt(
-    E: np.ndarray, M: int, N: int, L: int, K: int, alpha: float, joint: bool
+    E: np.ndarray,
+    M: int,
+    N: int,
+    L: int,
+    K: int,
+    alpha: float,
+    joint: bool,
+    Ec: np.ndarray | None = None,
 ) -> np.ndarray:
-    """``k_rrt`` of every problem from its squared residuals E (P, n + 1)."""
+    """``k_rrt`` of every problem from its squared residuals E (P, n + 1).
+
+    ``Ec`` (P, L, n + 1): the channels' squared residuals, for the channel test
+    of step 2b (None: the block test alone).
+    """
     n = E.shape[1] - 1
     k = np.arange(1, n + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -285,6 +390,8 @@ def _rrt(
     below = rr2 < gamma2[None, :]
     n_sig = np.where(below.any(axis=1), n - np.argmax(below[:, ::-1], axis=1), 0)
     none = ~below.any(axis=1)
+    if none.any():  # the fallback, for problems that hold signal (step 2b)
+        none[none] = _has_signal(E[none], None if Ec is None else Ec[none], M, N, L, K, joint)
     if none.any():
         choices = np.maximum(N - k + 1, 1.0) ** (1 if joint else L)
         a = np.maximum((M - k) * L / 2.0, 1e-9)
@@ -336,7 +443,7 @@ def auto_stop(
     res2_p = np.maximum(res2, 0.0).reshape(P, L, K + 1)
     E = res2_p.sum(axis=1)  # (P, K+1) squared Frobenius residual
     total = np.sqrt(res2_p).sum(axis=1)  # (P, K+1) summed channel norms
-    return _cut(A, Yi, ai, E, total, None, L, joint, alpha, max_atoms)
+    return _cut(A, Yi, ai, E, total, None, L, joint, alpha, max_atoms, res2_p)
 
 
 def _cut(
@@ -350,21 +457,23 @@ def _cut(
     joint: bool,
     alpha: float,
     max_atoms: int | None,
+    Ec: np.ndarray | None = None,
 ) -> AutoStop:
     """Steps 2-4 of the method on the paths ``ai`` of the items ``Yi`` (see :func:`auto_stop`).
 
     ``E`` (P, K+1) are the squared residuals after every prefix (divided by
     ``scale**2``, per problem, when ``scale`` is given), ``total`` the summed
-    channel residual norms.
+    channel residual norms, ``Ec`` (P, L, K+1) the channels' squared residuals
+    (any common scale per problem).
     """
     M, N = A.shape
     P, K = E.shape[0], ai.shape[-1]
-    n_sig = _rrt(E, M, N, L, K, alpha, joint)
+    n_sig = _rrt(E, M, N, L, K, alpha, joint, Ec)
     dof = L * np.maximum(M - n_sig, 1)
     sigma = np.sqrt(E[np.arange(P), n_sig] / dof)
     if scale is not None:
         sigma = sigma * scale
-    tol = L * sigma * np.sqrt(M * L)
+    tol = paper_noise_tol(M, L, sigma)
 
     # The paper's rule on the estimate: first step with total <= tol.
     hit = total <= tol[:, None] * (1 + 1e-12)

@@ -487,9 +487,17 @@ def decode_file(
     inp = _open_input(in_path)
     _check_request(dec, inp, in_path, out_path, chunk, overwrite)
     with OutputLock(out_path):
+        fresh = overwrite or not out_path.exists()
         run = _open_run(dec, inp, in_path, out_path, chunk, overwrite)
         _verify_recorded(run)
-        _decode_missing(run, dec, inp, scheduler, progress, on_chunk)
+        try:
+            _decode_missing(run, dec, inp, scheduler, progress, on_chunk)
+        except Exception:
+            # A run that failed before recording anything leaves nothing behind, so
+            # that the corrected command starts afresh instead of refusing to resume.
+            if fresh and not run.done:
+                shutil.rmtree(out_path, ignore_errors=True)
+            raise
     return run.arr
 
 

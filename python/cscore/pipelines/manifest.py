@@ -124,6 +124,29 @@ def model_sha256(model: Any) -> str:
     return h.hexdigest()
 
 
+def _matrix_fingerprint(A: Any) -> dict[str, Any]:
+    """Shape, dtype and sha256 of a dense or sparse ``A``; an operator is refused."""
+    import scipy.sparse as sp
+
+    if sp.issparse(A):
+        csr = sp.csr_matrix(A)
+        csr.sort_indices()
+        h = hashlib.sha256()
+        for part in (csr.data, csr.indices, csr.indptr):
+            h.update(np.ascontiguousarray(part).data)
+        return {"shape": list(csr.shape), "dtype": str(csr.dtype), "format": "csr",
+                "sha256": h.hexdigest()}
+    if not isinstance(A, np.ndarray):
+        raise ValueError(
+            "a resumable run records what A it decoded with, and a LinearOperator has no "
+            "contents to fingerprint: give the decoder a dense or sparse A, or decode with "
+            "cscore.stream"
+        )
+    A = np.ascontiguousarray(A)
+    return {"shape": list(A.shape), "dtype": str(A.dtype),
+            "sha256": hashlib.sha256(A.data).hexdigest()}
+
+
 def decoder_fingerprint(dec: Decoder) -> dict[str, Any]:
     """What identifies a decoder's results: name, settings, matrix or model hash.
 
@@ -144,12 +167,7 @@ def decoder_fingerprint(dec: Decoder) -> dict[str, Any]:
         "settings": {k: _canonical(v) for k, v in sorted(dec.settings.items())},
     }
     if dec.model is None:
-        A = np.ascontiguousarray(dec.A)
-        fp["A"] = {
-            "shape": list(A.shape),
-            "dtype": str(A.dtype),
-            "sha256": hashlib.sha256(A.data).hexdigest(),
-        }
+        fp["A"] = _matrix_fingerprint(dec.A)
     else:
         try:
             ref = dec.config.get("model")

@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .._optional import require
 from .data import Collection, QuerySplit, fold_splits
 from .hashing import tokenize
 from .metrics import mean_ndcg, per_query_ndcg
@@ -63,8 +64,9 @@ class _BM25Matrix:
     """rank-bm25's ``BM25Okapi`` scores as one sparse matrix product (same numbers)."""
 
     def __init__(self, documents: Sequence[str]) -> None:
-        from rank_bm25 import BM25Okapi
         from scipy import sparse
+
+        BM25Okapi = require("rank_bm25", "the BM25 baseline").BM25Okapi
 
         bm = BM25Okapi([tokenize(d) for d in documents])
         self.vocab = {t: i for i, t in enumerate(bm.idf)}
@@ -370,10 +372,7 @@ def bm25_scores(collection: Collection, queries: Sequence[int]) -> np.ndarray:
 
     Tokens: lower-case alphanumeric, no stemming.
     """
-    try:
-        from rank_bm25 import BM25Okapi
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError("the BM25 baseline needs rank-bm25: pip install rank-bm25") from exc
+    BM25Okapi = require("rank_bm25", "the BM25 baseline").BM25Okapi
     bm = BM25Okapi([tokenize(d) for d in collection.documents])
     return np.array([bm.get_scores(tokenize(collection.queries[q])) for q in queries])
 
