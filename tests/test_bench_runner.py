@@ -144,7 +144,7 @@ def test_bad_paths_write_nothing_and_start_no_bar(argv, msg, tmp_path, monkeypat
 def warny():
     def decode(A, Y):
         warnings.warn("warny-test: did not settle", RuntimeWarning, stacklevel=2)
-        return np.zeros((Y.shape[0], A.shape[1], Y.shape[2]))
+        return np.zeros((*Y.shape[:-2], A.shape[1], Y.shape[-1]))  # (M, L) or (B, M, L)
 
     register_decoder("warny-test", decode, stopping=())
     yield "warny-test"

@@ -107,6 +107,7 @@ def _complex_declared_but_refused(A, Y, **kw):
         (_thread_dependent, _GOOD, "check_thread_independence"),
         (_always_float64, _GOOD, "check_dtype_kept"),
         (_absolute_threshold, _GOOD, "check_scale_equivariance"),
+        (_absolute_threshold, {**_GOOD, "scale_free": False}, "check_scale_equivariance"),
         (_noisy_auto, {"stopping": ("n_nonzero", "tol", "auto")}, "check_pure_noise_auto"),
         (_dense_only_declared_sparse, {**_GOOD, "inputs": ("dense", "sparse")},
          "check_input_kinds"),
@@ -323,6 +324,17 @@ def test_decoder_names_the_kind_it_refuses(name, rng):
         cscore.decoder(name, aslinearoperator(A))
     with pytest.raises(TypeError, match="sparse"):
         cscore.decoder(name, sp.csr_matrix(A))
+
+
+@pytest.mark.parametrize("name", ["tsbl", "tmsbl", "mtbcs"])
+def test_scale_dependent_decoders_say_so(name, rng):
+    A, Y = _problem(rng)
+    with pytest.warns(cscore.ScaleWarning, match="scale"):
+        getattr(cscore, name)(A, Y * 1e-150)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cscore.ScaleWarning)
+        getattr(cscore, name)(A, Y)
+    assert not cscore.decoders.get_decoder_spec(name).scale_free
 
 
 def test_probe_warnings_do_not_leak(rng):

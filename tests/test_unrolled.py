@@ -239,7 +239,7 @@ def test_registered_decoders_and_config_round_trip(toy, tmp_path):
     for name, model in (("lista", _models(A)["lista"]), ("lamp", _models(A)["lamp-soft"])):
         spec = get_decoder_spec(name)
         assert spec.kind == "model" and spec.archs == (name,) and spec.stopping == ()
-        assert spec.settings == ("n_layers",)
+        assert spec.settings == ("n_layers", "device")
         path = tmp_path / f"{name}.npz"
         model.save(path)
         dec = cscore.decoder(name, model=path, n_layers=2)

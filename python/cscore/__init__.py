@@ -39,6 +39,7 @@ from typing import Any
 
 from . import _blas
 from ._config import get_num_threads, instruction_set, num_threads, set_num_threads
+from ._tol import ScaleWarning
 from ._version import __version__
 from .decoders import (
     BLSTMCS,
@@ -104,6 +105,7 @@ __all__ = [
     "Decoder",
     "ModelFileError",
     "ProblemSpec",
+    "ScaleWarning",
     "__version__",
     "amp",
     "bcs",

@@ -32,7 +32,30 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["column_tol", "paper_noise_tol", "residual_measure", "resolve_rtol"]
+__all__ = [
+    "SCALE_RANGE",
+    "ScaleWarning",
+    "column_tol",
+    "paper_noise_tol",
+    "residual_measure",
+    "resolve_rtol",
+    "warn_scale",
+]
+
+#: The magnitudes of ``Y`` (largest absolute entry of a problem) for which a
+#: decoder with absolute thresholds or priors (T-SBL, T-MSBL, MT-BCS, LISTA, LAMP)
+#: is used as designed; outside it :func:`warn_scale` warns.
+SCALE_RANGE = (1e-6, 1e6)
+
+
+class ScaleWarning(RuntimeWarning):
+    """``Y``'s magnitude is far from what a scale-dependent decoder is built for.
+
+    T-SBL, T-MSBL and MT-BCS keep the original programs' absolute thresholds and
+    priors, LISTA and LAMP their thresholds learned at the training data's scale,
+    so for them ``decode(c Y)`` is not ``c decode(Y)``: divide ``Y`` by a
+    constant (its largest absolute value, say) and multiply the result by it.
+    """
 
 
 def residual_measure(R: Any) -> np.ndarray:
@@ -121,3 +144,36 @@ def resolve_rtol(func: str, rtol: Any, tol: Any) -> Any:
         stacklevel=3,
     )
     return tol
+
+
+def warn_scale(name: str, Y: Any, *, why: str) -> None:
+    """Warn (:class:`ScaleWarning`) when a problem's max ``|Y|`` is outside :data:`SCALE_RANGE`.
+
+    Parameters
+    ----------
+    name : str
+        The decoder, for the message.
+    Y : array_like
+        The measurements (any shape; all-zero problems are not warned about).
+    why : str
+        What makes the decoder scale-dependent, for the message.
+    """
+    Y = np.asarray(Y)
+    if Y.size == 0:
+        return
+    mx = float(np.max(np.abs(Y)))
+    if mx == 0.0:
+        return
+    flat = np.abs(Y).reshape(-1, Y.shape[-2] * Y.shape[-1]) if Y.ndim >= 2 else \
+        np.abs(Y)[None]
+    peaks = flat.max(axis=1)
+    peaks = peaks[peaks > 0]
+    lo, hi = SCALE_RANGE
+    if peaks.size and (peaks.min() < lo or peaks.max() > hi):
+        warnings.warn(
+            f"{name}: max |Y| is {peaks.min():.3g}..{peaks.max():.3g}, outside {lo:g}..{hi:g}; "
+            f"{why}, so the result depends on Y's scale: divide Y by a constant (e.g. its "
+            "largest absolute value) and multiply the result by it",
+            ScaleWarning,
+            stacklevel=3,
+        )

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from ._tol import column_tol, residual_measure
+from ._tol import ScaleWarning, column_tol, residual_measure
 from .decoders import Decoder, get_decoder_spec, register_decoder, unregister_decoder
 from .decoders.registry import INPUT_KINDS, DecoderSpec
 
@@ -243,8 +243,16 @@ def check_dtype_kept(case: _Case) -> None:
 
 
 def check_scale_equivariance(case: _Case) -> None:
-    """``decode(c Y) = c decode(Y)`` from c = 1e-150 to 1e150 (or a clear error)."""
+    """``decode(c Y) = c decode(Y)`` from c = 1e-150 to 1e150 (or a clear error).
+
+    A decoder registered ``scale_free=False`` (absolute thresholds or priors)
+    must instead warn with :class:`cscore.ScaleWarning` (or raise a clear error)
+    at 1e-150 and 1e150, and stay quiet at its own scale.
+    """
     Y = case.problems(3)
+    if not case.spec.scale_free:
+        _check_scale_warning(case, Y)
+        return
     ref = case.build(**case.stop)(Y)
     scale = float(np.max(np.abs(ref))) or 1.0
     problems = []
@@ -265,6 +273,31 @@ def check_scale_equivariance(case: _Case) -> None:
         if err > 1e-6:
             problems.append(f"c={c:.3g}: decode(cY)/c differs from decode(Y) by {err:.2g} "
                             "(relative to max |X|)")
+    if problems:
+        raise AssertionError("; ".join(problems))
+
+
+def _check_scale_warning(case: _Case, Y: np.ndarray) -> None:
+    dec = case.build(**case.stop)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ScaleWarning)
+        try:
+            dec(Y)
+        except ScaleWarning as w:
+            raise AssertionError(f"ScaleWarning at the decoder's own scale: {w}") from None
+    problems = []
+    for c in (1e-150, 1e150):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                dec(Y * c)
+            except (ValueError, ArithmeticError) as exc:
+                if "scale" in str(exc) or "magnitude" in str(exc):
+                    continue
+                problems.append(f"c={c:.3g}: {type(exc).__name__} without naming the scale")
+                continue
+        if not any(issubclass(w.category, ScaleWarning) for w in caught):
+            problems.append(f"c={c:.3g}: a scale-dependent decoder gave no ScaleWarning")
     if problems:
         raise AssertionError("; ".join(problems))
 

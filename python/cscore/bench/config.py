@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_memory
 from ..decoders import decoder_names, get_decoder_spec
 from .decoders import own_decoder
 from .experiments import STOP_RULES
@@ -198,6 +199,10 @@ class BenchConfig:
         Several models (sparsity and noise), sharing one sensing matrix: each
         model decoder runs once per model of its class, labelled
         ``decoder[model]``; ``model`` is then taken as ``models[0]``.
+    device : str, optional
+        A torch device (``"cuda"``, ``"cpu"``) for the decoders that take
+        ``device=`` (:mod:`cscore.decoders.torch_backend`); the others run
+        on the compiled CPU path as always.  Default None: every decoder compiled.
     """
 
     experiment: str
@@ -228,6 +233,7 @@ class BenchConfig:
     plot: bool = True
     argv: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
+    device: str | None = None
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -428,6 +434,45 @@ def _atoms(config: BenchConfig, model: Any) -> int:
     return N
 
 
+#: Bytes per problem and float64 entry of ``bg``: the problem (x, y, noise), the
+#: oracle's and each decoder's estimate and its error held at once (a bound).
+_BG_COPIES = 8
+
+
+def _check_bg_only(config: BenchConfig, M: int) -> None:
+    """``bg``: refuse the options it does not use, and a problem count beyond memory."""
+    if config.k is not None:
+        raise BenchConfigError("--k", "--k does not apply to bg: its problems are "
+                               "Bernoulli-Gaussian with rate 0.1 (the AMP/LAMP papers')")
+    if config.L != BenchConfig.L:
+        raise BenchConfigError("--L", f"--L does not apply to bg: its problems are single "
+                               f"vectors (L = 1); got --L {config.L}")
+    N = config.n_atoms
+    est = float(_problems_run(config)) * (N + M) * 8 * _BG_COPIES + 3.0 * M * N * 8  # + A, SVD
+    try:
+        check_memory(f"--problems {config.problems} with --N {N} --M {M}", est,
+                     "the bg problems, their estimates and the matrix")
+    except ValueError as exc:
+        raise BenchConfigError("--problems", str(exc)) from None
+
+
+def _problems_run(config: BenchConfig) -> int:
+    """The problems per point a run decodes (``--quick`` takes at most 10)."""
+    return min(config.problems, 10) if config.quick else config.problems
+
+
+def _check_problem_memory(config: BenchConfig, N: int) -> None:
+    """Refuse ``--problems`` whose problem sets (``M <= N``) would not fit in memory."""
+    per = 4 if config.data == "mnist" else 1  # an MNIST tuple is 4 problems
+    L = config.L if config.data == "synthetic" else 4
+    est = float(_problems_run(config)) * per * 2 * N * max(L, 1) * 8 * _BG_COPIES
+    try:
+        check_memory(f"--problems {config.problems}", est,
+                     f"problem sets of N = {N} atoms and {L} channels")
+    except ValueError as exc:
+        raise BenchConfigError("--problems", str(exc)) from None
+
+
 def check_config(config: BenchConfig, model: Any = None) -> None:
     """Check the settings against each other and against the model.
 
@@ -448,8 +493,10 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
         if not 1 <= M <= config.n_atoms:
             raise BenchConfigError("--M", f"--M must be between 1 and N = {config.n_atoms}, "
                                    f"got {M}")
-        if not config.kappa >= 1:
-            raise BenchConfigError("--kappa", f"--kappa must be >= 1, got {config.kappa}")
+        if not (config.kappa >= 1 and math.isfinite(config.kappa)):
+            raise BenchConfigError("--kappa", f"--kappa must be finite and >= 1, got "
+                                   f"{config.kappa}")
+        _check_bg_only(config, M)
         return
     if config.experiment == "phase":
         for name, v in (("--N", config.n_atoms), ("--L", config.L)):
@@ -457,6 +504,7 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
                 raise BenchConfigError(name, f"{name} must be >= 1, got {v}")
         return
     N = _atoms(config, model)
+    _check_problem_memory(config, N)
     for k in config.ks:
         if not 1 <= k <= N:
             raise BenchConfigError("--k", f"--k must be between 1 and N = {N} (atoms per "

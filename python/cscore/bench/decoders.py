@@ -21,15 +21,38 @@ model decoder once per model of its registered class, labelled
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 import numpy as np
 
 from ..decoders import Decoder, decoder_names, decoder_specs, get_decoder_spec
 
-__all__ = ["SweepRun", "decoder_names", "own_decoder", "pair_models", "run_decoder", "run_label",
-           "sweep_runs", "uses_stopping_rule"]
+__all__ = ["SweepRun", "decoder_device", "decoder_names", "own_decoder", "pair_models",
+           "run_decoder", "run_label", "sweep_runs", "uses_stopping_rule"]
+
+#: The torch device of :func:`decoder_device` (None: the compiled decoders).
+_DEVICE: contextvars.ContextVar[str | None] = contextvars.ContextVar("cscore_bench_device",
+                                                                    default=None)
+
+
+@contextlib.contextmanager
+def decoder_device(device: str | None) -> Iterator[None]:
+    """Within the block, :func:`run_decoder` passes ``device=device`` to every
+    decoder that takes it (``cscore bench --device``); None changes nothing.
+
+    Parameters
+    ----------
+    device : str or None
+        A torch device string.
+    """
+    token = _DEVICE.set(device)
+    try:
+        yield
+    finally:
+        _DEVICE.reset(token)
 
 
 def uses_stopping_rule(name: str) -> bool:
@@ -92,6 +115,10 @@ def run_decoder(
                 settings["tol"] = tol
         elif "tol" in spec.stopping:
             settings["tol"] = tol  # Decoder gives a "columns" decoder tol / L per channel
+    # (S)OMP's tol="auto" runs compiled only (device= refuses it)
+    auto_matrix = isinstance(settings.get("tol"), str) and spec.kind == "matrix"
+    if _DEVICE.get() is not None and "device" in spec.settings and not auto_matrix:
+        settings["device"] = _DEVICE.get()
     if spec.kind == "model":
         if model is None:
             raise ValueError(f"the {name} decoder needs a model (--model)")

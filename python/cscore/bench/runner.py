@@ -32,7 +32,7 @@ from .config import (
     choose_decoders,
     sizes_for,
 )
-from .decoders import needs_model
+from .decoders import decoder_device, needs_model
 from .experiments import ProblemSet, SweepResult
 from .tally import WarningTally
 
@@ -328,6 +328,11 @@ def execute(plan: BenchPlan, *, log: Log | None = None) -> BenchOutcome:
     BenchOutcome
     """
     log = log or _no_log
+    with decoder_device(plan.config.device):
+        return _execute(plan, log)
+
+
+def _execute(plan: BenchPlan, log: Log) -> BenchOutcome:
     if plan.config.experiment == "bg":
         return _run_bg(plan)
     if plan.config.experiment == "phase":

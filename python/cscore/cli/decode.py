@@ -38,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument("--tol", type=_tol,
                    help="setting tol: a residual threshold, or 'auto' (noise estimated from "
                         "the measurements) for decoders that support it (default: the decoder's)")
+    g.add_argument("--device", help="setting device: a torch device ('cuda', 'cuda:1', "
+                   "'cpu') for decoders that take it (needs torch; default: none, the "
+                   "compiled CPU path)")
     g.add_argument(
         "--set",
         action="append",
@@ -88,7 +91,13 @@ def build_decoder(args: argparse.Namespace) -> Any:
         if args.decoder or args.matrix or args.model or args.set or args.n_nonzero or args.tol:
             raise ValueError("give either --config or the decoder flags, not both")
         try:
-            return Decoder.from_config(args.config, allow_outside=args.allow_outside)
+            dec = Decoder.from_config(args.config, allow_outside=args.allow_outside)
+            device = getattr(args, "device", None)
+            if device is None:
+                return dec
+            cfg = dec.config  # --device overrides the config's (its files were checked above)
+            cfg["settings"] = {**cfg["settings"], "device": device}
+            return Decoder.from_config(cfg, allow_outside=True)
         except TypeError as exc:  # a setting of the wrong type in the config
             raise ValueError(str(exc)) from None
     if not args.decoder:
@@ -103,6 +112,8 @@ def build_decoder(args: argparse.Namespace) -> Any:
         settings["n_nonzero"] = args.n_nonzero
     if args.tol is not None:
         settings["tol"] = args.tol
+    if getattr(args, "device", None) is not None:
+        settings["device"] = args.device
     A = _load_matrix(args.matrix) if args.matrix is not None else None
     try:
         return Decoder(args.decoder, A, model=args.model, **settings)

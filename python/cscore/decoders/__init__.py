@@ -83,11 +83,13 @@ register_decoder("somp", somp, stopping=_GREEDY, inputs=_ANY_A,
                  description="simultaneous OMP, joint support")
 register_decoder("bcs", bcs, layout="columns", stopping=(),
                  description="Bayesian CS (Ji et al. 2008) per channel")
-register_decoder("mtbcs", mtbcs, stopping=(), description="multitask BCS (Ji et al. 2009)")
-register_decoder("tsbl", tsbl, stopping=(), description="T-SBL (Zhang & Rao 2011)")
-register_decoder("tmsbl", tmsbl, stopping=(), complex_ok=True,
+register_decoder("mtbcs", mtbcs, stopping=(), scale_free=False,
+                 description="multitask BCS (Ji et al. 2009)")
+register_decoder("tsbl", tsbl, stopping=(), scale_free=False,
+                 description="T-SBL (Zhang & Rao 2011)")
+register_decoder("tmsbl", tmsbl, stopping=(), complex_ok=True, scale_free=False,
                  description="T-MSBL (Zhang & Rao 2011)")
-register_decoder("amp", amp, stopping=(),
+register_decoder("amp", amp, stopping=(), inputs=("dense", "sparse", "operator"),
                  description="AMP (Donoho et al. 2009), EM-learned Bernoulli-Gaussian or l1 "
                              "denoiser, joint rows for MMV")
 register_decoder("vamp", vamp, stopping=(),
@@ -104,7 +106,7 @@ register_decoder("nwsomp", model_type=NWSOMP, stopping=_GREEDY,
 register_decoder("cdsn-cs", model_type=CDSNCS, stopping=_GREEDY,
                  description="CDSN-CS (Palangi's thesis 4.7), per-channel")
 # unrolled networks (decoders/learned/unrolled.py): a fixed number of layers, no stopping rule
-register_decoder("lista", model_type=LISTA, stopping=(),
+register_decoder("lista", model_type=LISTA, stopping=(), scale_free=False,
                  description="LISTA (Gregor & LeCun 2010), learned ISTA, T layers")
-register_decoder("lamp", model_type=LAMP, stopping=(),
+register_decoder("lamp", model_type=LAMP, stopping=(), scale_free=False,
                  description="LAMP (Borgerding et al. 2017), learned AMP, T layers")

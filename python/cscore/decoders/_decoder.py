@@ -72,7 +72,7 @@ import numpy as np
 
 from .._tol import column_tol
 from .._validation import as_float_array
-from ..models.registry import file_sha256, is_model_path
+from ..models.registry import file_sha256, is_model_path, model_file_path
 from ._complex import (
     as_array,
     complex_dtype,
@@ -218,9 +218,7 @@ class Decoder:
             if is_model_path(s):
                 if spec.load is None:
                     raise ValueError(f"decoder {spec.name!r} cannot load model files")
-                path = Path(s).resolve()
-                if not path.is_file():
-                    raise FileNotFoundError(f"model file not found: {path}")
+                path = model_file_path(s)  # a loop, FIFO or folder: ModelFileError
                 return spec.load(path), {"file": str(path), "sha256": file_sha256(path)}
             assert spec.pretrained is not None
             loaded = spec.pretrained(s)

@@ -63,6 +63,14 @@ raises it stops there with stop reason ``"diverged"``.  So NaN never escapes,
 and AMP on an ill-conditioned ``A`` ends up damped rather than diverging.  The
 damping a run ended with is in ``extra["damping"]``.
 
+Scale.  Each problem is decoded as ``Y / 2**e`` (exact) with ``max |Y| / 2**e`` in
+[0.5, 1) and the estimate multiplied back, so ``decode(c Y) = c decode(Y)`` for any
+finite ``c`` whose result is representable (bit for bit for powers of two), from
+``Y`` near the smallest subnormal to near the largest float.  With ``joint=True``
+and no fixed variance, a channel weaker than the strongest by more than a factor
+``2**8`` is scaled up to that distance (exactly) before the joint denoiser sees it,
+so that its one slab variance fits every channel.
+
 Stopping: ``||x_t - x_{t-1}|| <= rtol ||x_t||`` (stop reason ``"rtol"``) or
 ``max_iter`` iterations (``"max_iter"``).  Per-iteration curves: a run is a
 deterministic function of its inputs, so ``max_iter=t, rtol=0`` returns exactly
@@ -90,11 +98,12 @@ References
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -116,6 +125,7 @@ from ._amp_common import (
     _shape_out,
     minimax_alpha,
 )
+from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
 
 __all__ = ["VAMPSolver", "amp", "minimax_alpha", "vamp"]
 
@@ -158,18 +168,34 @@ def _decode(
     n_iter = np.zeros((P, L), dtype=np.int64)
     stop = np.zeros((P, L), dtype=np.int8)
     damp = np.zeros((P, L))
-    if P:
+    # Each problem runs on Y / 2**e (exact), so that no square over- or underflows.
+    fixed = opts["slab_var"] is not None or opts["noise_var"] is not None
+    Yn, e = _pow2_normalise(Y3, joint and not fixed)
+    outs: tuple[np.ndarray, ...] = (X, act, params, n_iter, stop, damp)
+    for sel in _exponent_groups(e[:, 0], fixed):
+        # one call for the whole batch, or (fixed variances) one per exponent
+        e0 = int(e[0 if sel is None else sel[0], 0])
+        f2 = float(np.ldexp(1.0, -2 * e0)) if fixed else 1.0  # fixed variances: Y / 2**e units
+        part = outs if sel is None else tuple(a[sel] for a in outs)
         with single_threaded_blas():
             kernel(
-                *matrices, Y3, X, act, params, n_iter, stop, damp,
+                *matrices, Yn if sel is None else np.ascontiguousarray(Yn[sel]), *part,
                 _DENOISERS[opts["denoiser"]], joint, opts["max_iter"], opts["rtol"],
-                opts["damping"], float(alpha), float(lam0), sparsity is None, slab, noise,
-                opts["snr0"], threads,
+                opts["damping"], float(alpha), float(lam0), sparsity is None,
+                _scaled_var(slab, f2), _scaled_var(noise, f2), opts["snr0"], threads,
             )  # fmt: skip
+        if sel is not None:
+            for a, b in zip(outs, part):
+                a[sel] = b
     if x_scale != 1.0:
         with np.errstate(over="ignore"):  # phi of an A scaled by 1e-150 is out of range
             X *= x_scale
             params[:, :, 1] *= s2
+    Xn = X  # the estimate for Y / 2**e
+    if e.any():
+        with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+            X = np.ldexp(X, e[:, None, :])
+            params[:, :, 1:] = np.ldexp(params[:, :, 1:], 2 * e[:, :, None])
     shape = _shape_out(Y_arr, N)
     X_out = X.reshape(shape) if Y_arr.ndim != 2 else X[0]
     x = X_out.astype(out_dtype, copy=False)
@@ -180,7 +206,8 @@ def _decode(
     n_it = n_iter.max(axis=1)
     worst = stop.max(axis=1)
     reasons = np.asarray(_STOP_NAMES, dtype=object)[worst].astype(str)
-    res = np.linalg.norm(Y3 - A64 @ X, axis=1).astype(out_dtype)  # (P, L)
+    with np.errstate(over="ignore"):  # (P, L), from Y / 2**e: no overflow of the squares
+        res = np.ldexp(np.linalg.norm(Yn - A64 @ Xn, axis=1), e).astype(out_dtype)
     support = act > 0.5
     extra: dict[str, Any] = {"damping": damp.max(axis=1)}
     if bg:
@@ -217,6 +244,67 @@ def _decode(
     )  # fmt: skip
 
 
+#: Joint decoding: a channel weaker than the problem's strongest by more than
+#: ``2**_CHANNEL_SPAN`` (``max |y_l|``) is scaled up to that distance, exactly, by a
+#: power of two (and its estimate back).  The joint Bernoulli-Gaussian prior has one
+#: slab variance for all channels, so without this AMP fails on channels that differ
+#: by a gain of ~3e4 (about 0 dB on both).  Channels within the span are untouched.
+_CHANNEL_SPAN = 8
+
+#: Problems with ``max |Y|`` within ``[2**-256, 2**256]`` are passed as they are:
+#: the kernel divides by their root mean square, and dividing by a power of two
+#: first would give the same bits (no square over- or underflows there).
+_SAFE_LOW, _SAFE_HIGH = 2.0**-256, 2.0**256
+
+
+def _pow2_normalise(Y3: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(Y3 / 2**e, e)``, ``e`` (P, L) integers putting each ``max |Y_p|`` in [0.5, 1).
+
+    ``e`` is the problem's exponent (shape (P, 1): every channel), except (``per_channel``,
+    shape (P, L)) for
+    channels weaker than the strongest by more than ``2**_CHANNEL_SPAN``, which are
+    brought up to that distance.  Dividing by a power of two is exact, and both
+    decoders are equivariant to the scale of ``Y`` (their variances scale by
+    ``4**e``), so the result is the same as without the division wherever that one
+    did not over- or underflow, and ``decode(2**k Y) == 2**k decode(Y)`` holds bit
+    for bit.
+    """
+    P, _, L = Y3.shape
+    if P == 0 or Y3.size == 0:
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    mx = np.abs(Y3).max(axis=1)  # (P, L)
+    top = mx.max(axis=1, keepdims=True)  # (P, 1)
+    if per_channel and L > 1:
+        ec = np.frexp(mx)[1]
+        e = np.frexp(top)[1]
+        boost = (mx > 0.0) & (ec + _CHANNEL_SPAN < e)
+        if boost.any():
+            e = np.where(boost, ec + _CHANNEL_SPAN, e).astype(np.int64)  # (P, L)
+            return np.ldexp(Y3, -e[:, None, :]), e
+    if _SAFE_LOW <= float(top.min()) and float(top.max()) <= _SAFE_HIGH:
+        # the kernel's own scaling (by the root mean square, also exact up to
+        # rounding-free powers of two) gives the same bits here: skip the copies
+        return Y3, np.zeros((P, 1), dtype=np.int64)
+    e = np.frexp(top)[1].astype(np.int64)  # (P, 1); 0 for a zero problem
+    return np.ldexp(Y3, -e[:, None, :]), e
+
+
+def _exponent_groups(e: np.ndarray, split: bool) -> list[np.ndarray | None]:
+    """The problems to run together: all (``[None]``), or (``split``) those of equal ``e``."""
+    if not split or e.shape[0] <= 1:
+        return [None] if e.shape[0] else []
+    return [np.flatnonzero(e == v) for v in np.unique(e)]
+
+
+def _scaled_var(v: float, f2: float) -> float:
+    """A fixed variance (or the -1 "learn it" flag) in normalised units, kept normal."""
+    if v < 0.0:
+        return v
+    fi = np.finfo(np.float64)
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.clip(v * f2, fi.tiny, fi.max / 16))
+
+
 # --------------------------------------------------------------------------- AMP
 
 
@@ -237,6 +325,7 @@ def amp(
     n_threads: int | None = None,
     return_result: bool = False,
     tol: float | None = None,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Approximate message passing (Donoho, Maleki & Montanari 2009) with EM-BG or l1.
 
@@ -253,8 +342,12 @@ def amp(
 
     Parameters
     ----------
-    A : array_like, shape (M, N)
-        Sensing matrix (finite, no all-zero column).
+    A : array_like, scipy sparse matrix or LinearOperator, shape (M, N)
+        Sensing matrix (finite, no all-zero column).  A sparse matrix, a
+        :class:`scipy.sparse.linalg.LinearOperator` or any object with ``shape``,
+        ``matvec`` and ``rmatvec`` (PyLops operators) runs the same iteration in
+        NumPy with block products (:mod:`cscore.decoders.amp_operator`, ``O(N)``
+        memory per vector, results equal to the dense path's up to rounding).
     Y : array_like, shape (M,), (M, L) or (B, M, L)
         One measurement vector, one MMV problem with L channels, or a batch of B
         problems.
@@ -289,6 +382,11 @@ def amp(
         Return a :class:`cscore.DecodeResult` instead of the array.
     tol : float, optional
         Deprecated name of ``rtol``.
+    device : str, optional
+        None (default): the compiled kernel.  A torch device (``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``): the same algorithm in PyTorch on that device,
+        in float64 (:mod:`cscore.decoders.torch_backend.amp`; needs torch;
+        ``docs/gpu.md``).
 
     Returns
     -------
@@ -340,10 +438,26 @@ def amp(
     >>> bool(np.linalg.norm(x_hat - x) < 0.05 * np.linalg.norm(x))
     True
     """
+    kernel: Any = _core._amp_decode
+    if device is not None:
+        from .torch_backend import check_device
+        from .torch_backend.amp import amp_decode
+
+        check_device(device)
+        kernel = functools.partial(amp_decode, device=device)
     opts = _check_options(
         "amp", denoiser, joint, max_iter, resolve_rtol("amp", rtol, tol), damping, alpha,
         sparsity, slab_var, noise_var, snr0,
     )  # fmt: skip
+    if is_operator(A):  # LinearOperator / sparse: the NumPy operator path
+        prod = OperatorProducts(A)
+        y32 = np.asarray(Y).dtype == np.float32 and getattr(A, "dtype", None) == np.float32
+        dt = np.dtype(np.float32 if y32 else np.float64)
+        Y_op, Y3_op = _as_measurements(Y, prod.shape[0], dt, prod.shape[1])
+        return _decode(
+            "amp", amp_operator_kernel, (prod,), cast(Any, prod), prod.c, Y_op, Y3_op, dt, opts,
+            n_threads, return_result,
+        )  # fmt: skip
     dtype = common_float_dtype(A, Y)
     A_arr = check_matrix("A", A, dtype=dtype)
     M, N = A_arr.shape
@@ -356,7 +470,7 @@ def amp(
     A_s = np.ascontiguousarray(A64 * c)
     # The kernel works with A_s = c A, whose solution is x / c.
     return _decode(
-        "amp", _core._amp_decode, (A_s, float(N)), A64, c, Y_arr, Y3, dtype, opts,
+        "amp", kernel, (A_s, float(N)), A64, c, Y_arr, Y3, dtype, opts,
         n_threads, return_result,
     )  # fmt: skip
 
@@ -436,8 +550,16 @@ class VAMPSolver:
         n_threads: int | None = None,
         return_result: bool = False,
         tol: float | None = None,
+        device: Any = None,
     ) -> np.ndarray | DecodeResult:
         """Decode ``Y`` with this matrix; the arguments are those of :func:`vamp`."""
+        kernel: Any = _core._vamp_decode
+        if device is not None:
+            from .torch_backend import check_device
+            from .torch_backend.amp import vamp_decode
+
+            check_device(device)
+            kernel = functools.partial(vamp_decode, device=device)
         opts = _check_options(
             "vamp", denoiser, joint, max_iter, resolve_rtol("vamp", rtol, tol), damping, alpha,
             sparsity, slab_var, noise_var, snr0,
@@ -446,7 +568,7 @@ class VAMPSolver:
         dtype = self.dtype if np.asarray(Y).dtype == np.float32 else np.dtype(np.float64)
         Y_arr, Y3 = _as_measurements(Y, M, dtype, self.shape[1])
         return _decode(
-            "vamp", _core._vamp_decode, (self._U, self._s_scaled, self._Vt), self._A64,
+            "vamp", kernel, (self._U, self._s_scaled, self._Vt), self._A64,
             self._c, Y_arr,
             Y3, dtype, opts, n_threads, return_result,
         )  # fmt: skip
@@ -497,6 +619,7 @@ def vamp(
     n_threads: int | None = None,
     return_result: bool = False,
     tol: float | None = None,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Vector AMP (Rangan, Schniter & Fletcher 2019), SVD form, with EM-BG or l1.
 
@@ -530,8 +653,9 @@ def vamp(
         Measurements, as in :func:`amp`.
     denoiser, joint, max_iter, rtol, damping, alpha, sparsity, slab_var, snr0
         As in :func:`amp`.
-    n_threads, return_result, tol
-        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``).
+    n_threads, return_result, tol, device
+        As in :func:`amp` (``tol`` is the deprecated name of ``rtol``; ``device``
+        runs the same algorithm in PyTorch, :mod:`cscore.decoders.torch_backend.amp`).
     noise_var : float, optional
         Fix the noise variance (both denoisers: VAMP's LMMSE stage needs it;
         learned by EM otherwise).
@@ -588,5 +712,5 @@ def vamp(
     return solver(
         Y, denoiser=denoiser, joint=joint, max_iter=max_iter, rtol=rtol, damping=damping,
         alpha=alpha, sparsity=sparsity, slab_var=slab_var, noise_var=noise_var, snr0=snr0,
-        n_threads=n_threads, return_result=return_result,
+        n_threads=n_threads, return_result=return_result, device=device,
     )  # fmt: skip

@@ -19,7 +19,7 @@ import numpy as np
 
 from .. import _core
 from .._config import resolve_threads
-from .._tol import resolve_rtol
+from .._tol import resolve_rtol, warn_scale
 from .._validation import (
     MAX_ITER_LIMIT,
     as_float_array,
@@ -517,6 +517,7 @@ def mtbcs(
     single = Y64.ndim == 2
     _check_rows(A64, Y64, "Y", -2)
     Y3 = Y64[None] if single else Y64
+    warn_scale("mtbcs", Y3, why="its Gamma(a, b) prior on the noise precision is absolute")
     a = check_positive_float("a", a)
     b = check_positive_float("b", b)
     rtol, max_iter, threads = _check_common(resolve_rtol("mtbcs", rtol, tol), max_iter, n_threads)

@@ -142,8 +142,13 @@ def _run(
     n_nonzero: Any,
     tol: Any,
     n_threads: Any,
+    device: Any = None,
 ) -> dict[str, Any]:
     """Validate, decode, and return the raw outputs in (P, ., L) layout."""
+    if device is not None:
+        from .torch_backend import check_device
+
+        check_device(device)
     dtype = decode_dtype(A, Y)
     real_dtype = np.finfo(dtype).dtype  # of the residual norms
     A_arr = checked_matrix("A", A, dtype=dtype)
@@ -189,7 +194,10 @@ def _run(
     atoms = np.full((P, max_atoms), -1, dtype=np.int64)
     outs: _Outputs = (Xv, residual, n_iter, stop, warn, atoms)
     extra: dict[str, np.ndarray] = {}
-    if auto:
+    if device is not None:
+        _device_decode(fn, A_arr, Yv, outs, max_atoms, cap_is_n_nonzero, tol_value, auto,
+                       device)
+    elif auto:
         extra = _decode_auto(A_arr, Yv, outs, max_atoms, cap, threads)
     elif P:
         _core._greedy_decode(
@@ -213,6 +221,23 @@ def _run(
         "extra": extra,
         "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
     }
+
+
+def _device_decode(fn: str, A: np.ndarray, Yv: np.ndarray, outs: _Outputs, max_atoms: int,
+                   cap_is_n_nonzero: bool, tol: float, auto: bool, device: Any) -> None:
+    """``device=``: the PyTorch (S)OMP (:mod:`.torch_backend.greedy`) fills ``outs``."""
+    if auto:
+        raise ValueError(f"{fn}: tol='auto' runs on the compiled path only (device=None); "
+                         "give n_nonzero or a numeric tol with device=")
+    if A.dtype.kind == "c" or Yv.dtype.kind == "c":
+        raise TypeError(f"{fn}: complex data runs on the compiled path only (device=None)")
+    if Yv.shape[0] == 0:
+        return
+    from .torch_backend.greedy import greedy_decode
+
+    res = greedy_decode(A, np.ascontiguousarray(Yv), max_atoms, cap_is_n_nonzero, tol, device)
+    for dst, src in zip(outs, res):
+        dst[...] = src
 
 
 def _refuse_complex_auto(fn: str, A: Any, Y: Any) -> None:
@@ -293,6 +318,7 @@ def omp(
     n_threads: int | None = None,
     return_result: bool = False,
     column_norms: Any = None,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Orthogonal matching pursuit for one vector or a batch of independent vectors.
 
@@ -335,6 +361,11 @@ def omp(
         Column norms of an operator ``A`` (used for the selection only); ignored
         for dense arrays and not needed for sparse matrices, whose norms are
         computed exactly.  ``n_threads`` is ignored for operators.
+    device : str, optional
+        None (default): the compiled kernel.  A torch device (``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``): the same Batch-OMP in PyTorch on that device
+        (:mod:`cscore.decoders.torch_backend.greedy`; needs torch, dense real
+        ``A``, ``n_nonzero`` or a numeric ``tol``; ``docs/gpu.md``).
 
     Returns
     -------
@@ -398,12 +429,14 @@ def omp(
     >>> bool(np.allclose(x_hat, x))
     True
     """
+    if is_operator(A) and device is not None:
+        raise TypeError("device= needs a dense A (an array), not an operator")
     if is_operator(A):
         resolve_threads(n_threads)
         out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
     else:
-        out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads)
+        out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads, device)
     X = out["X"]
     if not return_result:
         return X
@@ -422,6 +455,7 @@ def somp(
     n_threads: int | None = None,
     return_result: bool = False,
     column_norms: Any = None,
+    device: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Simultaneous OMP: one support shared by the L channels of an MMV problem.
 
@@ -455,6 +489,11 @@ def somp(
         Column norms of an operator ``A`` (used for the selection only); ignored
         for dense arrays and not needed for sparse matrices, whose norms are
         computed exactly.  ``n_threads`` is ignored for operators.
+    device : str, optional
+        None (default): the compiled kernel.  A torch device (``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``): the same Batch-OMP in PyTorch on that device
+        (:mod:`cscore.decoders.torch_backend.greedy`; needs torch, dense real
+        ``A``, ``n_nonzero`` or a numeric ``tol``; ``docs/gpu.md``).
 
     Returns
     -------
@@ -494,12 +533,14 @@ def somp(
     >>> bool(np.allclose(S_hat, S))
     True
     """
+    if is_operator(A) and device is not None:
+        raise TypeError("device= needs a dense A (an array), not an operator")
     if is_operator(A):
         resolve_threads(n_threads)
         out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
                            _resolve_stopping, _DEPENDENT_MSG)
     else:
-        out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads)
+        out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads, device)
     X = out["X"]
     if not return_result:
         return X

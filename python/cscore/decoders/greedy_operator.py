@@ -41,6 +41,22 @@ change which atoms are picked, never the least-squares values on the support.
 For scipy sparse matrices the norms are computed exactly from the stored
 entries.  Columns of extreme scale are not rescaled as on the dense path.
 
+Scale
+-----
+The loop runs on ``A / 2**a`` and on each problem's ``Y / 2**b`` (exact: powers of
+two), ``2**a`` near the largest entry of a sparse ``A`` or the largest (given or
+sampled) column norm of an operator, ``2**b`` near ``max |Y|`` of the problem; the
+estimate is multiplied back by ``2**(b - a)``.  So ``A`` or ``Y`` near 1e-300 or
+1e300 decode as at unit scale, and ``omp(A, c Y) = c omp(A, Y)`` (bit for bit for
+powers of two ``c``) wherever the result is representable.
+
+Checked products
+----------------
+Every output of the operator's ``matvec``, ``rmatvec`` and ``rmatmat`` is checked
+where it enters: shape ((M,) or (M, 1); (N,) or (N, 1); (N, c)), a numeric dtype
+and finite values, with a ``ValueError`` naming the method (an ``rmatmat`` that
+returns its (c, N) transpose is refused, not reshaped into wrong atoms).
+
 ``tol="auto"`` needs the greedy path to ``min(M - 1, N)`` atoms (one operator
 application each) and is refused for operators with a ``ValueError``.
 
@@ -61,6 +77,7 @@ return complex values is a ``TypeError``: give it a complex ``dtype``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
@@ -158,9 +175,14 @@ class _Op:
             self.in_dtype = self.dtype
         self.cache: dict[int, np.ndarray] = {}
         self.norms_seen: list[float] = []
+        #: The loop uses A / 2**shift (see "Scale" in the module docstring).
+        self.shift = 0
         if self.sparse:
             self.S = sp.csc_matrix(A, dtype=self.in_dtype)
             check_finite("A", np.asarray(self.S.data))
+            if self.S.nnz:
+                self.shift = _pow2_exponent(float(np.max(np.abs(self.S.data))))
+                self.S.data = _ldexp(np.asarray(self.S.data), -self.shift)
             if self.a_complex:
                 self.SH = self.S.conj().T.tocsr()
                 sq = abs(self.S).power(2)
@@ -169,7 +191,7 @@ class _Op:
             self.col_norms: np.ndarray | None = np.sqrt(
                 np.asarray(sq.sum(axis=0), dtype=np.float64).ravel()
             )
-            _check_no_zero_column(self.col_norms)
+            _check_no_zero_column(self.col_norms, self.S)
         else:
             self.L: Any = A
             self.col_norms = None
@@ -186,16 +208,28 @@ class _Op:
 
     def _adjoint(self, R: np.ndarray) -> np.ndarray:
         R = np.ascontiguousarray(R, dtype=self.in_dtype)
+        c = R.shape[1]
         if self.sparse:
             out = np.asarray((self.SH if self.a_complex else self.S.T) @ R)
         elif hasattr(self.L, "rmatmat"):
-            out = np.asarray(self.L.rmatmat(R))
+            out = _checked("A.rmatmat", _call("A.rmatmat", self.L.rmatmat, R), (self.N, c),
+                           self.a_complex)
         else:
-            out = np.stack([np.ravel(self.L.rmatvec(c)) for c in R.T], axis=1)
-        if np.iscomplexobj(out) and not self.a_complex:
-            raise TypeError(_REAL_DTYPE_MSG.format(what="adjoint", dt=out.dtype))
+            out = np.stack(
+                [_checked("A.rmatvec", _call("A.rmatvec", self.L.rmatvec, v), (self.N,),
+                          self.a_complex)
+                 for v in R.T], axis=1,
+            )  # fmt: skip
         col_dt = self.work if self.a_complex else np.float64
-        return out.astype(col_dt, copy=False).reshape(self.N, R.shape[1])
+        out = out.astype(col_dt, copy=False).reshape(self.N, c)
+        return out if self.sparse or not self.shift else _ldexp(out, -self.shift)
+
+    def set_shift(self, shift: int) -> None:
+        """Use ``A / 2**shift`` from now on (columns fetched so far rescaled, exactly)."""
+        for j, col in self.cache.items():
+            self.cache[j] = _ldexp(col, self.shift - shift)
+        self.norms_seen = [math.ldexp(v, self.shift - shift) for v in self.norms_seen]
+        self.shift = shift
 
     def column(self, j: int) -> np.ndarray:
         """Column ``j`` of ``A`` (shape (M,)), fetched once per call.
@@ -209,14 +243,15 @@ class _Op:
             else:
                 e = np.zeros(self.N, dtype=self.in_dtype)
                 e[j] = 1
-                col = np.asarray(self.L.matvec(e))
-                if np.iscomplexobj(col) and not self.a_complex:
-                    raise TypeError(_REAL_DTYPE_MSG.format(what="product", dt=col.dtype))
+                col = _checked("A.matvec", _call("A.matvec", self.L.matvec, e), (self.M,),
+                               self.a_complex)
+                if self.shift:
+                    col = _ldexp(col, -self.shift)
             col_dt = self.work if self.a_complex else np.float64
             col = col.astype(col_dt, copy=False).reshape(self.M)
             check_finite(f"column {j} of A", col)
             self.cache[j] = col
-            self.norms_seen.append(float(np.linalg.norm(col)))
+            self.norms_seen.append(_norm(col))
         return col
 
 
@@ -233,8 +268,75 @@ def _check_kind(name: str, dtype: np.dtype) -> None:
         raise TypeError(f"{name} must be a numeric operator/matrix; got dtype {dtype}")
 
 
-def _check_no_zero_column(norms: np.ndarray) -> None:
+def _pow2_exponent(v: float) -> int:
+    """``e`` with ``2**(e-1) <= v < 2**e`` (0 for ``v = 0``)."""
+    return int(np.frexp(v)[1]) if v > 0.0 else 0
+
+
+def _ldexp(X: np.ndarray, e: Any) -> np.ndarray:
+    """``X * 2**e`` exactly (``e`` broadcast), for real or complex ``X``."""
+    if X.dtype.kind != "c":
+        return np.ldexp(X, e).astype(X.dtype, copy=False)
+    out = np.empty_like(X)
+    out.real, out.imag = np.ldexp(X.real, e), np.ldexp(X.imag, e)
+    return out
+
+
+def _norm(v: np.ndarray) -> float:
+    """``||v||`` without over- or underflow of the squares."""
+    m = float(np.max(np.abs(v))) if v.size else 0.0
+    if not m > 0.0:
+        return 0.0
+    e = _pow2_exponent(m)
+    return math.ldexp(float(np.linalg.norm(_ldexp(v, -e))), e)
+
+
+def _call(method: str, fn: Callable[[np.ndarray], Any], v: np.ndarray) -> Any:
+    """``fn(v)``, a ``ValueError`` raised inside it named for ``method``.
+
+    SciPy's ``LinearOperator`` reshapes its products itself, so a product of the
+    wrong size surfaces as NumPy's reshape error; this says which method gave it.
+    """
+    try:
+        return fn(v)
+    except ValueError as err:
+        raise ValueError(f"{method} failed on an input of shape {v.shape}: {err}") from err
+
+
+def _checked(method: str, out: Any, shape: tuple[int, ...], a_complex: bool) -> np.ndarray:
+    """An operator's product as an array, refused unless of ``shape`` (or ``shape + (1,)``).
+
+    Raises ``ValueError`` naming ``method`` for a wrong shape, a non-numeric dtype or
+    NaN/infinity, and ``TypeError`` for complex values from a real operator.
+    """
+    arr = np.asarray(out)
+    also = (shape[0], 1) if len(shape) == 1 or shape[1] == 1 else shape
+    if arr.shape not in (shape, also, shape[:1]):
+        hint = " (its transpose?)" if arr.shape == shape[::-1] and len(shape) == 2 else ""
+        raise ValueError(
+            f"{method} returned an array of shape {arr.shape}; expected {shape}{hint}"
+        )
+    if arr.dtype.kind not in "fiuc":
+        raise ValueError(f"{method} returned non-numeric values (dtype {arr.dtype})")
+    if arr.dtype.kind == "c" and not a_complex:
+        what = "product" if method == "A.matvec" else "adjoint"
+        raise TypeError(_REAL_DTYPE_MSG.format(what=what, dt=arr.dtype))
+    if not np.isfinite(arr).all():
+        raise ValueError(f"{method} returned NaN or infinity")
+    return arr
+
+
+def _check_no_zero_column(norms: np.ndarray, S: Any = None) -> None:
     zero = np.flatnonzero(norms == 0)
+    if zero.size and S is not None:
+        stored = np.flatnonzero(np.asarray(abs(S).max(axis=0).todense()).ravel()[zero] > 0)
+        if stored.size:
+            j = int(zero[stored[0]])
+            raise ValueError(
+                f"column {j} of A has nonzero entries but a norm that underflows next to "
+                "the largest entry of A (columns of extreme scale, e.g. 1e-300 next to 1, "
+                "are not rescaled on the sparse path); scale that column"
+            )
     if zero.size:
         raise ValueError(
             f"A has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
@@ -253,12 +355,15 @@ def _column_norms(op: _Op, column_norms: Any) -> np.ndarray:
             )
         if np.any(norms <= 0):
             raise ValueError("column_norms must be > 0 (A has no all-zero column)")
-        return norms
+        if not op.sparse:
+            op.set_shift(_pow2_exponent(float(np.max(norms))))
+        return np.ldexp(norms, -op.shift)
     if op.col_norms is not None:
         return op.col_norms
     rng = np.random.default_rng(0)
     for j in rng.choice(op.N, size=min(_NORM_SAMPLES, op.N), replace=False):
         op.column(int(j))
+    op.set_shift(_pow2_exponent(max(op.norms_seen)))
     return np.ones(op.N)
 
 
@@ -329,8 +434,11 @@ class _State:
 
 
 def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
-            tol: float) -> _State:
-    """Run the greedy loop on (P, M, L) ``Y`` (float64 or complex128); the final state."""
+            tol: np.ndarray) -> _State:
+    """Run the greedy loop on (P, M, L) ``Y`` (float64 or complex128); the final state.
+
+    ``tol`` is each problem's residual tolerance (negative: none).
+    """
     L = Y.shape[2]
     st = _State(Y, K, float(np.finfo(op.dtype).eps))
     inv2 = 1.0 / norms**2
@@ -338,9 +446,9 @@ def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
     block = max(1, _BLOCK_ENTRIES // (op.N * L * (2 if op.cplx else 1)))
     while True:
         active = st.stop < 0
-        if tol >= 0:
+        if np.any(tol >= 0):
             measure = np.sqrt(_sqsum("pml->pl", st.res)).sum(axis=1)
-            st.stop[active & (measure <= tol)] = _STOP["tol"]
+            st.stop[active & (tol >= 0) & (measure <= tol)] = _STOP["tol"]
         full = (st.stop < 0) & (st.n >= K)
         st.stop[full] = _STOP["n_nonzero" if cap_is_k else "exhausted"]
         idx = np.flatnonzero(st.stop < 0)
@@ -429,7 +537,13 @@ def run_operator(
     K, cap_is_k, tol_value = resolve_stopping(n_nonzero, tol, op.M, op.N)
     norms = _column_norms(op, column_norms)
     assumed = column_norms is None and not op.sparse
-    st = _greedy(op, Yv, norms, K, cap_is_k, tol_value)
+    # Each problem runs on Y / 2**b (exact; "Scale" in the module docstring).
+    mx = np.max(np.abs(Yv), axis=(1, 2)) if Yv.size else np.zeros(Yv.shape[0])
+    b = np.frexp(np.where(mx > 0.0, mx, 1.0))[1].astype(np.int64)
+    Yv = _ldexp(Yv, -b[:, None, None])
+    with np.errstate(over="ignore"):
+        tol_p = np.ldexp(tol_value, -b) if tol_value >= 0 else np.full(b.shape, -1.0)
+    st = _greedy(op, Yv, norms, K, cap_is_k, tol_p)
     _check_equal_norms(op, assumed)
     P, _, L = Yv.shape
     Xp = np.zeros((P, op.N, L), dtype=op.work)
@@ -449,6 +563,9 @@ def run_operator(
     if warn:
         warnings.warn(dependent_msg.format(fn=fn, count=warn, total=P), RuntimeWarning,
                       stacklevel=3)
+    with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
+        Xp = _ldexp(Xp, (b - op.shift)[:, None, None])
+        residual = np.ldexp(residual, b[:, None])
     X = _output_layout(fn, Xp.astype(op.dtype), Y_arr.ndim)
     return {
         "X": X,

@@ -84,6 +84,10 @@ class DecoderSpec:
         The kinds of :data:`INPUT_KINDS` the decoder takes (``"complex"`` when
         ``complex_ok``); :class:`cscore.Decoder` refuses the others with an
         error naming the kind.
+    scale_free : bool
+        ``decode(c Y) = c decode(Y)``.  False for decoders with absolute
+        thresholds or priors (T-SBL, T-MSBL, MT-BCS, LISTA, LAMP), which warn
+        with :class:`cscore.ScaleWarning` for ``Y`` far from their scale instead.
     """
 
     name: str
@@ -98,6 +102,7 @@ class DecoderSpec:
     stopping: tuple[str, ...] = field(default_factory=tuple)
     complex_ok: bool = False
     inputs: tuple[str, ...] = ("dense",)
+    scale_free: bool = True
 
     @property
     def archs(self) -> tuple[str, ...]:
@@ -182,6 +187,7 @@ def register_decoder(
     stopping: Iterable[str] | None = None,
     complex_ok: bool = False,
     inputs: Iterable[str] | None = None,
+    scale_free: bool = True,
     replace: bool = False,
 ) -> DecoderSpec:
     """Add a decoder to the registry that every consumer reads.
@@ -233,6 +239,9 @@ def register_decoder(
         :data:`INPUT_KINDS`; default ``("dense",)``, plus ``"complex"`` with
         ``complex_ok`` (and ``"complex"`` listed here sets ``complex_ok``).
         :func:`cscore.testing.check_decoder` checks the declaration.
+    scale_free : bool, default True
+        Whether ``decode(c Y) = c decode(Y)``; a decoder declaring False must
+        warn (:class:`cscore.ScaleWarning`) or raise for ``Y`` far from its scale.
     replace : bool, default False
         Allow replacing an existing entry.
 
@@ -291,7 +300,7 @@ def register_decoder(
         name=name, func=func, kind=kind, layout=layout, load=load, pretrained=pretrained,
         model_type=model_type, description=description, settings=tuple(settings),
         stopping=_stopping(stopping, tuple(settings)), complex_ok=bool(complex_ok),
-        inputs=kinds,
+        inputs=kinds, scale_free=bool(scale_free),
     )  # fmt: skip
     _register_file_arch(spec)
     _REGISTRY[name] = spec

@@ -144,7 +144,7 @@ import numpy as np
 from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
-from .._tol import resolve_rtol
+from .._tol import resolve_rtol, warn_scale
 from .._validation import (
     MAX_ITER_LIMIT,
     check_nonnegative_float,
@@ -207,6 +207,7 @@ def _run(
     :func:`tmsbl` / :func:`tsbl` (``stacklevel=3``).
     """
     threads = resolve_threads(n_threads)
+    warn_scale(name, Y, why="its thresholds (prune_gamma, lam) are absolute, as in the original")
     max_iter = kw["max_iter"]
     batch = Y.ndim == 3
     if batch and Y.shape[0] == 0:  # a batch of zero problems

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "list_pretrained",
     "load_model",
     "model_dirs",
+    "model_file_path",
     "pretrained",
     "pretrained_entries",
     "resolve_model",
@@ -251,7 +253,7 @@ def load_model(path: str | os.PathLike[str]) -> Any:
     ModelFileError
         Malformed, or of an architecture no registered decoder reads.
     """
-    arch = read_model_meta(Path(path))["arch"]
+    arch = read_model_meta(model_file_path(path))["arch"]
     cls: Any = ARCHITECTURES[arch].model_class
     if cls is None:
         raise ModelFileError(f"{path}: no model class is registered for arch {arch!r}")
@@ -302,10 +304,47 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> tuple[Any, Any]:
                         f"{type(name_or_path).__name__}")
     if not is_model_path(name_or_path):
         return pretrained(os.fspath(name_or_path)), os.fspath(name_or_path)
-    path = Path(name_or_path).resolve()
-    if not path.is_file():
-        raise FileNotFoundError(f"model file not found: {path}")
+    path = model_file_path(name_or_path)
     return load_model(path), {"file": str(path), "sha256": file_sha256(path)}
+
+
+def model_file_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` resolved, checked to be a regular file before anything opens it.
+
+    Parameters
+    ----------
+    path : path
+        A model file's path as given.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute, resolved path.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing at ``path``.
+    ModelFileError
+        A loop of symbolic links, or not a regular file (a folder, FIFO or
+        device, which reading would misread or block on).
+    """
+    try:
+        resolved = Path(path).resolve()
+        st = resolved.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"model file not found: {os.fspath(path)}") from None
+    except RuntimeError:  # pathlib's "Symlink loop" (Python < 3.13)
+        raise ModelFileError(f"{os.fspath(path)}: a loop of symbolic links, not a model "
+                             "file") from None
+    except OSError as exc:  # ELOOP on newer Pythons, permissions, ...
+        raise ModelFileError(f"{os.fspath(path)}: cannot be read as a model file "
+                             f"({exc.strerror or exc})") from None
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else (
+            "a FIFO" if stat.S_ISFIFO(st.st_mode) else "not a regular file")
+        raise ModelFileError(f"{os.fspath(path)} is {kind}, not a model file")
+    return resolved
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -21,6 +21,7 @@ import json
 import os
 import secrets
 import socket
+import stat
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,6 +52,13 @@ def lock_path(output: str | os.PathLike[str]) -> Path:
     """
     out = Path(os.path.abspath(os.fspath(output)))
     return out.with_name(out.name + LOCK_SUFFIX)
+
+
+def _pid(value: Any) -> int:
+    """A lock file's pid: an integer in [1, 2**31); ValueError otherwise (damaged)."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value < 2**31:
+        raise ValueError(f"not a process id: {value!r}")
+    return value
 
 
 def _start_time(pid: int) -> str | None:
@@ -148,13 +156,25 @@ class OutputLock:
         return True
 
     def _read(self) -> tuple[bytes, int, float] | None:
-        """(content, inode, mtime) of the lock file, or None when there is none."""
+        """(content, inode, mtime) of the lock file, or None when there is none.
+
+        Opened without blocking (a FIFO at the lock's path would wait for a
+        writer for ever); anything but a regular file is refused.
+        """
         try:
-            with open(self.path, "rb") as f:
-                st = os.fstat(f.fileno())
-                return f.read(65536), st.st_ino, st.st_mtime
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         except FileNotFoundError:
             return None
+        except OSError as exc:
+            raise ValueError(f"lock file {self.path} cannot be read ({exc.strerror})") from None
+        with os.fdopen(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ValueError(
+                    f"lock path {self.path} is not a regular file; remove it (cscore "
+                    "creates its lock files itself)"
+                )
+            return f.read(65536), st.st_ino, st.st_mtime
 
     def _state(self, seen: tuple[bytes, int, float]) -> tuple[str, str]:
         """``("live" | "stale" | "young", holder)`` of the lock file content ``seen``.
@@ -163,8 +183,8 @@ class OutputLock:
         """
         try:
             holder = json.loads(seen[0])
-            pid, host = int(holder["pid"]), str(holder["host"])
-        except (ValueError, TypeError, KeyError):
+            pid, host = _pid(holder["pid"]), str(holder["host"])
+        except (ValueError, TypeError, KeyError, RecursionError):
             if time.time() - seen[2] > _UNREADABLE_GRACE_S:
                 return "stale", "an unreadable lock file"
             return "young", "a lock file being written"
@@ -210,7 +230,7 @@ class OutputLock:
             return
         try:
             mine = json.loads(seen[0]).get("token") == self.token
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             mine = False
         if mine:
             with contextlib.suppress(FileNotFoundError):

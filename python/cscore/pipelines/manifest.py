@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_memory
 from ..decoders import Decoder
 
 __all__ = [
@@ -240,6 +241,11 @@ def write_json_atomic(path: Path, obj: Any) -> None:
         pass
 
 
+#: Memory a run's bookkeeping takes per chunk (its number in lists and sets, its
+#: digest), for the bound on a manifest's chunk count (:mod:`cscore._limits`).
+_CHUNK_RECORD_BYTES = 256
+
+
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -268,6 +274,11 @@ def _check_record(path: Path, m: dict[str, Any]) -> None:
     if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
         raise _bad(path, f"'chunk' must be a positive integer, got {chunk!r}")
     n_chunks = (shape[0] + chunk - 1) // chunk
+    try:  # resuming and verifying keep a few records per chunk in memory
+        check_memory(f"'shape'[0] = {shape[0]} with 'chunk' = {chunk}",
+                     float(n_chunks) * _CHUNK_RECORD_BYTES, f"the records of {n_chunks} chunks")
+    except ValueError as exc:
+        raise _bad(path, str(exc)) from None
     done = m.get("done")
     if not (isinstance(done, list) and all(_is_int(i) and 0 <= i < n_chunks for i in done)):
         raise _bad(path, f"'done' must list chunk numbers below {n_chunks}")

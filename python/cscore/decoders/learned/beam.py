@@ -58,11 +58,12 @@ import numpy as np
 
 from ... import _core
 from ..._blas import single_threaded_blas
+from ..._limits import check_memory
 from ...result import DecodeResult
 from .base import support_from_atoms
 
-__all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_result", "channel_tolerances",
-           "rescue_channels", "search_supports"]
+__all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_memory", "beam_result",
+           "channel_tolerances", "check_beam_memory", "rescue_channels", "search_supports"]
 
 
 @dataclass(frozen=True)
@@ -191,6 +192,59 @@ def rescue_channels(
 #: The search may use this many atoms more than the greedy path it replaces.
 EXTRA_ATOMS = 10
 
+#: Problems one thread searches together (``lstm::beam::detail::kChunkProblems``).
+_CHUNK_PROBLEMS = 8
+
+
+def beam_memory(width: int, candidates: int, M: int, N: int, L: int, gate_rows: int,
+                n_problems: int, n_threads: int) -> float:
+    """Bytes the compiled search may hold at once, at most (``lstm_beam.hpp``).
+
+    Every searched channel holds two beams of ``width`` partial supports (an
+    ``M x limit`` float64 basis, a residual, the support and its bit set; ``limit
+    <= min(M, N) - 1``) and ``width x N`` float32 scores; a thread searches up to
+    8 problems' channels together and has rows of LSTM work (``gate_rows`` gates,
+    float32) and ``width * candidates`` candidates.  A float, so that no width
+    overflows it.
+
+    Parameters
+    ----------
+    width, candidates : int
+        ``beam_width`` and ``beam_candidates``.
+    M, N, L : int
+        Measurements, atoms, channels.
+    gate_rows : int
+        Rows of the LSTM's gate matrix (gates x cells).
+    n_problems, n_threads : int
+        Problems of the call and threads searching them.
+
+    Returns
+    -------
+    float
+        The estimate in bytes.
+    """
+    W, limit = float(width), float(max(min(M, N) - 1, 1))
+    words = (N + 63) // 64
+    per_channel = 2 * W * 8 * (limit * (M + 1) + words + M) + 4 * W * N
+    chunks = min(max(n_problems, 1), _CHUNK_PROBLEMS * max(n_threads, 1))
+    rows = max(256.0, W)
+    per_thread = rows * 4 * (2 * gate_rows + N) + W * candidates * 32
+    return chunks * L * per_channel + max(n_threads, 1) * per_thread
+
+
+def check_beam_memory(width: int, candidates: int, M: int, N: int, L: int, gate_rows: int,
+                      n_problems: int, n_threads: int) -> None:
+    """Refuse a ``beam_width`` whose search would exceed the memory limit.
+
+    Raises
+    ------
+    ValueError
+        :func:`beam_memory` is over :func:`cscore._limits.memory_limit`.
+    """
+    est = beam_memory(width, candidates, M, N, L, gate_rows, n_problems, n_threads)
+    check_memory(f"beam_width={width}", est,
+                 f"the beam search of {n_problems} problem(s) with {L} channel(s)")
+
 #: Default ``channel_tol`` in units of the expected noise norm ``sigma * sqrt(M)``
 #: (chosen on validation digits, benchmarks/results/frontier.md).
 CHANNEL_TOL_FACTOR = 1.5
@@ -226,7 +280,13 @@ def channel_tolerances(
         negative / non-finite value.
     """
     if channel_tol is not None:
-        out = np.broadcast_to(np.asarray(channel_tol, dtype=np.float64), (B,)).copy()
+        given = np.asarray(channel_tol, dtype=np.float64)
+        if not (given.ndim == 0 or (given.ndim == 1 and given.size in (1, B))):
+            raise ValueError(
+                f"channel_tol must be a number or an array of shape ({B},) (one per "
+                f"problem); got shape {given.shape}"
+            )
+        out = np.broadcast_to(given, (B,)).copy()
     elif isinstance(tol, str):  # "auto": the problems' own noise estimates
         sigma = np.asarray(result.extra["sigma_hat"], dtype=np.float64).reshape(B)
         out = CHANNEL_TOL_FACTOR * sigma * np.sqrt(M)

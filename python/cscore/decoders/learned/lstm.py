@@ -20,7 +20,7 @@ from ...models.format import ARCHITECTURES, ModelFileError
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from .base import GreedyModel, GreedyOutput
-from .beam import BeamOptions, beam_result, channel_tolerances
+from .beam import BeamOptions, beam_result, channel_tolerances, check_beam_memory
 from .weights import (
     BLSTMCSWeights,
     LSTMCSWeights,
@@ -324,6 +324,7 @@ class LSTMCS(GreedyModel):
         beam_width: int = 0,
         beam_candidates: int = 4,
         channel_tol: float | np.ndarray | None = None,
+        device: Any = None,
         _lstm_dtype: type = np.float32,
         _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
@@ -373,7 +374,11 @@ class LSTMCS(GreedyModel):
             partial supports (:mod:`cscore.decoders.learned.beam`); the first
             support that explains the channel down to ``channel_tol`` replaces
             the greedy one.  Channels already explained are untouched.
-            Unidirectional LSTM-CS only (ValueError for BLSTM-CS).
+            Unidirectional LSTM-CS only (ValueError for BLSTM-CS).  The search
+            runs the weights the decode ran (``weights_dtype="float16"``: the
+            float16-rounded matrices).  A width whose search would need more
+            memory than ``CSCORE_MEMORY_LIMIT`` (default 4 GiB, see
+            :mod:`cscore._limits`) is refused with a ``ValueError``.
         beam_candidates : int, default 4
             Atoms tried per partial support and step (the network's best).
         channel_tol : float or array_like (B,), optional
@@ -382,6 +387,12 @@ class LSTMCS(GreedyModel):
             ``tol`` as the paper's rule ``L * sigma * sqrt(M L)``, or each
             problem's ``sigma_hat`` with ``tol="auto"``; needed when only
             ``n_nonzero`` is given.
+        device : str, optional
+            None (default): the compiled CPU kernel.  A torch device
+            (``"cpu"``, ``"cuda"``, ``"cuda:1"``): the same algorithm in PyTorch
+            on that device (:mod:`cscore.decoders.torch_backend.lstm`, needs
+            torch; ``docs/gpu.md``).  The LSTM runs in float32 there too; the
+            beam rescue of ``beam_width`` stays on the CPU.
 
         Returns
         -------
@@ -414,12 +425,18 @@ class LSTMCS(GreedyModel):
         the duration of the call (a multi-threaded BLAS on these small products is several
         times slower; see ``benchmarks/results/lstm_speed.md``).
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         opts = {"exclude_selected": exclude_selected, "n_threads": n_threads,
-                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk}
+                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk,
+                "device": device}
         if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
                 and beam_width == 0:
             return self._decode(Y, n_nonzero, tol, return_result, **opts)
-        width = check_positive_int("beam_width", beam_width)
+        width = check_positive_int("beam_width", beam_width, upper=2**31 - 1,
+                                   upper_desc="the compiled search's int32 width")
         return self._beam_decode(Y, n_nonzero, tol, return_result, width, beam_candidates,
                                  channel_tol, opts)
 
@@ -432,14 +449,21 @@ class LSTMCS(GreedyModel):
             raise ValueError("beam_width works with the unidirectional LSTM-CS only")
         candidates = check_positive_int("beam_candidates", candidates, upper=self.N,
                                         upper_desc="N of the model")
+        Yf = np.asarray(Y)
+        B = 1 if Yf.ndim == 2 else (Yf.shape[0] if Yf.ndim == 3 else 1)
+        threads = resolve_threads(opts["n_threads"])
+        if opts["weights_dtype"] not in WEIGHTS_DTYPES:
+            raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, "
+                             f"got {opts['weights_dtype']!r}")
+        # The rescue runs the network of the decode: float16-rounded matrices too.
+        network = self._prep(np.float32, opts["weights_dtype"]).args()
+        check_beam_memory(width, candidates, self.M, self.N, self.L, int(network[0].shape[0]),
+                          B, threads)
         res = self._decode(Y, n_nonzero, tol, True, **opts)
         assert isinstance(res, DecodeResult)
-        Yf = np.asarray(Y)
-        B = 1 if Yf.ndim == 2 else Yf.shape[0]
         beam = BeamOptions(width, candidates,
                            channel_tolerances(tol, channel_tol, res, self.M, self.L, B))
-        out = beam_result(self._prep(np.float32).args(), self._A, Yf, res, beam,
-                          resolve_threads(opts["n_threads"]))
+        out = beam_result(network, self._A, Yf, res, beam, threads)
         return out if return_result else out.x
 
     PATH_STOP: ClassVar[bool] = True
@@ -468,6 +492,12 @@ class LSTMCS(GreedyModel):
         wdt = options["weights_dtype"]
         if wdt not in WEIGHTS_DTYPES:
             raise ValueError(f"weights_dtype must be one of {WEIGHTS_DTYPES}, got {wdt!r}")
+        if options.get("device") is not None:
+            from ..torch_backend.lstm import lstm_greedy
+
+            w = self._weights if wdt == "float32" else _round_to_half(self._weights)
+            return lstm_greedy(w, self._A, self._norms, Y, k_max, tol, exclude, k_from_user,
+                               options["device"], rule=rule)
         prep = self._prep(options["_lstm_dtype"], wdt)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
         extra = {} if rule is None else {"rrt": rule}

@@ -48,6 +48,7 @@ bg, pwlin); ``arch`` "lista" / "lamp"; ``arch_params = {"n_layers", "joint",
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -55,6 +56,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..._blas import single_threaded_blas
+from ..._tol import warn_scale
 from ..._validation import as_float_array, check_positive_int
 from ...models.format import ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
@@ -111,7 +113,11 @@ class UnrolledModel(LearnedModel):
                 raise ValueError(f"weight {name!r} contains NaN or infinity")
             arr.setflags(write=False)
             self._w[name] = arr
+        self._check_weights()
         self._cache: dict[Any, dict[str, np.ndarray]] = {}
+
+    def _check_weights(self) -> None:
+        """Refuse weights the layers cannot evaluate (a subclass hook; none here)."""
 
     # -- subclass hooks -------------------------------------------------------
     @classmethod
@@ -242,16 +248,22 @@ class UnrolledModel(LearnedModel):
                              f"model expects L = {self.L}")
         T = self.n_layers if n_layers is None else check_positive_int(
             "n_layers", n_layers, upper=self.n_layers, upper_desc="the model's n_layers")
+        warn_scale(type(self).__name__, Yb,
+                   why="its thresholds were learned at the training data's scale")
         return Yb, single, T
 
     def _groups(self, B: int, L: int) -> tuple[int, int]:
         """(P, G): the shrinkage's groups, G = L channels for a joint model, else 1."""
         return (B, L) if self.joint else (B * L, 1)
 
-    def _run(self, Yb: np.ndarray, T: int, keep: bool) -> list[np.ndarray]:
+    def _run(self, Yb: np.ndarray, T: int, keep: bool, device: Any = None) -> list[np.ndarray]:
         B, _, L = Yb.shape
         if B == 0:
             return [np.zeros((0, self.N, L), dtype=Yb.dtype)] * (T if keep else 1)
+        if device is not None:
+            from ..torch_backend.unrolled import unrolled_decode
+
+            return unrolled_decode(self, Yb, T, keep, device)
         # The products are one (L, K) x (K, N) product per problem (a stacked
         # matmul), on one BLAS thread: a problem's result never depends on the
         # batch it is decoded in (chunked files, Dask) nor on the thread count.
@@ -261,7 +273,8 @@ class UnrolledModel(LearnedModel):
         return [np.ascontiguousarray(X.transpose(0, 2, 1)) for X in outs]
 
     def decode(
-        self, Y: np.ndarray, *, n_layers: int | None = None, return_result: bool = False
+        self, Y: np.ndarray, *, n_layers: int | None = None, return_result: bool = False,
+        device: Any = None,
     ) -> np.ndarray | DecodeResult:
         """Recover sparse ``X`` from ``Y = A X + noise`` with the unrolled network.
 
@@ -275,6 +288,10 @@ class UnrolledModel(LearnedModel):
             default all): the output of an earlier layer.
         return_result : bool, default False
             Return a :class:`cscore.DecodeResult` instead of the array.
+        device : str, optional
+            None (default): NumPy.  A torch device (``"cpu"``, ``"cuda"``,
+            ``"cuda:1"``): the same layers in PyTorch on that device
+            (:mod:`cscore.decoders.torch_backend.unrolled`; needs torch).
 
         Returns
         -------
@@ -283,8 +300,12 @@ class UnrolledModel(LearnedModel):
             otherwise.  The result's ``residual_norm`` is ``||y - A x||`` per
             channel, ``n_iter`` the layers run, ``stop_reason`` "layers".
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         Yb, single, T = self._prepare(Y, n_layers)
-        X = self._run(Yb, T, keep=False)[-1]
+        X = self._run(Yb, T, keep=False, device=device)[-1]
         if not return_result:
             return X[0] if single else X
         R = Yb - np.einsum("mn,bnl->bml", self._weights(X.dtype)["A"], X)
@@ -295,7 +316,8 @@ class UnrolledModel(LearnedModel):
             stop_reason=np.full(X.shape[0], "layers")[sel], extra={"n_layers": T},
         )
 
-    def decode_layers(self, Y: np.ndarray, *, n_layers: int | None = None) -> np.ndarray:
+    def decode_layers(self, Y: np.ndarray, *, n_layers: int | None = None,
+                      device: Any = None) -> np.ndarray:
         """Every layer's output (for per-layer error curves).
 
         Parameters
@@ -304,6 +326,8 @@ class UnrolledModel(LearnedModel):
             Measurements.
         n_layers : int, optional
             Layers to run (default all).
+        device : str, optional
+            As in :meth:`decode`.
 
         Returns
         -------
@@ -311,8 +335,12 @@ class UnrolledModel(LearnedModel):
             Entry ``t`` is the estimate after layer ``t + 1`` (equal to
             ``decode(Y, n_layers=t + 1)``).
         """
+        if device is not None:
+            from ..torch_backend import check_device
+
+            check_device(device)
         Yb, single, T = self._prepare(Y, n_layers)
-        out = np.stack(self._run(Yb, T, keep=True))
+        out = np.stack(self._run(Yb, T, keep=True, device=device))
         return out[:, 0] if single else out
 
 
@@ -408,7 +436,10 @@ class LISTA(UnrolledModel):
         LISTA
         """
         A = np.asarray(A, dtype=np.float64)
-        c = float(np.linalg.norm(A, 2) ** 2)
+        c = float(np.linalg.norm(A, 2) ** 2) if A.size and np.isfinite(A).all() else 0.0
+        if not (c > 0.0 and np.isfinite(c)):
+            raise ValueError("LISTA.from_ista: A must be finite and nonzero with a squared "
+                             "spectral norm in the float range (ISTA's step is 1/||A||_2^2)")
         B = A.T / c
         S = np.eye(A.shape[1]) - A.T @ A / c
         T = check_positive_int("n_layers", n_layers)
@@ -498,6 +529,15 @@ class LAMP(UnrolledModel):
         """
         T = int(params["n_layers"])
         return {"B": (T, spec.N, spec.M), "theta": (T, SHRINKAGES[str(params["shrinkage"])])}
+
+    def _check_weights(self) -> None:
+        """LAMP-bg: ``theta[:, 0] = log psi`` must keep ``psi`` in the float range."""
+        if self.shrinkage == "bg":
+            top = float(np.max(self._w["theta"][:, 0], initial=-np.inf))
+            limit = math.log(np.finfo(np.float64).max)
+            if top > limit:
+                raise ValueError(f"weight 'theta': LAMP-bg's log slab variance theta[:, 0] = "
+                                 f"{top:g} exceeds {limit:.2f} (its exp overflows)")
 
     @property
     def shrinkage(self) -> str:
