@@ -11,7 +11,12 @@ import pytest
 
 import cscore
 from cscore.cli import main
-from cscore.decoders import decoder_names, register_decoder, unregister_decoder
+from cscore.decoders import (
+    decoder_names,
+    decoder_specs,
+    register_decoder,
+    unregister_decoder,
+)
 
 from conftest import requires_torch
 
@@ -79,6 +84,10 @@ def test_decoders_lists_every_decoder_with_what_it_accepts(capsys):
     assert rows["bcs"]["complex"] == "no" and rows["bcs"]["problem"] == "per channel"
     assert rows["lstm-cs"]["from"] == "model" and rows["omp"]["from"] == "matrix"
     assert all(r["dense"] == "yes" for r in rows.values())
+    # GPU: the decoders with the torch backend's device= setting (docs/gpu.md)
+    assert [n for n, r in rows.items() if r["GPU"] == "yes"] == [
+        s.name for s in decoder_specs() if "device" in s.settings]
+    assert rows["lstm-cs"]["GPU"] == "yes" and rows["tmsbl"]["GPU"] == "no"
 
 
 def test_decoders_reads_the_registry(capsys):

@@ -45,14 +45,14 @@ def accepts(spec: Any) -> dict[str, bool]:
         :data:`ACCEPTS` -> bool.  ``dense``, ``sparse``, ``operator``,
         ``complex``: the input kinds the registry records (``spec.inputs``: a
         NumPy ``A``, a scipy sparse matrix, a ``LinearOperator``, complex data;
-        a model decoder takes its model's dense ``A``); ``GPU``: a torch device
-        (``spec.gpu_ok`` where the registry records it; none does yet).
+        a model decoder takes its model's dense ``A``); ``GPU``: it takes a torch
+        device (the setting ``device=``, docs/gpu.md).
     """
     kinds = set(getattr(spec, "inputs", ("dense",)))
     if spec.complex_ok:
         kinds.add("complex")
     out = {kind: kind in kinds for kind in ACCEPTS[:-1]}
-    out["GPU"] = bool(getattr(spec, "gpu_ok", False))
+    out["GPU"] = "device" in spec.settings  # the torch backend's device= (docs/gpu.md)
     return out
 
 
@@ -93,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
     print("stopping: n_nonzero, tol, auto (noise estimated); own: its own convergence")
     print("dense, sparse, operator: A as a NumPy array, a scipy sparse matrix or a "
           "scipy LinearOperator; complex: complex64/complex128 data")
+    print("GPU: takes device='cuda' (any torch device; needs PyTorch, docs/gpu.md)")
     if getattr(args, "verbose", False):
         print()
         for s in decoder_specs():
