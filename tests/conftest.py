@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import signal
 import threading
 from pathlib import Path
@@ -15,9 +16,31 @@ SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
-requires_torch = pytest.mark.skipif(
-    not HAS_TORCH, reason="needs PyTorch (pip install cscore[train])"
-)
+TORCH_REASON = "needs PyTorch (pip install cscore-decoders[train])"
+
+requires_torch = pytest.mark.skipif(not HAS_TORCH, reason=TORCH_REASON)
+
+
+def _needs_torch(item: pytest.Item) -> bool:
+    """Whether a test needs PyTorch: ``@requires_torch``, ``@pytest.mark.torch``, or
+    ``pytest.importorskip("torch")`` in its body."""
+    if item.get_closest_marker("torch") is not None:
+        return True
+    if any(m.kwargs.get("reason") == TORCH_REASON for m in item.iter_markers("skipif")):
+        return True
+    try:
+        source = inspect.getsource(item.function)  # type: ignore[attr-defined]
+    except (AttributeError, OSError, TypeError):
+        return False
+    return 'importorskip("torch"' in source
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs PyTorch ``torch``: ``pytest -m torch`` runs exactly
+    those (CI's second flow, after installing torch), ``-m "not torch"`` the rest."""
+    for item in items:
+        if _needs_torch(item):
+            item.add_marker(pytest.mark.torch)
 
 
 def shared_data(*parts: str) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -127,10 +128,10 @@ def test_demo_runs_on_embedded_data_and_lstm_beats_omp(tmp_path, capsys):
     assert main(["demo", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     nmse = {}
-    for line in out.splitlines():
-        parts = line.rsplit(None, 2)
-        if len(parts) == 3 and parts[0].startswith(("lstm-cs", "somp", "omp")):
-            nmse[parts[0].strip()] = float(parts[1])
+    for line in out.splitlines():  # decoder (rule), NMSE, time with its unit
+        row = re.fullmatch(r"(\S+ \((?:tol|k)\))\s+([\d.]+)\s+[\d.]+ (?:ms|\u00b5s)", line)
+        if row:
+            nmse[row[1]] = float(row[2])
     assert set(nmse) == {"lstm-cs (tol)", "lstm-cs (k)", "somp (tol)", "omp (k)"}
     assert nmse["lstm-cs (k)"] < nmse["omp (k)"]
     assert nmse["lstm-cs (tol)"] < nmse["somp (tol)"]

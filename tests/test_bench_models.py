@@ -174,5 +174,10 @@ def test_figure_styles_keep_runs_apart():
     assert st["lstm-cs[a] (tol)"]["color"] == st["lstm-cs[a] (k)"]["color"]
     assert (st["lstm-cs[a] (tol)"]["linestyle"], st["lstm-cs[a] (k)"]["linestyle"]) == ("-", ":")
     assert len({st[lab]["color"] for lab in labels}) == 4
-    res.info = {}  # one model: matplotlib's own cycle, as before
-    assert _curve_styles(res) == {lab: {} for lab in labels}
+    res.info = {}  # one model: the same rule, colour = decoder, line style = stopping rule
+    one = ["lstm-cs (tol)", "lstm-cs (k)", "somp (tol)", "omp (k)"]
+    res.nmse = {lab: [0.1] for lab in one}
+    st = _curve_styles(res)
+    assert st["lstm-cs (tol)"]["color"] == st["lstm-cs (k)"]["color"] != st["somp (tol)"]["color"]
+    assert st["lstm-cs (tol)"]["linestyle"] == st["somp (tol)"]["linestyle"] == "-"
+    assert st["lstm-cs (k)"]["linestyle"] == st["omp (k)"]["linestyle"] == ":"

@@ -109,7 +109,7 @@ def test_zarr_2_is_named_with_the_pip_line(problem, capsys, monkeypatch):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "zarr 3 (zarr 2.18.3 is installed)" in err
-    assert 'pip install "cscore[pipeline]"' in err
+    assert 'pip install "cscore-decoders[pipeline]"' in err
     assert not (problem / "S.zarr").exists()
 
 
@@ -124,7 +124,7 @@ def test_a_missing_package_is_named_before_any_output(module, extra, problem, ca
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err.startswith("cscore decode: error:")
-    assert f'pip install "cscore[{extra}]"' in captured.err
+    assert f'pip install "cscore-decoders[{extra}]"' in captured.err
     assert "decode:" not in captured.err.split("error:", 1)[1]  # no progress bar
     assert not (problem / "S.zarr").exists()
 

@@ -28,7 +28,7 @@ def test_decode_file_with_old_zarr_says_how_to_install(problem, monkeypatch, ver
         cscore.decode_file(dec, tmp / "Y.npy", tmp / "S.zarr")
     msg = str(info.value)
     assert f"needs zarr 3 (zarr {version} is installed)" in msg
-    assert msg.endswith('pip install "cscore[pipeline]"')
+    assert msg.endswith('pip install "cscore-decoders[pipeline]"')
     assert info.value.name == "zarr"
     assert not (tmp / "S.zarr").exists()
 
@@ -52,16 +52,17 @@ def test_min_version_compares_numerically(monkeypatch):
 
 def test_missing_module_message_is_unchanged(monkeypatch):
     monkeypatch.setitem(sys.modules, "zarr", None)
-    with pytest.raises(ImportError, match=r'^x needs zarr: pip install "cscore\[pipeline\]"$'):
+    with pytest.raises(ImportError,
+                       match=r'^x needs zarr: pip install "cscore-decoders\[pipeline\]"$'):
         require("zarr", "x", min_version="3")
 
 
 def test_extras_and_hints():
     assert _optional.EXTRAS["spkit"] == "sensor"
-    assert install_hint("spkit") == 'pip install "cscore[sensor]"'
-    assert install_hint("dask.array") == 'pip install "cscore[dask]"'
-    assert install_hint("matplotlib") == 'pip install "cscore[plot]"'
-    assert install_hint("rank_bm25") == 'pip install "cscore[text]"'
+    assert install_hint("spkit") == 'pip install "cscore-decoders[sensor]"'
+    assert install_hint("dask.array") == 'pip install "cscore-decoders[dask]"'
+    assert install_hint("matplotlib") == 'pip install "cscore-decoders[plot]"'
+    assert install_hint("rank_bm25") == 'pip install "cscore-decoders[text]"'
     assert install_hint("no_such_module") == "pip install no_such_module"
 
 
@@ -79,5 +80,5 @@ def test_matplotlib_hints_use_the_one_format(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     for fn in (_pyplot, _plt):
-        with pytest.raises(ImportError, match=r'pip install "cscore\[plot\]"$'):
+        with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[plot\]"$'):
             fn()

@@ -533,22 +533,22 @@ def test_missing_optional_packages_say_how_to_install_before_touching_anything(
     np.save(tmp_path / "Y.npy", np.zeros((3, 12, 2)))
     dec = cscore.decoder("somp", A, n_nonzero=2)
     monkeypatch.setitem(sys.modules, "zarr", None)
-    with pytest.raises(ImportError, match=r'pip install "cscore\[pipeline\]"'):
+    with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[pipeline\]"'):
         cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S.zarr")
     assert cli_main(["decode", "--decoder", "somp", "--matrix", str(tmp_path / "A.npy"),
                      "--n-nonzero", "2", "--input", str(tmp_path / "Y.npy"),
                      "--output", str(tmp_path / "S2.zarr")]) == 2
     err = capsys.readouterr().err
-    assert 'cscore decode: error:' in err and 'pip install "cscore[pipeline]"' in err
+    assert 'cscore decode: error:' in err and 'pip install "cscore-decoders[pipeline]"' in err
     assert not (tmp_path / "S.zarr").exists() and not (tmp_path / "S2.zarr").exists()
     monkeypatch.delitem(sys.modules, "zarr")
     monkeypatch.setitem(sys.modules, "distributed", None)
-    with pytest.raises(ImportError, match=r'pip install "cscore\[dask\]"'):
+    with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[dask\]"'):
         cscore.decode_file(dec, tmp_path / "Y.npy", tmp_path / "S3.zarr",
                            scheduler="tcp://127.0.0.1:1")
     assert not (tmp_path / "S3.zarr").exists()
     monkeypatch.setitem(sys.modules, "dask.array", None)
-    with pytest.raises(ImportError, match=r'pip install "cscore\[dask\]"'):
+    with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[dask\]"'):
         cscore.dask.decode(dec, np.zeros((3, 12, 2)))
 
 

@@ -33,7 +33,7 @@ from cscore.datasets.sensor import (
 
 HAVE_SPKIT = importlib.util.find_spec("spkit") is not None
 needs_extra = pytest.mark.skipif(not HAVE_SPKIT, reason='needs the sensor extra: '
-                                 'pip install "cscore[sensor]"')
+                                 'pip install "cscore-decoders[sensor]"')
 
 
 @pytest.mark.parametrize(("M", "N", "d"), [(32, 64, 2), (16, 64, 2), (5, 7, 3), (4, 4, 4)])
@@ -84,7 +84,7 @@ def _hide_spkit(monkeypatch):
 
 def test_missing_extra_says_how_to_install(monkeypatch):
     _hide_spkit(monkeypatch)
-    with pytest.raises(ImportError, match=r'pip install "cscore\[sensor\]"') as info:
+    with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[sensor\]"') as info:
         load_eeg14()
     assert info.value.name == "spkit"
 
@@ -92,7 +92,7 @@ def test_missing_extra_says_how_to_install(monkeypatch):
 def test_cli_missing_extra(monkeypatch, capsys):
     _hide_spkit(monkeypatch)
     assert main(["demo", "sensor"]) == 2
-    assert 'pip install "cscore[sensor]"' in capsys.readouterr().err
+    assert 'pip install "cscore-decoders[sensor]"' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("argv", "message"), [
@@ -148,8 +148,10 @@ def test_shipped_models_are_small_and_registered():
         entry = {e.name: e for e in cscore.models.registry.pretrained_entries()}[
             sensor_model_name(M)]
         assert entry.size_bytes < 1_000_000 and (entry.M, entry.N, entry.L) == (M, 64, 14)
-        np.testing.assert_array_equal(cscore.pretrained(sensor_model_name(M)).A,
-                                      sensing_operator(M)[1])
+        # A = Phi @ D.T is a BLAS product (OpenBLAS's AVX-512 and AVX2 kernels differ
+        # by an ulp here), so the shipped A matches the one computed now to rounding
+        np.testing.assert_allclose(cscore.pretrained(sensor_model_name(M)).A,
+                                   sensing_operator(M)[1], rtol=0, atol=1e-14)
 
 
 @needs_extra

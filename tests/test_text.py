@@ -864,6 +864,7 @@ def test_long_tokens_are_cut_before_hashing():
     assert m.words("flow " * 1000 + "qqq") == ["flow"] * 200
 
 
+@requires_torch
 def test_training_reports_batches_to_a_progress_sink():
     """Workers of a parallel ensemble report every batch (the parent's one bar)."""
     from cscore.text._train_loop import set_progress_sink

@@ -426,7 +426,7 @@ def test_missing_torch_gives_the_projects_message(monkeypatch):
         lambda: cscore.vamp(A, A[:, :2], device="cpu"),
     ]
     for call in calls:
-        with pytest.raises(ImportError, match=r'pip install "cscore\[train\]"'):
+        with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[train\]"'):
             call()
 
 

@@ -79,7 +79,7 @@ def test_import_error_message(monkeypatch):
     from cscore._torch import import_torch
 
     monkeypatch.setitem(sys.modules, "torch", None)
-    with pytest.raises(ImportError, match=r'pip install "cscore\[train\]"'):
+    with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[train\]"'):
         import_torch()
 
 
@@ -103,7 +103,7 @@ def _tiny_fit(seed=0, cell="paper", epochs=3, **kw):
 
 @pytest.fixture(scope="module")
 def tiny():
-    pytest.importorskip("torch", reason="needs PyTorch (pip install cscore[train])")
+    pytest.importorskip("torch", reason="needs PyTorch (pip install cscore-decoders[train])")
     return _tiny_fit()
 
 

@@ -3,7 +3,7 @@ A real EEG recording, compressed on the sensor and decoded as a stream
 ======================================================================
 
 A 14-channel scalp EEG (16 s at 128 Hz, the sample recording that the ``spkit``
-wheel ships; ``pip install "cscore[sensor]"``) is compressed the way a wireless
+wheel ships; ``pip install "cscore-decoders[sensor]"``) is compressed the way a wireless
 headset would: every window of N = 64 samples of every channel is measured with
 a sparse binary M x 64 matrix (two ones per column, so each measurement is a sum
 of a few samples).  The receiver decodes the DCT coefficients of the windows,

@@ -1,10 +1,12 @@
-"""The one message for a missing optional dependency (an extra of ``cscore``)."""
+"""The one message for a missing optional dependency (an extra of ``cscore-decoders``)."""
 
 from __future__ import annotations
 
 import importlib
 import re
 from typing import Any
+
+from ._version import DISTRIBUTION
 
 __all__ = ["EXTRAS", "install_hint", "require"]
 
@@ -21,7 +23,7 @@ EXTRAS = {
 
 
 def install_hint(module: str) -> str:
-    """The install command for ``module``: ``pip install "cscore[<extra>]"``.
+    """The install command for ``module``: ``pip install "cscore-decoders[<extra>]"``.
 
     Parameters
     ----------
@@ -32,11 +34,11 @@ def install_hint(module: str) -> str:
     Returns
     -------
     str
-        ``pip install "cscore[<extra>]"``, or ``pip install <module>`` for a
+        ``pip install "cscore-decoders[<extra>]"``, or ``pip install <module>`` for a
         package that no extra installs.
     """
     extra = EXTRAS.get(module.split(".")[0])
-    return f'pip install "cscore[{extra}]"' if extra else f"pip install {module}"
+    return f'pip install "{DISTRIBUTION}[{extra}]"' if extra else f"pip install {module}"
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -85,7 +87,7 @@ def require(module: str, purpose: str, min_version: str | None = None) -> Any:
     Raises
     ------
     ImportError
-        With ``pip install "cscore[<extra>]"`` in the message; ``name`` is the module.
+        With ``pip install "cscore-decoders[<extra>]"`` in the message; ``name`` is the module.
     """
     hint = install_hint(module)
     try:

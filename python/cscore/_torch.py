@@ -1,8 +1,10 @@
-"""The one place cscore imports PyTorch (an optional extra: ``cscore[train]``)."""
+"""The one place cscore imports PyTorch (an optional extra: ``cscore-decoders[train]``)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from ._version import DISTRIBUTION
 
 __all__ = ["import_torch"]
 
@@ -24,7 +26,7 @@ def import_torch(purpose: str = "training cscore models") -> Any:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            f"{purpose} needs PyTorch: pip install \"cscore[train]\" (to keep a CPU-only "
+            f'{purpose} needs PyTorch: pip install "{DISTRIBUTION}[train]" (to keep a CPU-only '
             "build, install one first, e.g. pip install torch==2.13.0)"
         ) from exc
     return torch

@@ -193,11 +193,13 @@ def iteration_curve(name: str, p: BGProblems, iterations: int) -> list[float]:
     Returns
     -------
     list of float
-        Entry t-1: the NMSE after t iterations (the t-th iterate, replayed with
-        ``max_iter=t, rtol=0``).
+        Entry t-1: the NMSE after at most t iterations (replayed with
+        ``max_iter=t`` and the decoder's own stopping rule, so a problem whose
+        run stopped earlier keeps that iterate, as in the run itself: from the
+        iteration the last problem stops at on, the curve is the decoder's NMSE).
     """
     func = get_decoder_spec(name).func
-    return [nmse_db(np.asarray(func(p.A, p.Y, max_iter=t, rtol=0.0)), p.X)
+    return [nmse_db(np.asarray(func(p.A, p.Y, max_iter=t)), p.X)
             for t in range(1, iterations + 1)]
 
 
@@ -288,7 +290,9 @@ def run_bg(
         Decoder name -> model trained for this ``A`` (its ``A`` is used; only
         with ``kappa`` 1).
     iterations : int
-        Length of the AMP/VAMP per-iteration curves (0: none).
+        Shortest AMP/VAMP per-iteration curve (0: none); a curve goes on until
+        the decoder's own run stopped on every problem (at most
+        :data:`CURVE_CAP` iterations), so that it ends at the decoder's NMSE.
     N, M, rate, snr_db : int, int, float, float
         The setting (the papers': 500, 250, 0.1, 40).
     tally : cscore.bench.tally.WarningTally, optional
@@ -326,8 +330,33 @@ def run_bg(
         _record(res, label, np.asarray(X_hat, dtype=np.float64), p, dt)
     for name in ("amp", "vamp"):
         if name in decoders and iterations > 0:
-            res.curves[name] = iteration_curve(name, p, iterations)
+            # run the curve as long as the bar's run ran (until its last problem
+            # stopped), so that the curve ends where the bar is
+            ran = converged_after(name, p)
+            res.info.setdefault("iterations_run", {})[name] = ran
+            res.curves[name] = iteration_curve(name, p, min(max(iterations, ran), CURVE_CAP))
     return res
+
+
+#: the longest per-iteration curve (each point replays the run from the start)
+CURVE_CAP = 60
+
+
+def converged_after(name: str, p: BGProblems) -> int:
+    """Iterations ``amp`` or ``vamp`` runs, with its default stopping, on all of ``p``.
+
+    Parameters
+    ----------
+    name : {"amp", "vamp"}
+    p : BGProblems
+
+    Returns
+    -------
+    int
+        The largest iteration count over the problems (when the last one stopped).
+    """
+    res = get_decoder_spec(name).func(p.A, p.Y, return_result=True)
+    return int(np.max(np.asarray(res.n_iter)))
 
 
 def _record(res: BGResult, label: str, X_hat: np.ndarray, p: BGProblems, dt: float) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from .config import DATA_N, DEMO_MODEL, BenchConfigError, check_figure_path, model_decoder
 from .decoders import run_decoder
 from .experiments import _nmse
+from .report import format_duration
 from .runner import load_bench_model
 
 __all__ = ["DemoResult", "DemoRun", "DemoSetup", "prepare_demo", "run_demo"]
@@ -182,12 +183,14 @@ def run_demo(
         if on_run is not None:
             on_run(run)
         recon[run.label] = data.to_images(S_hat)
-        scores[run.label] = f"NMSE {run.nmse:.4f}, {1000 * dt:.2f} ms"
+        scores[run.label] = f"NMSE {run.nmse:.4f}, {format_duration(dt)}"
     if setup.plot:
         from .plots import plot_images
 
         M, N = model.A.shape
         title = (f"{setup.model_name}: M = {M} of N = {N} per block, L = {model.L}, "
-                 f"k = {setup.k}, sigma = {setup.sigma:g}; ms per problem")
+                 f"k = {setup.k}, sigma = {setup.sigma:g}; NMSE (lower is better) and time "
+                 "per problem\n(tol): stopped at the noise threshold; (k): exactly k atoms "
+                 "per channel")
         result.figure = plot_images(recon, setup.plot, subtitles=scores, title=title)
     return result

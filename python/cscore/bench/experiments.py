@@ -556,30 +556,44 @@ def phase_transition(
     from tqdm.auto import tqdm
 
     success = {name: np.zeros((len(rhos), len(deltas))) for name in decoders}
-    rows: list[dict[str, Any]] = []
-    bar = tqdm(total=len(deltas) * len(rhos), disable=not progress, desc="phase transition")
-    for di, delta in enumerate(deltas):
-        M = max(1, round(delta * N))
-        for ri, rho in enumerate(rhos):
-            k = min(M, max(1, round(rho * M)))
-            ps = synthetic_problems(
-                M, N, L, k, n_problems=n_trials, joint=joint, seed=seed + 1000 * di + ri
-            )
-            for name in decoders:
-                with tally.catch(name) if tally is not None else nullcontext():
-                    t0 = time.perf_counter()
-                    S_hat = run_decoder(name, ps.A, ps.Y, k=k)
-                    dt = (time.perf_counter() - t0) / n_trials
-                err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
-                success[name][ri, di] = float(np.mean(err < threshold))
-                rows += [
-                    {"decoder": name, "stop": "k" if uses_stopping_rule(name) else "own", "k": k,
-                     "m": M, "sigma": 0.0, "problem": i, "nmse": float(e), "seconds": dt,
-                     "n": N, "delta": delta, "rho": rho, "success": bool(e < threshold)}
-                    for i, e in enumerate(err)
-                ]  # fmt: skip
-            bar.update()
+    point_rows: dict[tuple[int, int], list[dict[str, Any]]] = {}
+    # A point's work grows with M and k, so in grid order the cheap points come first
+    # and the bar's time estimate is far too short.  The points run in a fixed shuffled
+    # order instead, each counted by its expected work (M k), and the estimate uses the
+    # rate of the whole run so far: then it holds.  Each point has its own seed, so the
+    # results do not depend on the order; the rows are written in grid order.
+    grid = [(di, ri) for di in range(len(deltas)) for ri in range(len(rhos))]
+    sizes = {}
+    for di, ri in grid:
+        M = max(1, round(deltas[di] * N))
+        sizes[di, ri] = (M, min(M, max(1, round(rhos[ri] * M))))
+    order = [grid[i] for i in np.random.default_rng(seed).permutation(len(grid))]
+    bar = tqdm(total=sum(M * k for M, k in sizes.values()), disable=not progress,
+               desc="phase transition", smoothing=0,
+               bar_format="{l_bar}{bar}| [{elapsed}<{remaining}]")
+    for di, ri in order:
+        delta, rho = deltas[di], rhos[ri]
+        M, k = sizes[di, ri]
+        ps = synthetic_problems(
+            M, N, L, k, n_problems=n_trials, joint=joint, seed=seed + 1000 * di + ri
+        )
+        rows_here = point_rows.setdefault((di, ri), [])
+        for name in decoders:
+            with tally.catch(name) if tally is not None else nullcontext():
+                t0 = time.perf_counter()
+                S_hat = run_decoder(name, ps.A, ps.Y, k=k)
+                dt = (time.perf_counter() - t0) / n_trials
+            err = nmse_per_item(np.asarray(S_hat, dtype=np.float64), ps.S)
+            success[name][ri, di] = float(np.mean(err < threshold))
+            rows_here += [
+                {"decoder": name, "stop": "k" if uses_stopping_rule(name) else "own", "k": k,
+                 "m": M, "sigma": 0.0, "problem": i, "nmse": float(e), "seconds": dt,
+                 "n": N, "delta": delta, "rho": rho, "success": bool(e < threshold)}
+                for i, e in enumerate(err)
+            ]  # fmt: skip
+        bar.update(M * k)
     bar.close()
+    rows = [r for point in grid for r in point_rows[point]]
     return {
         "N": N,
         "L": L,

@@ -11,7 +11,8 @@ from .._optional import install_hint
 from .experiments import SweepResult
 from .theory import weak_threshold
 
-__all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_sweep"]
+__all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_sweep",
+           "save_figure"]
 
 
 def _pyplot() -> Any:
@@ -24,6 +25,31 @@ def _pyplot() -> Any:
         raise ImportError("plots need matplotlib (a dependency of cscore): "
                           + install_hint("matplotlib")) from exc
     return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int) -> Path:
+    """Write ``fig`` to exactly ``path``: PNG unless the suffix names another format.
+
+    matplotlib would write ``out`` as ``out.png`` (and refuse ``out.v2``); a
+    figure option names the file it writes, so such a name gets PNG data under
+    that very name.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    path : path
+        The file; its suffix (``.png``, ``.pdf``, ``.svg``, ...) picks the format.
+    dpi : int
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+    """
+    path = Path(path)
+    known = path.suffix[1:].lower() in fig.canvas.get_supported_filetypes()
+    fig.savefig(path, dpi=dpi, format=None if known else "png")
+    return path
 
 
 def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = None) -> Path:
@@ -45,20 +71,20 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
     """
     plt = _pyplot()
     styles = _curve_styles(result)
-    multi = any(styles.values())
+    multi = len(result.nmse) > 4  # then the legend goes below the axes
     rows = -(-len(result.nmse) // 4) if multi else 0  # legend rows below the axes
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2 + 0.22 * rows))
     for label, ys in result.nmse.items():
         ax1.semilogy(result.values, ys, label=label, **{"marker": "o", **styles[label]})
-    ax1.set_xlabel(result.param)
-    ax1.set_ylabel("NMSE  ||S_hat - S||_F / ||S||_F")
+    ax1.set_xlabel(_PARAM_LABELS.get(result.param, result.param))
+    ax1.set_ylabel("NMSE  ||S_hat - S||_F / ||S||_F  (lower is better)")
     ax1.grid(True, which="both", alpha=0.3)
     if not multi:
         ax1.legend(fontsize=8)
     for label, ts in result.seconds.items():
         ax2.semilogy(result.values, np.asarray(ts) * 1e3, label=label,
                      **{"marker": "o", **styles[label]})
-    ax2.set_xlabel(result.param)
+    ax2.set_xlabel(_PARAM_LABELS.get(result.param, result.param))
     ax2.set_ylabel("time per problem [ms]")
     ax2.grid(True, which="both", alpha=0.3)
     if title:
@@ -70,19 +96,20 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
         fig.tight_layout(rect=(0, bottom, 1, 1))
     else:
         fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
+    path = save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
 
+#: axis labels of the swept parameters
+_PARAM_LABELS = {"k": "k (nonzeros per channel)", "sigma": "sigma (noise std)"}
+
+
 def _curve_styles(result: SweepResult) -> dict[str, dict[str, Any]]:
-    """Line styles of a sweep's curves: matplotlib's cycle, as always, for one model;
-    with several models (``info["models"]``) one colour (and marker) per decoder run
-    ``decoder[model]`` and one line style per stopping rule, so the many curves stay
-    apart (and the legend goes below the axes)."""
-    if not result.info.get("models"):
-        return {label: {} for label in result.nmse}
+    """Line styles of a sweep's curves ``"decoder (rule)"``: one colour (and marker)
+    per decoder (``decoder[model]`` with several models) and one line style per
+    stopping rule (tol solid, auto dashed, k dotted), so a decoder's curves share
+    a colour and a rule's curves a line style."""
     dashes = {"tol": "-", "auto": "--", "k": ":"}
     bases: list[str] = []
     styles: dict[str, dict[str, Any]] = {}
@@ -145,8 +172,7 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
     thr = pt.get("threshold", 1e-2)
     fig.suptitle(f"success rate (NMSE < {thr:g}), N = {pt['N']}, L = {pt['L']}, noiseless")
     fig.colorbar(im, ax=axes[0].tolist(), label="success rate")
-    path = Path(path)
-    fig.savefig(path, dpi=120)
+    path = save_figure(fig, path, dpi=120)
     plt.close(fig)
     return path
 
@@ -205,8 +231,7 @@ def plot_images(
     if title:
         fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -241,8 +266,7 @@ def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
         f"MNIST: >= {res['fraction']:.0%} of problems at NMSE <= {res['nmse_ok']:g}", fontsize=10
     )
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path
 
@@ -274,18 +298,23 @@ def plot_bg(res: Any, path: str | Path) -> Path:
     for i, v in enumerate(vals):
         ax1.text(v, i, f" {v:.1f}", va="center", fontsize=7)
     oracle = res.nmse_db.get("support oracle")
-    for name, curve in res.curves.items():
-        ax2.plot(range(1, len(curve) + 1), curve, marker=".", label=name)
+    for i, (name, curve) in enumerate(res.curves.items()):
+        ax2.plot(range(1, len(curve) + 1), curve, marker=".", color=f"C{i + 1}", label=name)
+        if name in res.nmse_db:  # the bar's value, where the run stopped
+            ran = res.info.get("iterations_run", {}).get(name, len(curve))
+            ax2.plot([ran], [res.nmse_db[name]], marker="*", markersize=10, color=f"C{i + 1}",
+                     linestyle="none", label=f"{name} as run (the bar)")
     if oracle is not None:
         ax2.axhline(oracle, color="0.3", linestyle="--", label="support oracle")
-    ax2.set_xlabel("iteration")
+    ax2.set_xlabel("iterations allowed (max_iter)")
     ax2.set_ylabel("NMSE (dB)")
     ax2.legend(fontsize=8)
     info = res.info
-    fig.suptitle(f"N = {info['N']}, M = {info['M']}, Bernoulli-Gaussian rate {info['rate']}, "
+    fig.suptitle("Bernoulli-Gaussian benchmark: NMSE per decoder (left) and of AMP/VAMP "
+                 "per iteration (right)\n"
+                 f"N = {info['N']}, M = {info['M']}, Bernoulli-Gaussian rate {info['rate']}, "
                  f"SNR {info['snr_db']:g} dB, condition number {info['kappa']:g}", fontsize=9)
     fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return path

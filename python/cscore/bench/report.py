@@ -21,10 +21,30 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CSV_COLUMNS", "summary", "summary_table", "versions", "write_csv", "write_report"]
+__all__ = ["CSV_COLUMNS", "format_duration", "summary", "summary_table", "versions", "write_csv",
+           "write_report"]
 
 #: Columns every ``results.csv`` starts with.
 CSV_COLUMNS = ("decoder", "stop", "k", "m", "sigma", "problem", "nmse", "seconds")
+
+
+def format_duration(seconds: float) -> str:
+    """A time per problem for people: milliseconds, microseconds below 0.01 ms.
+
+    Parameters
+    ----------
+    seconds : float
+
+    Returns
+    -------
+    str
+        Three significant digits: ``"2.87 ms"``, or ``"4.2 \u00b5s"`` when
+        shorter than 0.01 ms (where milliseconds would print as 0.00).
+    """
+    if seconds < 1e-5:
+        return f"{seconds * 1e6:.3g} \u00b5s"
+    ms = seconds * 1e3
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:.0f} ms"
 
 
 def write_csv(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -125,9 +145,14 @@ def versions() -> dict[str, str]:
         Package -> version (``"absent"`` when not installed).
     """
     out = {"python": platform.python_version()}
-    for pkg in ("cscore", "numpy", "scipy", "PyWavelets", "matplotlib", "torch"):
+    from .._version import DISTRIBUTION
+
+    # cscore is installed as DISTRIBUTION ("cscore" on the index is another project)
+    for pkg, dist in (("cscore", DISTRIBUTION), ("numpy", "numpy"), ("scipy", "scipy"),
+                      ("PyWavelets", "PyWavelets"), ("matplotlib", "matplotlib"),
+                      ("torch", "torch")):
         try:
-            out[pkg] = metadata.version(pkg)
+            out[pkg] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             out[pkg] = "absent"
     if out["cscore"] == "absent":

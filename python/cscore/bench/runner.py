@@ -372,14 +372,7 @@ def _run_sweep(plan: BenchPlan) -> BenchOutcome:
     if c.plot:
         from .plots import plot_sweep
 
-        title = name
-        if c.data == "images":
-            assert factory.A_img is not None
-            title = (f"{name}: {Path(str(c.images_dir)).name}, {transform.upper()}, "
-                     f"M = {factory.A_img.shape[0]}")
-        elif c.data == "mnist":
-            title = f"{name}: digits from {c.first_index}, " + \
-                (", ".join(plan.models) if plan.models is not None else f"{c.model}")
+        title = _sweep_title(plan, ks, sigmas)
         figs.append(plot_sweep(res, plan.out / f"{name}.png", title=title))
     what = {"mnist": f"MNIST digits from index {c.first_index} ({c.data_dir})",
             "demo": "the bundled demo images (PyWavelets)",
@@ -393,6 +386,30 @@ def _run_sweep(plan: BenchPlan) -> BenchOutcome:
         [("Mean NMSE", res.table("nmse")), ("Seconds per problem", res.table("seconds"))],
         tables, tally,
     )  # fmt: skip
+
+
+def _sweep_title(plan: BenchPlan, ks: list[int], sigmas: list[float]) -> str:
+    """The sweep figure's title: what was swept, on which data, sizes and model(s)."""
+    c, factory = plan.config, plan.factory
+    assert factory is not None
+    if c.experiment == "sparsity":
+        swept = f"against the sparsity k (sigma = {sigmas[0]:g})"
+    else:
+        swept = f"against the noise level sigma (k = {ks[0]})"
+    M, N = factory.M, factory.N
+    data = {"mnist": f"MNIST digits from index {c.first_index}",
+            "demo": "8x8 DCT blocks of the demo images (PyWavelets)",
+            "images": f"{Path(str(c.images_dir)).name} ({factory.transform.upper()} blocks)",
+            "synthetic": f"random problems ({'independent' if c.independent else 'joint'} "
+                         f"supports, L = {c.L})"}[c.data]  # fmt: skip
+    if c.data == "images" and factory.A_img is not None:
+        M, N = factory.A_img.shape
+    elif c.data in ("mnist", "demo") and plan.model is not None:
+        M, N = np.shape(plan.model.A)
+    who = ", ".join(plan.models) if plan.models is not None else c.model
+    return (f"{c.experiment}: NMSE and time per problem {swept}\n{data}, M = {M}, N = {N}"
+            + (f", model {who}" if who else "")
+            + f"; line style = stopping rule ({', '.join(c.stop)})")
 
 
 def finish_run(
@@ -563,8 +580,10 @@ def _run_bg(plan: BenchPlan) -> BenchOutcome:
     name = "bg" if c.kappa == 1.0 else f"bg-kappa{c.kappa:g}"
     _phase_json(plan.out, name, {"info": res.info, "nmse_db": res.nmse_db,
                                  "seconds": res.seconds, "curves": res.curves})
-    table = "\n".join(["| decoder | NMSE (dB) | ms per problem |", "|---|---|---|",
-                        *(f"| {d} | {v:.2f} | {1000 * res.seconds[d]:.2f} |"
+    from .report import format_duration
+
+    table = "\n".join(["| decoder | NMSE (dB) | time per problem |", "|---|---|---|",
+                        *(f"| {d} | {v:.2f} | {format_duration(res.seconds[d])} |"
                           for d, v in res.nmse_db.items())])
     published = "\n".join(["| reference | kappa = 1 | kappa = 15 |", "|---|---|---|",
                             *(f"| {k} | {a} | {b if b is not None else '-'} |"

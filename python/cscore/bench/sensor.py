@@ -406,7 +406,8 @@ def plot_sensor(setup: SensorSetup, runs: list[SensorRun], path: str | Path,
                  f"of {SENSOR_N} samples, M = {M} (CR {100 * (SENSOR_N - M) / SENSOR_N:.1f} %)"
                  f",\nbinary sensing (2 ones per column), DCT, decoded as a stream", fontsize=10)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=110)
+    from .plots import save_figure
+
+    out = save_figure(fig, path, dpi=110)
     plt.close(fig)
     return out

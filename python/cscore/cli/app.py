@@ -9,10 +9,12 @@ the parser is built) and they never import this module back.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
+import re
 import sys
-from typing import Callable
+from typing import Callable, NoReturn
 
 __all__ = ["SUBCOMMAND_MODULES", "build_parser", "main"]
 
@@ -27,9 +29,24 @@ SUBCOMMAND_MODULES: dict[str, str] = {
     "train": "cscore.cli.train",
     "models": "cscore.cli.models",
     "decode": "cscore.cli.decode",
+    "decoders": "cscore.cli.decoders",
     "seq": "cscore.cli.seq",
     "text": "cscore.cli.text",
 }
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose "invalid choice" errors suggest the closest choice."""
+
+    def error(self, message: str) -> NoReturn:
+        """Report ``message`` (with "did you mean ...?" for a near miss) and exit 2."""
+        bad = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+        if bad:
+            choices = re.findall(r"'([^']*)'", bad.group(2))
+            close = difflib.get_close_matches(bad.group(1), choices, n=1, cutoff=0.6)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
+        super().error(message)
 
 
 def load_subcommands() -> dict[str, tuple[str, AddArgs, Run]]:
@@ -56,9 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     argparse.ArgumentParser
         The ``cscore`` parser; each subcommand's namespace carries ``_run``.
     """
-    parser = argparse.ArgumentParser(
+    from .._version import __version__
+
+    parser = _Parser(
         prog="cscore", description="Compressive-sensing decoders: decode, train, benchmark."
     )
+    parser.add_argument("-V", "--version", action="version", version=f"cscore {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_text, add_args, run) in load_subcommands().items():
         p = sub.add_parser(name, help=help_text, description=help_text)
@@ -132,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     int
         Exit status: 0 on success, 2 for bad arguments or unusable input
         (reported as ``cscore <command>: error: ...`` on stderr, without a
-        traceback).
+        traceback), 130 when interrupted (Ctrl-C: one line, no traceback).
     """
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -145,6 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         status = int(args._run(args) or 0)
         sys.stdout.flush()  # a reader that went away shows here, where it is handled
         return status
+    except KeyboardInterrupt:
+        if os.environ.get("CSCORE_TRACEBACK"):
+            raise
+        print(f"cscore {command}: interrupted", file=sys.stderr)
+        return 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
     except BrokenPipeError:
         # the reader went away (``cscore models | head``): not an error of ours;
         # stdout goes to devnull so that the interpreter's final flush is quiet

@@ -53,7 +53,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", type=Path, help="output zarr array (directory) (required)")
     p.add_argument("--chunk", type=int, help="problems per chunk (default: about 4 MiB of input)")
     p.add_argument("--scheduler", help="dask.distributed scheduler address (needs "
-                   "cscore[dask]; default: none, decode in this process)")
+                   "cscore-decoders[dask]; default: none, decode in this process)")
     p.add_argument("--overwrite", action="store_true", help="discard an existing output")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
@@ -255,10 +255,12 @@ def _decode(args: argparse.Namespace, dec: Any, client: Any) -> int:
     """Decode ``--input`` into ``--output`` (on ``client`` when given) and report."""
     from ..pipelines import ChunkDamageWarning, decode_file
 
-    state = {"done": 0, "total": 0}
+    state = {"done": 0, "total": 0, "decoded": 0}
+    was_complete = not args.overwrite and _finished(args.output)
 
     def on_chunk(done: int, total: int) -> None:
         state["done"], state["total"] = done, total
+        state["decoded"] += 1
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ChunkDamageWarning)
@@ -286,6 +288,20 @@ def _decode(args: argparse.Namespace, dec: Any, client: Any) -> int:
             _damage_note(caught)  # show what was found before the error
             raise
     note = _damage_note(caught)
+    if was_complete and not state["decoded"]:
+        print(f"{args.output} is already complete: shape {tuple(arr.shape)}, dtype "
+              f"{arr.dtype}; nothing decoded (--overwrite starts afresh)", file=sys.stderr)
+        return 0
     print(f"wrote {args.output}: shape {tuple(arr.shape)}, dtype {arr.dtype}{note}",
           file=sys.stderr)  # fmt: skip
     return 0
+
+
+def _finished(output: Path) -> bool:
+    """Whether ``output`` holds a run its manifest records as complete."""
+    from ..pipelines.manifest import MANIFEST_NAME
+
+    try:
+        return json.loads((output / MANIFEST_NAME).read_text()).get("complete") is True
+    except (OSError, ValueError, AttributeError):
+        return False

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """
     p.add_argument("which", nargs="?", choices=("images", "sensor"), default="images",
                    help="images (default): the PyWavelets test images; sensor: a 14-channel "
-                   "EEG recording compressed per window (needs cscore[sensor])")
+                   "EEG recording compressed per window (needs cscore-decoders[sensor])")
     p.add_argument("--model", default=DEMO_MODEL,
                    help=f"model name or file, N = 64 (default {DEMO_MODEL})")
     p.add_argument("--k", type=int, default=10,
@@ -78,12 +78,16 @@ def run(args: argparse.Namespace) -> int:
         f"PyWavelets test image(s), k={args.k} DCT coefficients per 8x8 block, "
         f"sigma={args.sigma}, model {args.model}"
     )
-    print(f"{'decoder':<22}{'NMSE':>10}{'ms/problem':>13}")
+    from ..bench.report import format_duration
+
+    print(f"{'decoder':<22}{'NMSE':>10}{'time/problem':>14}")
 
     def show(r: DemoRun) -> None:
-        print(f"{r.label:<22}{r.nmse:>10.4f}{r.seconds * 1e3:>13.3f}")
+        print(f"{r.label:<22}{r.nmse:>10.4f}{format_duration(r.seconds):>14}")
 
     result = run_demo(setup, on_run=show)
+    print("NMSE = ||S_hat - S||_F / ||S||_F per problem, averaged: lower is better.  "
+          "(tol): stopped at the noise threshold; (k): exactly k atoms per channel")
     if result.figure is not None:
         print(f"figure: {result.figure}")
     return 0

@@ -16,6 +16,7 @@ Argument parsing and printing only: the data sources are
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,10 @@ def _check_args(args: argparse.Namespace) -> None:
     N = TRAINING_SOURCES[args.data].N
     if args.M is not None and args.M > N:
         raise ValueError(f"-M ({args.M}) must not exceed N = {N} (atoms per block)")
+    if args.data == "mnist" and args.mnist_dir is None:
+        raise ValueError("--data mnist needs --mnist-dir")
+    if args.data == "folder" and args.images_dir is None:
+        raise ValueError("--data folder needs --images-dir")
     if args.arch == "cdsn":
         _check_cdsn_args(args)
     parent = Path(args.out).expanduser().resolve().parent
@@ -199,6 +204,18 @@ def _train(args: argparse.Namespace, S_tr: np.ndarray, S_va: np.ndarray, A: np.n
                    f"val accuracy {best.get('val_acc', float('nan')):.3f}), {res.seconds:.0f} s")
 
 
+def _interrupted(args: argparse.Namespace, model: Any, best_epoch: int) -> int:
+    """Ctrl-C during training: save the best model so far (if any), say so in one line."""
+    if model is None:
+        print("cscore train: interrupted before an epoch improved on the start; "
+              f"nothing written to {args.out}", file=sys.stderr)
+    else:
+        model.save(args.out)
+        print(f"cscore train: interrupted; wrote the best model so far (epoch {best_epoch}) "
+              f"to {args.out}", file=sys.stderr)
+    return 130
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``cscore train``.
 
@@ -210,20 +227,23 @@ def run(args: argparse.Namespace) -> int:
     Returns
     -------
     int
-        0 on success.
+        0 on success; 130 when interrupted (Ctrl-C), after saving the best
+        model validated so far to ``--out``.
 
     Raises
     ------
     ImportError
-        PyTorch is not installed (checked first; ``--arch cdsn`` needs none).
+        PyTorch is not installed (checked after the options; ``--arch cdsn``
+        needs none).
     ValueError, FileNotFoundError
         Unusable options or data (``cscore`` reports them with exit status 2).
     """
     from .._torch import import_torch
+    from ..training.interrupt import TrainingInterrupted
 
+    _check_args(args)  # option errors first: they need no PyTorch
     if args.arch != "cdsn":
         import_torch()  # a clear ImportError before any work when PyTorch is missing
-    _check_args(args)
 
     from ..datasets import paper_matrix
     from ..training.data import TRAINING_SOURCES
@@ -237,7 +257,10 @@ def run(args: argparse.Namespace) -> int:
         command += f" --arch {args.arch}"
     info = {"command": command,
             "sensing_matrix": f"paper_matrix({spec.M}, {spec.N}, seed={args.matrix_seed})"}
-    model, summary = _train(args, S_tr, S_va, A, spec, k_range, info)
+    try:
+        model, summary = _train(args, S_tr, S_va, A, spec, k_range, info)
+    except TrainingInterrupted as stop:
+        return _interrupted(args, stop.model, stop.best_epoch)
     model.save(args.out)
     print(f"wrote {args.out}: {summary}")
     return 0

@@ -5,7 +5,7 @@ inside its wheel (``spkit/data/files/EEG16SecData.pkl``, MIT licence): 16 s of
 an Emotiv EPOC recording from the PhyAAt data set (Bajaj et al.), 128 Hz,
 2048 samples x 14 channels, in microvolts, already band-limited (its power is
 below ~45 Hz; the per-channel means are close to 0).  ``pip install
-"cscore[sensor]"`` installs ``spkit``; nothing is downloaded at run time.  The
+"cscore-decoders[sensor]"`` installs ``spkit``; nothing is downloaded at run time.  The
 file is located with :func:`importlib.util.find_spec` (``spkit`` itself is
 never imported: its import pulls in pandas, scikit-learn and more) and read
 with an unpickler that accepts nothing but NumPy arrays and Python lists.
@@ -148,7 +148,7 @@ def load_eeg14() -> SensorRecording:
     Raises
     ------
     ImportError
-        ``spkit`` is not installed (the message says ``pip install "cscore[sensor]"``).
+        ``spkit`` is not installed (the message says ``pip install "cscore-decoders[sensor]"``).
     ValueError
         The file does not hold a (2048, 14) array.
 

@@ -8,7 +8,7 @@
   (:mod:`~cscore.pipelines.manifest`); :func:`verify_output`
   (:mod:`~cscore.pipelines.verify`) checks a finished run;
 * :mod:`~cscore.pipelines.distributed` -- the same decoders over Dask arrays
-  and clusters (also reachable as ``cscore.dask``; needs ``cscore[dask]``).
+  and clusters (also reachable as ``cscore.dask``; needs ``cscore-decoders[dask]``).
 
 Every function takes any :class:`cscore.Decoder`, so every registered decoder
 works here unchanged.

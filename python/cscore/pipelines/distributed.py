@@ -1,6 +1,6 @@
 """Decoding Dask arrays, on one machine or a ``dask.distributed`` cluster.
 
-Needs the optional extra ``cscore[dask]`` (``dask[distributed]``); nothing else
+Needs the optional extra ``cscore-decoders[dask]`` (``dask[distributed]``); nothing else
 in cscore imports this module.
 
 >>> import dask.array as da                             # doctest: +SKIP

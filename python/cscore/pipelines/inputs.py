@@ -28,11 +28,18 @@ class _NpyInput:
     def __init__(self, path: Path) -> None:
         self.path = path
         with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            try:
+                version = np.lib.format.read_magic(f)
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            except (EOFError, ValueError):
+                f.seek(0)
+                what = "an .npz archive" if f.read(2) == b"PK" else "not a .npy file"
+                raise ValueError(
+                    f"input {path} is {what}: give one (B, M, L) array saved with np.save "
+                    "(.npy), or a zarr array directory") from None
             self.offset = f.tell()
         if fortran and len(shape) > 1:
             raise ValueError(f"input {path} is Fortran-ordered; save it in C order")

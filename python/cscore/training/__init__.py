@@ -28,6 +28,7 @@ from .data import (
     folder_training_data,
     mnist_training_data,
 )
+from .interrupt import TrainingInterrupted
 from .lstm import fit_lstm_cs, fit_sequences
 from .lstm_config import TrainConfig, TrainResult
 from .nwsomp import NWSOMPTrainResult, fit_nwsomp
@@ -42,6 +43,7 @@ __all__ = [
     "NWSOMPTrainResult",
     "TrainConfig",
     "TrainResult",
+    "TrainingInterrupted",
     "UnrolledTrainConfig",
     "UnrolledTrainResult",
     "cdsn_msrc_training_data",

@@ -1,7 +1,7 @@
 """Training LSTM-CS models with PyTorch (the optional ``train`` extra).
 
 This is the only cscore module that imports :mod:`torch`, and only when a
-function here is called (``pip install "cscore[train]"``).
+function here is called (``pip install "cscore-decoders[train]"``).
 
 The model is the paper's: one LSTM layer unrolled over the L channels (no
 peepholes; no forget gate for ``cell="paper"``), zero state at channel 0,
@@ -52,6 +52,7 @@ from ._lstm_steps import (
     nesterov_momentum,
     starting_params,
 )
+from .interrupt import TrainingInterrupted
 from .lstm_config import TrainConfig, TrainResult
 from .sequences import IGNORE, sequences_for_epoch
 
@@ -333,6 +334,11 @@ def fit_sequences(
                 history[-1]["stopped"] = "max_seconds"
             if _should_stop(run, val_loss, epoch + 1) or out_of_time:
                 break
+    except KeyboardInterrupt as exc:  # Ctrl-C: hand back the best epoch so far
+        if run.best_epoch == 0:
+            raise TrainingInterrupted() from exc
+        extra = {"initial_val_loss": initial_val_loss, "interrupted": True}
+        raise TrainingInterrupted(_result(run, history, extra), run.best_epoch) from exc
     finally:
         run.progress.close()
     return _result(run, history, {"initial_val_loss": initial_val_loss})
@@ -424,29 +430,36 @@ def fit_lstm_cs(
         raise ValueError(f"rollout must be in [0, 1], got {rollout}")
     X_val, T_val = sequences_for_epoch(A, S_val, T, sigma, k_range, None, cfg.seed * 1000 + 999)
     fresh = k_range is not None or sigma > 0 or bool(problems_per_epoch)
-    if cfg.device != "cpu" or rollout > 0:
-        X_tr, T_tr, policy_resample = _torch_sampler(A, S_train, T, sigma, k_range,
-                                                     problems_per_epoch, cfg, rollout)
-        res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg, init=init,
-                            policy_resample=policy_resample if fresh or rollout else None)
-    else:
-        def make(epoch: int) -> tuple[np.ndarray, np.ndarray]:
-            return sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
-                                       cfg.seed * 1000 + epoch)
+    settings = {"n_steps": T, "k_range": list(k_range) if k_range else None,
+                "rollout": rollout,
+                "sigma": sigma, "problems_per_epoch": problems_per_epoch,
+                "n_train_problems": int(S_train.shape[0]),
+                "n_val_problems": int(S_val.shape[0]),
+                "n_val_sequences": int(X_val.shape[0])}
+    try:
+        if cfg.device != "cpu" or rollout > 0:
+            X_tr, T_tr, policy_resample = _torch_sampler(A, S_train, T, sigma, k_range,
+                                                         problems_per_epoch, cfg, rollout)
+            settings["n_train_sequences_epoch0"] = int(X_tr.shape[0])
+            res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg, init=init,
+                                policy_resample=policy_resample if fresh or rollout else None)
+        else:
+            def make(epoch: int) -> tuple[np.ndarray, np.ndarray]:
+                return sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
+                                           cfg.seed * 1000 + epoch)
 
-        # each epoch's sequences depend on the epoch alone: make the next ones
-        # while this one trains (the same arrays, sooner)
-        with _Prefetch(make, cfg.max_epochs - 1 if fresh else 0) as ahead:
-            X_tr, T_tr = ahead(0)
-            res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
-                                resample=ahead if fresh else None, init=init)
-    res.extra.update({"n_steps": T, "k_range": list(k_range) if k_range else None,
-                      "rollout": rollout,
-                      "sigma": sigma, "problems_per_epoch": problems_per_epoch,
-                      "n_train_problems": int(S_train.shape[0]),
-                      "n_val_problems": int(S_val.shape[0]),
-                      "n_train_sequences_epoch0": int(X_tr.shape[0]),
-                      "n_val_sequences": int(X_val.shape[0])})
+            # each epoch's sequences depend on the epoch alone: make the next ones
+            # while this one trains (the same arrays, sooner)
+            with _Prefetch(make, cfg.max_epochs - 1 if fresh else 0) as ahead:
+                X_tr, T_tr = ahead(0)
+                settings["n_train_sequences_epoch0"] = int(X_tr.shape[0])
+                res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
+                                    resample=ahead if fresh else None, init=init)
+    except TrainingInterrupted as stop:  # the best weights so far keep their settings
+        if stop.result is not None:
+            stop.result.extra.update(settings)
+        raise
+    res.extra.update(settings)
     return res
 
 

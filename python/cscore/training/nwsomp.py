@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .._torch import import_torch
+from .interrupt import TrainingInterrupted
 from .sequences import flat_steps, sequences_for_epoch
 
 __all__ = ["NWSOMPTrainResult", "fit_nwsomp"]
@@ -134,39 +135,51 @@ def fit_nwsomp(
     history: list[dict[str, float]] = []
     bad = 0
     bar = _progress(epochs, verbose)
-    for ep in range(1, epochs + 1):
-        X, tg = flat_steps(*sequences_for_epoch(A, S_train, T, sigma, k_range, problems_per_epoch,
-                                            seed * 1000 + ep))
-        Xt, tt = torch.from_numpy(X), torch.from_numpy(tg)
-        perm = torch.randperm(Xt.shape[0], generator=gen)
-        total = 0.0
-        for b0 in range(0, Xt.shape[0], batch_size):
-            idx = perm[b0 : b0 + batch_size]
-            opt.zero_grad()
-            loss = lossf(net(Xt[idx]), tt[idx])
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * idx.numel()
-        vl, va = val()
-        history.append({"epoch": ep, "train_loss": total / Xt.shape[0], "val_loss": vl,
-                        "val_acc": va, "seconds": time.perf_counter() - t0})
-        bar.update(1)
-        bar.set_postfix(train=f"{total / Xt.shape[0]:.3f}", val=f"{vl:.3f}", acc=f"{va:.3f}")
-        if vl < best[0]:
-            best = (vl, ep, snapshot())
-            bad = 0
-        else:
-            bad += 1
-            for g in opt.param_groups:
-                g["lr"] *= 0.5
-            if bad > patience:
+    settings: dict[str, Any] = {
+        "n_hidden": n_hidden, "n_steps": T, "k_range": list(k_range) if k_range else None,
+        "sigma": sigma, "problems_per_epoch": problems_per_epoch, "epochs": epochs,
+        "lr": lr, "batch_size": batch_size, "patience": patience, "seed": seed,
+        "optimizer": "adam", "loss": "cross-entropy"}
+    try:
+        for ep in range(1, epochs + 1):
+            X, tg = flat_steps(*sequences_for_epoch(A, S_train, T, sigma, k_range,
+                                                    problems_per_epoch, seed * 1000 + ep))
+            Xt, tt = torch.from_numpy(X), torch.from_numpy(tg)
+            perm = torch.randperm(Xt.shape[0], generator=gen)
+            total = 0.0
+            for b0 in range(0, Xt.shape[0], batch_size):
+                idx = perm[b0 : b0 + batch_size]
+                opt.zero_grad()
+                loss = lossf(net(Xt[idx]), tt[idx])
+                loss.backward()
+                opt.step()
+                total += float(loss.detach()) * idx.numel()
+            vl, va = val()
+            history.append({"epoch": ep, "train_loss": total / Xt.shape[0], "val_loss": vl,
+                            "val_acc": va, "seconds": time.perf_counter() - t0})
+            bar.update(1)
+            bar.set_postfix(train=f"{total / Xt.shape[0]:.3f}", val=f"{vl:.3f}",
+                            acc=f"{va:.3f}")
+            if vl < best[0]:
+                best = (vl, ep, snapshot())
+                bad = 0
+            else:
+                bad += 1
+                for g in opt.param_groups:
+                    g["lr"] *= 0.5
+                if bad > patience:
+                    break
+            if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
                 break
-        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
-            break
-    bar.close()
-    settings = {"n_hidden": n_hidden, "n_steps": T, "k_range": list(k_range) if k_range else None,
-                "sigma": sigma, "problems_per_epoch": problems_per_epoch, "epochs": epochs,
-                "lr": lr, "batch_size": batch_size, "patience": patience, "seed": seed,
-                "optimizer": "adam", "loss": "cross-entropy"}
+    except KeyboardInterrupt as exc:  # Ctrl-C: hand back the best epoch so far
+        if best[1] == 0:
+            raise TrainingInterrupted() from exc
+        settings["interrupted"] = True
+        raise TrainingInterrupted(
+            NWSOMPTrainResult(weights=best[2], history=history, best_epoch=best[1],
+                              seconds=time.perf_counter() - t0, settings=settings),
+            best[1]) from exc
+    finally:
+        bar.close()
     return NWSOMPTrainResult(weights=best[2], history=history, best_epoch=best[1],
                              seconds=time.perf_counter() - t0, settings=settings)

@@ -22,6 +22,7 @@ import numpy as np
 from ..decoders.learned.weights import BLSTMCSWeights, LSTMCSWeights
 from ..problem import ProblemSpec
 from .cdsn import CDSNTrainResult, fit_cdsn
+from .interrupt import TrainingInterrupted
 from .lstm import fit_lstm_cs, training_info
 from .lstm_config import TrainConfig, TrainResult
 from .nwsomp import NWSOMPTrainResult, fit_nwsomp
@@ -101,13 +102,22 @@ def train_lstm_model(
     from ..decoders.learned import BLSTMCS, LSTMCS
 
     A = _checked_matrix(A, spec, S_train)
-    res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
-                      problems_per_epoch=problems_per_epoch, config=config, init=init,
-                      rollout=rollout, **config_kwargs)
-    meta = training_info(res, info)
-    if isinstance(res.weights, BLSTMCSWeights):
-        return BLSTMCS(res.weights, A, spec, meta), res
-    return LSTMCS(res.weights, A, spec, meta), res
+
+    def wrap(res: TrainResult) -> LSTMCS:
+        meta = training_info(res, info)
+        if isinstance(res.weights, BLSTMCSWeights):
+            return BLSTMCS(res.weights, A, spec, meta)
+        return LSTMCS(res.weights, A, spec, meta)
+
+    try:
+        res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
+                          problems_per_epoch=problems_per_epoch, config=config, init=init,
+                          rollout=rollout, **config_kwargs)
+    except TrainingInterrupted as stop:  # Ctrl-C: the best model so far, ready to save
+        if stop.result is not None:
+            stop.model = wrap(stop.result)
+        raise
+    return wrap(res), res
 
 
 def train_nwsomp_model(
@@ -150,12 +160,21 @@ def train_nwsomp_model(
     from ..decoders.learned import NWSOMP
 
     A = _checked_matrix(A, spec, S_train)
-    res = fit_nwsomp(S_train, S_val, A, **fit_kwargs)
-    meta = dict(info or {})
-    meta["training"] = {**res.settings, "best_epoch": res.best_epoch,
-                        "seconds": round(res.seconds, 1), "history": res.history}
-    w = res.weights
-    return NWSOMP(w["W1"], w["b1"], w["W2"], w["b2"], A, spec, meta), res
+
+    def wrap(res: NWSOMPTrainResult) -> NWSOMP:
+        meta = dict(info or {})
+        meta["training"] = {**res.settings, "best_epoch": res.best_epoch,
+                            "seconds": round(res.seconds, 1), "history": res.history}
+        w = res.weights
+        return NWSOMP(w["W1"], w["b1"], w["W2"], w["b2"], A, spec, meta)
+
+    try:
+        res = fit_nwsomp(S_train, S_val, A, **fit_kwargs)
+    except TrainingInterrupted as stop:  # Ctrl-C: the best model so far, ready to save
+        if stop.result is not None:
+            stop.model = wrap(stop.result)
+        raise
+    return wrap(res), res
 
 
 def train_cdsn_model(
