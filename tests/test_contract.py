@@ -364,3 +364,18 @@ def test_decode_file_takes_a_sparse_decoder_and_refuses_an_operator(tmp_path, rn
     with pytest.raises(ValueError, match="LinearOperator"):
         cscore.decode_file(op, tmp_path / "Y.npy", tmp_path / "out2", progress=False)
     assert not (tmp_path / "out2").exists()
+
+
+@pytest.mark.parametrize("fn", ["omp", "bcs"])
+def test_measurements_are_Y_everywhere(fn, rng):
+    A, Y = _problem(rng)
+    f = getattr(cscore, fn)
+    new = f(A, Y=Y[:, 0])
+    with pytest.warns(DeprecationWarning, match="Y"):
+        old = f(A, y=Y[:, 0])
+    np.testing.assert_array_equal(old, new)
+    np.testing.assert_array_equal(f(A, Y[:, 0]), new)
+    with pytest.raises(TypeError, match="once"):
+        f(A, Y[:, 0], y=Y[:, 0])
+    with pytest.raises(TypeError, match="Y must be an array"):
+        f(A)

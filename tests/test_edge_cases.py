@@ -106,7 +106,7 @@ def test_bad_types(prob):
     assert np.iscomplexobj(cscore.omp(A.astype(complex), Y, n_nonzero=1))
     with pytest.raises(TypeError, match="y must be a real numeric array"):
         cscore.omp(A, Y.astype(object), n_nonzero=1)
-    with pytest.raises(TypeError, match="y must be an array"):
+    with pytest.raises(TypeError, match="Y must be an array"):
         cscore.omp(A, None, n_nonzero=1)
     with pytest.raises(ValueError, match="n_threads"):
         cscore.omp(A, Y, n_nonzero=1, n_threads=0)

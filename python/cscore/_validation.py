@@ -315,3 +315,40 @@ def check_bool(name: str, value: Any) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise TypeError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+def renamed_measurements(func: str, Y: Any, y: Any) -> Any:
+    """The measurements from ``Y``, or from the deprecated keyword ``y``.
+
+    Every cscore decoder calls its measurements ``Y``; :func:`cscore.omp` and
+    :func:`cscore.bcs` called them ``y``, which still works as a keyword with a
+    ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    func : str
+        The decoder's name, for the messages.
+    Y, y : object
+        The values given under each name (``None`` when not given).
+
+    Returns
+    -------
+    object
+        The measurements.
+
+    Raises
+    ------
+    TypeError
+        Neither or both given.
+    """
+    if y is None:
+        if Y is None:
+            raise TypeError(f"{func}: Y must be an array of measurements, got None")
+        return Y
+    if Y is not None:
+        raise TypeError(f"{func}: pass the measurements once, as Y (y= is its old name)")
+    import warnings
+
+    warnings.warn(f"{func}(y=...) is deprecated: the measurements are Y in every cscore "
+                  "decoder", DeprecationWarning, stacklevel=3)
+    return y

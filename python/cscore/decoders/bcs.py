@@ -28,6 +28,7 @@ from .._validation import (
     check_positive_float,
     check_positive_int,
     common_float_dtype,
+    renamed_measurements,
     transposed_hint,
 )
 from ..result import CONVERGENCE_STOP_REASONS, STOP_REASONS, DecodeResult, batch_result
@@ -83,7 +84,7 @@ def _warn_max_iter(name: str, stop: np.ndarray, max_iter: int) -> None:
 
 def bcs(
     A: Any,
-    y: Any,
+    Y: Any = None,
     *,
     noise_var: float | Any | None = None,
     rtol: float = 1e-8,
@@ -91,6 +92,7 @@ def bcs(
     n_threads: int | None = None,
     return_result: bool = False,
     tol: float | None = None,
+    y: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Bayesian compressive sensing (Ji, Xue & Carin 2008), one channel at a time.
 
@@ -104,7 +106,7 @@ def bcs(
     ----------
     A : array_like, shape (M, N)
         Sensing matrix (finite, no all-zero column).
-    y : array_like, shape (M,) or (M, B)
+    Y : array_like, shape (M,) or (M, B)
         Measurements.  The B columns are B independent problems (decoded in
         parallel).
     noise_var : float or array_like of shape (B,), optional
@@ -127,6 +129,8 @@ def bcs(
         Return a :class:`cscore.DecodeResult` instead of the array.
     tol : float, optional
         Deprecated name of ``rtol``.
+    y : array_like, optional
+        Deprecated name of ``Y``.
 
     Returns
     -------
@@ -185,6 +189,7 @@ def bcs(
     >>> bool(np.allclose(x, x0, atol=1e-2))
     True
     """
+    y = renamed_measurements("bcs", Y, y)
     A64, Y64, out_dtype = _prepare(A, y, (1, 2), "y")
     single = Y64.ndim == 1
     _check_rows(A64, Y64, "y", 0)

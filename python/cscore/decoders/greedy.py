@@ -57,6 +57,7 @@ from .._config import resolve_threads
 from .._validation import (
     check_nonnegative_float,
     check_positive_int,
+    renamed_measurements,
     transposed_hint,
 )
 from ..result import STOP_REASONS, DecodeResult, batch_result
@@ -320,7 +321,7 @@ def _result(
 
 def omp(
     A: Any,
-    y: Any,
+    Y: Any = None,
     *,
     n_nonzero: int | None = None,
     tol: float | str | None = None,
@@ -328,6 +329,7 @@ def omp(
     return_result: bool = False,
     column_norms: Any = None,
     device: Any = None,
+    y: Any = None,
 ) -> np.ndarray | DecodeResult:
     """Orthogonal matching pursuit for one vector or a batch of independent vectors.
 
@@ -347,9 +349,9 @@ def omp(
         matrix is used through its products only, never formed
         (:mod:`cscore.decoders.greedy_operator`; an operator's columns are assumed
         to have equal norms unless ``column_norms`` is given).
-    y : array_like, shape (M,) or (M, B)
-        One measurement vector, or B independent vectors as columns; real or
-        complex.
+    Y : array_like, shape (M,) or (M, B)
+        One measurement vector ``y``, or B independent vectors as columns; real
+        or complex.
     n_nonzero : int, optional
         Number of atoms to select, ``1 <= n_nonzero <= min(M, N)``.
     tol : float, optional
@@ -375,6 +377,8 @@ def omp(
         ``"cuda"``, ``"cuda:1"``): the same Batch-OMP in PyTorch on that device
         (:mod:`cscore.decoders.torch_backend.greedy`; needs torch, dense real
         ``A``, ``n_nonzero`` or a numeric ``tol``; ``docs/gpu.md``).
+    y : array_like, optional
+        Deprecated name of ``Y``.
 
     Returns
     -------
@@ -438,6 +442,7 @@ def omp(
     >>> bool(np.allclose(x_hat, x))
     True
     """
+    y = renamed_measurements("omp", Y, y)
     if is_operator(A) and device is not None:
         raise TypeError("device= needs a dense A (an array), not an operator")
     if is_operator(A):
