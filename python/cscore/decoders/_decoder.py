@@ -82,6 +82,7 @@ from ._complex import (
     is_complex,
     real_only_error,
 )
+from .greedy_operator import is_operator
 from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
 
 __all__ = ["Decoder", "decoder"]
@@ -151,10 +152,9 @@ class Decoder:
             if self._A_kind != "dense":
                 if self._A_kind not in spec.inputs:
                     raise TypeError(_kind_refusal(spec, self._A_kind))
-                if self._A_kind == "operator" or self._A_kind == "sparse":
-                    self._A = _checked_operator(A, self._A_kind)
-                    if self._A.dtype.kind == "c" and "complex" not in spec.inputs:
-                        raise self._real_only("A", self._A)
+                self._A = _checked_operator(A, self._A_kind)
+                if self._A.dtype.kind == "c" and "complex" not in spec.inputs:
+                    raise self._real_only("A", self._A)
             else:
                 A = self._checked_data("A", A, ndim=2)
                 if A.shape[0] == 0 or A.shape[1] == 0:
@@ -526,16 +526,10 @@ class Decoder:
 def _matrix_kind(A: Any) -> str:
     """``"sparse"``, ``"operator"`` (SciPy or PyLops LinearOperator) or ``"dense"``."""
     import scipy.sparse as sp
-    from scipy.sparse.linalg import LinearOperator
 
     if sp.issparse(A):
         return "sparse"
-    if isinstance(A, LinearOperator) or (
-        not isinstance(A, np.ndarray) and hasattr(A, "matvec") and hasattr(A, "rmatvec")
-        and hasattr(A, "shape")
-    ):
-        return "operator"
-    return "dense"
+    return "operator" if is_operator(A) else "dense"
 
 
 def _kind_refusal(spec: Any, kind: str) -> str:

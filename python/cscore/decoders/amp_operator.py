@@ -32,9 +32,9 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
 from .._validation import check_finite
+from .greedy_operator import is_operator
 
 __all__ = ["OperatorProducts", "amp_operator_kernel", "is_operator"]
 
@@ -46,28 +46,6 @@ _PROBES = 32
 _LAMBDA_MIN = 1e-8
 _MAX_ESCALATIONS = 5
 _DIVERGE_FACTOR = 2.0
-
-
-def is_operator(A: Any) -> bool:
-    """Whether ``A`` goes to the operator path (operator or scipy sparse matrix).
-
-    Parameters
-    ----------
-    A : object
-        The sensing-matrix argument of :func:`cscore.amp`.
-
-    Returns
-    -------
-    bool
-        True for a :class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse
-        matrix/array, or any object with ``shape``, ``matvec`` and ``rmatvec``;
-        False for NumPy arrays and other array_likes.
-    """
-    if isinstance(A, LinearOperator) or sp.issparse(A):
-        return True
-    if isinstance(A, np.ndarray):
-        return False
-    return all(hasattr(A, name) for name in ("shape", "matvec", "rmatvec"))
 
 
 class _Products:
