@@ -161,12 +161,9 @@ def warn_scale(name: str, Y: Any, *, why: str) -> None:
     Y = np.asarray(Y)
     if Y.size == 0:
         return
-    mx = float(np.max(np.abs(Y)))
-    if mx == 0.0:
-        return
-    flat = np.abs(Y).reshape(-1, Y.shape[-2] * Y.shape[-1]) if Y.ndim >= 2 else \
-        np.abs(Y)[None]
-    peaks = flat.max(axis=1)
+    mag = np.abs(Y)
+    flat = mag.reshape(-1, Y.shape[-2] * Y.shape[-1]) if Y.ndim >= 2 else mag[None]
+    peaks = flat.max(axis=1)  # one per problem; all-zero problems are not warned about
     peaks = peaks[peaks > 0]
     lo, hi = SCALE_RANGE
     if peaks.size and (peaks.min() < lo or peaks.max() > hi):
