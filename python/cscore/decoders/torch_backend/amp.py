@@ -160,26 +160,8 @@ def _runs(mats: tuple[Any, ...], y: Any, o: dict[str, Any]) -> tuple[np.ndarray,
     ML = M * Lt
     A_b = At.expand(R, M, N)
     AT_b = At.T.expand(R, N, M)
-    ny2 = (y * y).sum(dim=(1, 2))
-    nonzero = ny2 > 0
-    scale2 = torch.where(nonzero, ny2 / ML, 1.0)
+    y, nonzero, scale2, lam, phi, psi, _ = _scaled(y, o, o["frob2"])
     scale = torch.sqrt(scale2)
-    y = y / scale[:, None, None]
-    # initial parameters
-    lam = torch.full((R,), float(o["lam0"]), dtype=f64, device=dev)
-    e = (y * y).sum(dim=1)  # (R, Lt)
-    if o["noise"] > 0:
-        psi = (o["noise"] / scale2)[:, None].expand(R, Lt).clone()
-    else:
-        psi = e / ((o["snr0"] + 1.0) * M)
-    psi = psi.clamp_min(_VAR_FLOOR)
-    if o["slab"] > 0:
-        phi = o["slab"] / scale2
-    else:
-        ny2s = e.sum(dim=1)
-        phi = (ny2s - M * psi.sum(dim=1)) / (o["frob2"] * lam * Lt)
-        phi = torch.where(phi > _VAR_FLOOR, phi, ny2s / (o["frob2"] * lam * Lt))
-        phi = phi.clamp_min(_VAR_FLOOR)
     bg = o["bg"]
     learn_noise = bg and not (o["noise"] > 0)
     vbar = (N * lam * phi)[:, None].expand(R, Lt).clone() if bg else y.new_zeros((R, Lt))
