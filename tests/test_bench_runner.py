@@ -15,17 +15,15 @@ import pytest
 
 import cscore
 from cscore.bench import BenchConfig, BenchConfigError, WarningTally, run_bench, sweep
+from cscore.bench.choose import choose_decoders, default_decoders, model_decoder
 from cscore.bench.config import (
     check_config,
     check_output_dir,
     check_paths,
-    choose_decoders,
-    default_decoders,
-    model_decoder,
     parse_floats,
     parse_ints,
 )
-from cscore.bench.experiments import synthetic_problems
+from cscore.bench.problems import synthetic_problems
 from cscore.cli import main
 from cscore.decoders import register_decoder, unregister_decoder
 

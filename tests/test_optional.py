@@ -75,10 +75,10 @@ def test_sensor_module_does_not_patch_extras():
 
 
 def test_matplotlib_hints_use_the_one_format(monkeypatch):
-    from cscore.bench.plots import _pyplot
+    from cscore.bench.plots import pyplot
     from cscore.text.analysis import _plt
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    for fn in (_pyplot, _plt):
+    for fn in (pyplot, _plt):
         with pytest.raises(ImportError, match=r'pip install "cscore-decoders\[plot\]"$'):
             fn()

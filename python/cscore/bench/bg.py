@@ -15,6 +15,9 @@ same ``A`` is given.  The *support oracle* -- the MMSE estimate that knows the
 support, ``(A_S^T A_S + s2 I)^{-1} A_S^T y`` with ``s2`` the noise variance --
 is the bound the papers quote.  AMP and VAMP also report the NMSE after every
 iteration (the curves of the papers' figures).
+
+The registration at the end makes it ``cscore bench bg``: its defaults (N = 500,
+M = N / 2), its checks and its default decoders.
 """
 
 from __future__ import annotations
@@ -28,11 +31,23 @@ from typing import Any
 
 import numpy as np
 
+from .._limits import check_memory
 from ..decoders import get_decoder_spec
+from .config import BenchConfig, BenchConfigError
 from .decoders import run_decoder
+from .registry import register_experiment
+from .report import format_duration
+from .runner import BenchOutcome, BenchPlan, finish_run, write_json
+from .tally import WarningTally
 
-__all__ = ["BGProblems", "bg_matrix", "bg_models", "bg_problems", "iteration_curve", "run_bg",
-           "support_oracle"]
+__all__ = ["BG_DECODERS", "BGProblems", "bg_matrix", "bg_models", "bg_problems",
+           "iteration_curve", "run_bg", "support_oracle"]
+
+#: ``bg``'s decoders by default (single-vector problems: SOMP is OMP there).
+BG_DECODERS = ("omp", "bcs", "tmsbl", "amp", "vamp")
+#: Float64 copies per problem and entry held at once: the problem (x, y, noise), the
+#: oracle's and each decoder's estimate and its error (a bound for the memory check).
+_COPIES = 8
 
 #: The published levels (dB) at N=500, M=250, rate 0.1, SNR 40 dB, for the report.
 PUBLISHED_DB = {
@@ -370,3 +385,71 @@ def _record(res: BGResult, label: str, X_hat: np.ndarray, p: BGProblems, dt: flo
                   "sigma": math.sqrt(p.noise_var), "problem": b, "nmse": float(per[b]),
                   "seconds": dt, "nmse_db": float(10 * np.log10(max(per[b], 1e-300)))}
                  for b in range(per.size)]
+
+
+def _run_bg(plan: BenchPlan) -> BenchOutcome:
+    """The Bernoulli-Gaussian benchmark of the AMP/LAMP papers (:mod:`cscore.bench.bg`)."""
+    c = plan.config
+    N = c.n_atoms
+    M = c.M if c.M is not None else N // 2
+    models = bg_models(plan.models or {}, plan.model)
+    n_problems = c.n_problems
+    tally = WarningTally()
+    res = run_bg(plan.decoders, n_problems=n_problems, kappa=c.kappa, seed=c.seed,
+                 models=models, iterations=10 if c.quick else 20, N=N, M=M, tally=tally)
+    name = "bg" if c.kappa == 1.0 else f"bg-kappa{c.kappa:g}"
+    write_json(plan.out, name, {"info": res.info, "nmse_db": res.nmse_db,
+                                 "seconds": res.seconds, "curves": res.curves})
+    table = "\n".join(["| decoder | NMSE (dB) | time per problem |", "|---|---|---|",
+                        *(f"| {d} | {v:.2f} | {format_duration(res.seconds[d])} |"
+                          for d, v in res.nmse_db.items())])
+    published = "\n".join(["| reference | kappa = 1 | kappa = 15 |", "|---|---|---|",
+                            *(f"| {k} | {a} | {b if b is not None else '-'} |"
+                              for k, (a, b) in PUBLISHED_DB.items())])
+    figs = []
+    if c.plot:
+        from .plots import plot_bg
+
+        figs.append(plot_bg(res, plan.out / f"{name}.png"))
+    title = (f"Bernoulli-Gaussian benchmark: N = {N}, M = {M}, rate 0.1, SNR 40 dB, "
+             f"condition number {c.kappa:g}, {n_problems} problems")
+    return finish_run(plan, name, title, res.info, res.rows, ("decoder",), figs,
+                      [("NMSE in dB (mean over problems)", table),
+                       ("Published levels (Borgerding, Schniter, Rangan 2017), dB", published)],
+                      [("NMSE in dB:", table)], tally)
+
+
+def _check(config: BenchConfig, model: Any) -> None:
+    """``bg``'s own checks: M and kappa, the options it does not use, memory."""
+    N = config.n_atoms
+    M = config.M if config.M is not None else N // 2
+    if not 1 <= M <= N:
+        raise BenchConfigError("--M", f"--M must be between 1 and N = {N}, got {M}")
+    if not (config.kappa >= 1 and math.isfinite(config.kappa)):
+        raise BenchConfigError("--kappa", f"--kappa must be finite and >= 1, got "
+                               f"{config.kappa}")
+    if config.k is not None:
+        raise BenchConfigError("--k", "--k does not apply to bg: its problems are "
+                               "Bernoulli-Gaussian with rate 0.1 (the AMP/LAMP papers')")
+    if config.L != BenchConfig.L:
+        raise BenchConfigError("--L", f"--L does not apply to bg: its problems are single "
+                               f"vectors (L = 1); got --L {config.L}")
+    est = float(config.n_problems) * (N + M) * 8 * _COPIES + 3.0 * M * N * 8  # + A, SVD
+    try:
+        check_memory(f"--problems {config.problems} with --N {N} --M {M}", est,
+                     "the bg problems, their estimates and the matrix")
+    except ValueError as exc:
+        raise BenchConfigError("--problems", str(exc)) from None
+
+
+def _data_label(config: BenchConfig) -> str:
+    return "synthetic" if config.kappa == 1.0 else f"kappa{config.kappa:g}"
+
+
+register_experiment(
+    "bg", lambda plan, log: _run_bg(plan),
+    help="the Bernoulli-Gaussian benchmark of the AMP/LAMP papers", check=_check,
+    defaults={"N": 500}, data=("synthetic",), decoders=BG_DECODERS, data_label=_data_label,
+    multi_model=True,
+    one_model_per_decoder=True,
+)

@@ -1,29 +1,27 @@
-"""The settings of a ``cscore bench`` run, checked before anything is written.
+"""The settings of a ``cscore bench`` run, checked in one place before anything is written.
 
-:class:`BenchConfig` holds one run's settings (the options of ``cscore bench``);
-:func:`check_config` and :func:`check_paths` raise :class:`BenchConfigError`
-(a ``ValueError`` naming the offending option) for inconsistent settings, a
-missing data folder or an output folder that already holds results, before any
-folder is created or progress bar started.  :func:`choose_decoders` picks and
-checks the decoders from the decoder registry: which ones need a model, and
-which model class, is read from their registrations, so a decoder registered
-later works the same way.
+:class:`BenchConfig` holds one run's settings (the options of ``cscore bench``;
+an experiment's own settings in ``options``, declared by its registration,
+:mod:`cscore.bench.registry`).  :func:`check_config` is the one check of the
+settings: the checks every experiment shares, then the experiment's own
+(``Experiment.check``); :func:`check_paths` checks the data folders and the
+output folder.  Both raise :class:`BenchConfigError` (a ``ValueError`` naming
+the offending option) before any folder is created or progress bar started.
+Which decoders a run runs is :mod:`cscore.bench.choose`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._limits import check_memory
-from ..decoders import decoder_names, get_decoder_spec
-from .decoders import own_decoder
-from .experiments import STOP_RULES
+from .decoders import STOP_RULES
+from .registry import DATA_SOURCES, Experiment, get_experiment
 
 __all__ = [
     "DATA_N",
@@ -31,7 +29,6 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_OUT_ROOT",
     "DEMO_MODEL",
-    "EXPERIMENTS",
     "RESULT_FILES",
     "BenchConfig",
     "BenchConfigError",
@@ -39,21 +36,11 @@ __all__ = [
     "check_figure_path",
     "check_output_dir",
     "check_paths",
-    "choose_decoders",
-    "default_decoders",
-    "model_decoder",
+    "experiment_of",
     "parse_floats",
     "parse_ints",
-    "sizes_for",
 ]
 
-#: The experiments of ``cscore bench``.
-EXPERIMENTS = ("sparsity", "noise", "phase", "bg")
-
-#: ``bg``'s decoders by default (single-vector problems: SOMP is OMP there).
-BG_DECODERS = ("omp", "bcs", "tmsbl", "amp", "vamp")
-#: Problem sources (``--data``).
-DATA_SOURCES = ("mnist", "demo", "images", "synthetic")
 #: The pretrained model of the demo images (``--data demo``, ``cscore demo``).
 DEMO_MODEL = "demo-dct-m32"
 #: Atoms per problem of the image data sets (block side squared).
@@ -143,9 +130,11 @@ class BenchConfig:
 
     Attributes
     ----------
-    experiment : {"sparsity", "noise", "phase", "bg"}
-        Error against k, error against sigma, the phase transition, or the
-        Bernoulli-Gaussian benchmark of the AMP/LAMP papers (:mod:`cscore.bench.bg`).
+    experiment : str
+        A registered experiment (:func:`cscore.bench.experiment_names`):
+        ``sparsity`` (error against k), ``noise`` (error against sigma),
+        ``phase`` (the phase transition), ``bg`` (the Bernoulli-Gaussian
+        benchmark of the AMP/LAMP papers), ``scaling`` (time against N), ...
     data : {"mnist", "demo", "images", "synthetic"}
         Problem source (``phase`` uses MNIST or synthetic problems).
     data_dir : str, optional
@@ -168,7 +157,7 @@ class BenchConfig:
         A pretrained model name or a model file (the one resolver,
         :func:`cscore.models.registry.resolve_model`); see also ``models``.
     decoders : tuple of str, optional
-        Registered decoder names (default: :func:`default_decoders`).
+        Registered decoder names (default: :func:`cscore.bench.choose.choose_decoders`).
     k : tuple of int, optional
         Sparsities (default :data:`DEFAULT_K`); the noise experiment uses the first.
     sigma : tuple of float
@@ -203,6 +192,10 @@ class BenchConfig:
         A torch device (``"cuda"``, ``"cpu"``) for the decoders that take
         ``device=`` (:mod:`cscore.decoders.torch_backend`); the others run
         on the compiled CPU path as always.  Default None: every decoder compiled.
+    options : mapping
+        The experiment's own settings (its registered
+        :class:`~cscore.bench.registry.ExperimentOption`), by name; read them
+        with :meth:`option`.
     """
 
     experiment: str
@@ -234,6 +227,40 @@ class BenchConfig:
     argv: tuple[str, ...] | None = None
     models: tuple[str, ...] | None = None
     device: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> Experiment:
+        """The experiment's registration (:func:`cscore.bench.registry.get_experiment`)."""
+        return experiment_of(self)
+
+    def option(self, name: str) -> Any:
+        """The experiment's own setting ``name``: as given, else its declared default.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        object
+
+        Raises
+        ------
+        KeyError
+            The experiment declares no such option.
+        """
+        if name in self.options:
+            return self.options[name]
+        for opt in self.spec.options:
+            if opt.name == name:
+                return opt.default
+        raise KeyError(f"experiment {self.experiment!r} has no option {name!r}")
+
+    @property
+    def n_problems(self) -> int:
+        """The problems per point a run decodes (``quick`` takes at most 10)."""
+        return min(self.problems, 10) if self.quick else self.problems
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -247,19 +274,16 @@ class BenchConfig:
 
     @property
     def n_atoms(self) -> int:
-        """``N``, or its default: 500 for ``bg`` (the papers' setting), else 144."""
+        """``N``, or the experiment's default (``bg``: 500, the papers' setting), else 144."""
         if self.N is not None:
             return self.N
-        return 500 if self.experiment == "bg" else 144
+        return int(self.spec.defaults.get("N", 144))
 
     @property
     def result_data(self) -> str:
-        """The data the results are of: ``data``, but ``phase`` is MNIST or synthetic."""
-        if self.experiment == "phase":
-            return "mnist" if self.data == "mnist" else "synthetic"
-        if self.experiment == "bg":
-            return "synthetic" if self.kappa == 1.0 else f"kappa{self.kappa:g}"
-        return self.data
+        """The data the results are of: ``data``, or the experiment's ``data_label``."""
+        label = self.spec.data_label
+        return label(self) if label is not None else self.data
 
     def output_dir(self) -> Path:
         """The output folder: ``out``, else ``bench-out/<experiment>-<data>``.
@@ -270,105 +294,45 @@ class BenchConfig:
         """
         if self.out:
             return Path(self.out)
-        return Path(DEFAULT_OUT_ROOT) / f"{self.experiment}-{self.result_data}"
+        data = self.result_data
+        return Path(DEFAULT_OUT_ROOT) / (f"{self.experiment}-{data}" if data else self.experiment)
 
 
-def model_decoder(model: Any) -> str | None:
-    """The registered decoder that runs ``model`` (its class exactly, else a base class).
-
-    Parameters
-    ----------
-    model : object
-        A loaded model (LSTMCS, NWSOMP, ... or any registered model class).
-
-    Returns
-    -------
-    str or None
-        The decoder's name; None when no model decoder takes this class.
-    """
-    return own_decoder(model)
-
-
-def default_decoders(model: Any) -> list[str]:
-    """The decoders run when none are named.
-
-    Parameters
-    ----------
-    model : object or None
-        The run's model.
-
-    Returns
-    -------
-    list of str
-        With a model: its decoder (:func:`model_decoder`), ``somp``, ``omp``;
-        without: ``somp``, ``omp``, ``tmsbl``.
-    """
-    if model is None:
-        return ["somp", "omp", "tmsbl"]
-    learned = model_decoder(model)
-    return [*([learned] if learned else []), "somp", "omp"]
-
-
-def choose_decoders(config: BenchConfig, model: Any, trained: str | None = None) -> list[str]:
-    """The run's decoders, checked against the registry and the model.
+def experiment_of(config: BenchConfig) -> Experiment:
+    """The registration of ``config.experiment``.
 
     Parameters
     ----------
     config : BenchConfig
-    model : object or None
-        The model loaded from ``config.model``.
-    trained : str, optional
-        A model decoder whose models the run trains itself (phase on MNIST
-        with ``train_models``): it needs no ``model``.
 
     Returns
     -------
-    list of str
-        ``config.decoders``, or :func:`default_decoders`.
+    Experiment
 
     Raises
     ------
     BenchConfigError
-        An unknown decoder, or a model decoder without a model of its class.
+        Not a registered experiment (option ``experiment``).
     """
-    if config.decoders is None and config.experiment == "bg":
-        learned = model_decoder(model) if model is not None else None
-        decoders = [*([learned] if learned else []), *BG_DECODERS]
-    elif config.decoders is None:
-        decoders = default_decoders(model)
-    else:
-        decoders = list(config.decoders)
-        if not decoders:
-            raise BenchConfigError("--decoders", "--decoders gives no decoder")
-    unknown = [d for d in decoders if d not in decoder_names()]
-    if unknown:
-        raise BenchConfigError(
-            "--decoders", f"unknown decoder(s) {unknown}; known: {', '.join(decoder_names())}"
-        )
-    for d in decoders:
-        spec = get_decoder_spec(d)
-        if spec.kind != "model" or d == trained:
-            continue
-        if model is None:
-            raise BenchConfigError("--decoders", f"{d} needs --model (see `cscore models`)")
-        if spec.model_type is not None and not isinstance(model, spec.model_type):
-            own = model_decoder(model)
-            raise BenchConfigError(
-                "--decoders",
-                f"{d} needs a {spec.model_type.__name__} model, but --model {config.model} "
-                f"is a {type(model).__name__}" + (f" (its decoder is {own})" if own else ""),
-            )
-    return decoders
+    try:
+        return get_experiment(config.experiment)
+    except ValueError as exc:
+        raise BenchConfigError("experiment", str(exc)) from None
 
 
 def _check_numbers(config: BenchConfig) -> None:
     """The checks that need neither the model nor the data."""
-    if config.experiment not in EXPERIMENTS:
-        raise BenchConfigError("experiment", f"experiment must be one of "
-                               f"{', '.join(EXPERIMENTS)}, got {config.experiment!r}")
+    exp = experiment_of(config)
     if config.data not in DATA_SOURCES:
         raise BenchConfigError("--data", f"--data must be one of {', '.join(DATA_SOURCES)}, "
                                f"got {config.data!r}")
+    if config.data not in exp.data:
+        raise BenchConfigError("--data", f"{exp.name} reads --data {', '.join(exp.data)}, "
+                               f"not {config.data}")
+    unknown = [n for n in config.options if n not in {o.name for o in exp.options}]
+    if unknown:
+        flags = ", ".join("--" + n.replace("_", "-") for n in unknown)
+        raise BenchConfigError(flags.split(", ")[0], f"{flags} do(es) not apply to {exp.name}")
     if config.transform not in (None, "dct", "haar"):
         raise BenchConfigError("--transform", f"--transform must be dct or haar, "
                                f"got {config.transform!r}")
@@ -393,88 +357,12 @@ def _check_numbers(config: BenchConfig) -> None:
             raise BenchConfigError("--sigma", f"--sigma must be finite and >= 0, got {s:g}")
 
 
-def _atoms(config: BenchConfig, model: Any) -> int:
-    """Atoms per problem N of the run's data, after checking the sizes against the model."""
-    if config.data == "synthetic":
-        M, N = sizes_for(config, model)
-        if model is not None and config.L != model.L:
-            raise BenchConfigError("--L", f"--L {config.L} but model {config.model} decodes "
-                                   f"L = {model.L} channels")
-        for name, v in (("--M", M), ("--N", N), ("--L", config.L)):
-            if v < 1:
-                raise BenchConfigError(name, f"{name} must be >= 1, got {v}")
-        if M > N:
-            raise BenchConfigError("--M", f"--M ({M}) must not exceed --N ({N})")
-        return int(N)
-    if config.data == "images":
-        N = model.N if model is not None else 64
-        b = math.isqrt(N)
-        if b * b != N:
-            raise BenchConfigError("--model", f"model {config.model} has N = {N}, not a "
-                                   f"square block of pixels")
-        if config.image_size % b:
-            raise BenchConfigError("--image-size", f"--image-size {config.image_size} must be "
-                                   f"a multiple of the block side {b}")
-        M = config.M if config.M is not None else 25
-        if model is None and not 1 <= M <= N:
-            raise BenchConfigError("--M", f"--M must be between 1 and N = {N} (8x8 blocks), "
-                                   f"got {M}")
-        return int(N)
-    N = DATA_N[config.data]
-    if model is not None and model.N != N:
-        raise BenchConfigError(
-            "--model",
-            f"--data {config.data} has N = {N} atoms per problem but model {config.model} "
-            f"has N = {model.N} (it was trained for {model.spec.dataset or 'other data'}); "
-            f"pick a matching model",
-        )
-    if config.data == "mnist" and model is None:
-        raise BenchConfigError("--model", "--data mnist needs --model (its sensing matrix "
-                               "is used)")
-    return N
-
-
-#: Bytes per problem and float64 entry of ``bg``: the problem (x, y, noise), the
-#: oracle's and each decoder's estimate and its error held at once (a bound).
-_BG_COPIES = 8
-
-
-def _check_bg_only(config: BenchConfig, M: int) -> None:
-    """``bg``: refuse the options it does not use, and a problem count beyond memory."""
-    if config.k is not None:
-        raise BenchConfigError("--k", "--k does not apply to bg: its problems are "
-                               "Bernoulli-Gaussian with rate 0.1 (the AMP/LAMP papers')")
-    if config.L != BenchConfig.L:
-        raise BenchConfigError("--L", f"--L does not apply to bg: its problems are single "
-                               f"vectors (L = 1); got --L {config.L}")
-    N = config.n_atoms
-    est = float(_problems_run(config)) * (N + M) * 8 * _BG_COPIES + 3.0 * M * N * 8  # + A, SVD
-    try:
-        check_memory(f"--problems {config.problems} with --N {N} --M {M}", est,
-                     "the bg problems, their estimates and the matrix")
-    except ValueError as exc:
-        raise BenchConfigError("--problems", str(exc)) from None
-
-
-def _problems_run(config: BenchConfig) -> int:
-    """The problems per point a run decodes (``--quick`` takes at most 10)."""
-    return min(config.problems, 10) if config.quick else config.problems
-
-
-def _check_problem_memory(config: BenchConfig, N: int) -> None:
-    """Refuse ``--problems`` whose problem sets (``M <= N``) would not fit in memory."""
-    per = 4 if config.data == "mnist" else 1  # an MNIST tuple is 4 problems
-    L = config.L if config.data == "synthetic" else 4
-    est = float(_problems_run(config)) * per * 2 * N * max(L, 1) * 8 * _BG_COPIES
-    try:
-        check_memory(f"--problems {config.problems}", est,
-                     f"problem sets of N = {N} atoms and {L} channels")
-    except ValueError as exc:
-        raise BenchConfigError("--problems", str(exc)) from None
-
-
 def check_config(config: BenchConfig, model: Any = None) -> None:
-    """Check the settings against each other and against the model.
+    """Check the settings against each other and against the model (the one check).
+
+    First the settings every experiment shares (a registered experiment, a
+    data source it reads, numbers in range), then the experiment's own
+    (``Experiment.check``: sizes against the model, memory, its options).
 
     Parameters
     ----------
@@ -488,27 +376,9 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
         The first inconsistency found; the message names the option.
     """
     _check_numbers(config)
-    if config.experiment == "bg":
-        M = config.M if config.M is not None else config.n_atoms // 2
-        if not 1 <= M <= config.n_atoms:
-            raise BenchConfigError("--M", f"--M must be between 1 and N = {config.n_atoms}, "
-                                   f"got {M}")
-        if not (config.kappa >= 1 and math.isfinite(config.kappa)):
-            raise BenchConfigError("--kappa", f"--kappa must be finite and >= 1, got "
-                                   f"{config.kappa}")
-        _check_bg_only(config, M)
-        return
-    if config.experiment == "phase":
-        for name, v in (("--N", config.n_atoms), ("--L", config.L)):
-            if v < 1:
-                raise BenchConfigError(name, f"{name} must be >= 1, got {v}")
-        return
-    N = _atoms(config, model)
-    _check_problem_memory(config, N)
-    for k in config.ks:
-        if not 1 <= k <= N:
-            raise BenchConfigError("--k", f"--k must be between 1 and N = {N} (atoms per "
-                                   f"problem), got {k}")
+    check = config.spec.check
+    if check is not None:
+        check(config, model)
 
 
 def _check_folder(option: str, path: str | None, need: str) -> Path:
@@ -540,7 +410,7 @@ def check_paths(config: BenchConfig) -> None:
                 not any(folder.glob("*labels-idx1-ubyte*")):
             raise BenchConfigError("--data-dir", f"--data-dir {config.data_dir}: no MNIST IDX "
                                    f"files (*images-idx3-ubyte*, *labels-idx1-ubyte*) in it")
-    elif config.data == "images" and config.experiment != "phase":
+    elif config.data == "images" and "images" in config.spec.data:
         from ..datasets.images import IMAGE_SUFFIXES
 
         folder = _check_folder("--images-dir", config.images_dir,
@@ -616,25 +486,3 @@ def check_figure_path(option: str, path: str | Path | None) -> None:
         raise BenchConfigError(
             option, f"cannot write the figure {path}: folder {parent} does not exist"
         )
-
-
-def sizes_for(config: BenchConfig, model: Any) -> tuple[int, int]:
-    """(M, N) of the run's synthetic or image problems.
-
-    Parameters
-    ----------
-    config : BenchConfig
-    model : object or None
-
-    Returns
-    -------
-    (int, int)
-        The model's ``A`` shape for synthetic data with a model; else ``M``
-        (default 25 for images, 72 otherwise) and ``N``.
-    """
-    if config.data == "synthetic" and model is not None:
-        M, N = model.A.shape
-        return int(M), int(N)
-    default_M = 25 if config.data == "images" else 72
-    return (config.M if config.M is not None else default_M), config.n_atoms
-

@@ -30,8 +30,12 @@ import numpy as np
 
 from ..decoders import Decoder, decoder_names, decoder_specs, get_decoder_spec
 
-__all__ = ["SweepRun", "decoder_device", "decoder_names", "own_decoder", "pair_models",
-           "run_decoder", "run_label", "sweep_runs", "uses_stopping_rule"]
+__all__ = ["STOP_RULES", "SweepRun", "decoder_device", "decoder_names", "own_decoder",
+           "pair_models", "run_decoder", "run_label", "sweep_runs", "uses_stopping_rule"]
+
+#: The stopping rules of the greedy decoders in a sweep: the paper's threshold with the
+#: true noise level, the same on an estimated one, the true sparsity.
+STOP_RULES = ("tol", "auto", "k")
 
 #: The torch device of :func:`decoder_device` (None: the compiled decoders).
 _DEVICE: contextvars.ContextVar[str | None] = contextvars.ContextVar("cscore_bench_device",

@@ -17,11 +17,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .config import DATA_N, DEMO_MODEL, BenchConfigError, check_figure_path, model_decoder
+from .choose import model_decoder
+from .config import DATA_N, DEMO_MODEL, BenchConfigError, check_figure_path
 from .decoders import run_decoder
-from .experiments import _nmse
 from .report import format_duration
 from .runner import load_bench_model
+from .sweep import mean_nmse
 
 __all__ = ["DemoResult", "DemoRun", "DemoSetup", "prepare_demo", "run_demo"]
 
@@ -178,7 +179,7 @@ def run_demo(
         S_hat = run_decoder(name, model.A, Y, model=model, **kw)
         dt = (time.perf_counter() - t0) / S.shape[0]
         run = DemoRun(f"{name} ({'tol' if 'tol' in kw else 'k'})",
-                      _nmse(np.asarray(S_hat, dtype=np.float64), S), dt)
+                      mean_nmse(np.asarray(S_hat, dtype=np.float64), S), dt)
         result.runs.append(run)
         if on_run is not None:
             on_run(run)

@@ -19,15 +19,23 @@ from typing import Any
 
 import numpy as np
 
-from ..decoders import decoder_names
-from .config import BG_DECODERS, BenchConfig, BenchConfigError
+from .choose import check_decoder_list
+from .config import BenchConfig, BenchConfigError
 from .decoders import own_decoder, pair_models
+from .registry import experiment_names, get_experiment
 
-__all__ = ["MULTI_MODEL_EXPERIMENTS", "check_experiment", "check_shared_matrix",
-           "choose_model_decoders", "model_labels"]
+__all__ = ["check_experiment", "check_shared_matrix", "choose_model_decoders",
+           "model_labels", "multi_model_experiments"]
 
-#: The experiments that take several models (bg: one model per model decoder).
-MULTI_MODEL_EXPERIMENTS = ("sparsity", "noise", "bg")
+
+def multi_model_experiments() -> list[str]:
+    """The registered experiments that take several models (``multi_model``).
+
+    Returns
+    -------
+    list of str
+    """
+    return [n for n in experiment_names() if get_experiment(n).multi_model]
 
 
 def model_labels(names: Sequence[str]) -> list[str]:
@@ -108,10 +116,10 @@ def check_experiment(config: BenchConfig) -> None:
     BenchConfigError
         (option ``--model``) another experiment with more than one model.
     """
-    if len(config.model_names) > 1 and config.experiment not in MULTI_MODEL_EXPERIMENTS:
+    if len(config.model_names) > 1 and not config.spec.multi_model:
         raise BenchConfigError(
             "--model", f"several models (--model {','.join(config.model_names)}) are for the "
-            f"experiments {', '.join(MULTI_MODEL_EXPERIMENTS)}; {config.experiment} takes one"
+            f"experiments {', '.join(multi_model_experiments())}; {config.experiment} takes one"
         )
 
 
@@ -128,8 +136,8 @@ def choose_model_decoders(config: BenchConfig, models: Mapping[str, Any]) -> lis
     -------
     list of str
         ``config.decoders``, or by default every model's own decoder (once,
-        in the models' order), ``somp`` and ``omp`` (bg: the decoders of
-        :data:`~cscore.bench.config.BG_DECODERS`).
+        in the models' order), then the experiment's registered ``decoders``
+        (default ``somp`` and ``omp``).
 
     Raises
     ------
@@ -139,21 +147,14 @@ def choose_model_decoders(config: BenchConfig, models: Mapping[str, Any]) -> lis
     """
     own = [d for d in (own_decoder(m) for m in models.values()) if d is not None]
     twice = [d for i, d in enumerate(own) if d in own[:i]]
-    if config.experiment == "bg" and twice:
-        raise BenchConfigError("--model", f"bg runs one model per decoder: several {twice[0]} "
-                               f"models (--model {', '.join(models)})")
+    if config.spec.one_model_per_decoder and twice:
+        raise BenchConfigError("--model", f"{config.experiment} runs one model per decoder: "
+                               f"several {twice[0]} models (--model {', '.join(models)})")
     if config.decoders is None:
-        tail = list(BG_DECODERS) if config.experiment == "bg" else ["somp", "omp"]
-        decoders = [*dict.fromkeys(own), *tail]
+        tail = config.spec.decoders
+        decoders = [*dict.fromkeys(own), *(tail if tail is not None else ("somp", "omp"))]
     else:
-        decoders = list(config.decoders)
-        if not decoders:
-            raise BenchConfigError("--decoders", "--decoders gives no decoder")
-    unknown = [d for d in decoders if d not in decoder_names()]
-    if unknown:
-        raise BenchConfigError(
-            "--decoders", f"unknown decoder(s) {unknown}; known: {', '.join(decoder_names())}"
-        )
+        decoders = check_decoder_list(config.decoders)
     try:
         pair_models(decoders, models)
     except ValueError as exc:

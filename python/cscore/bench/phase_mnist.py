@@ -20,7 +20,7 @@ import numpy as np
 
 from ..metrics import nmse_per_item
 from .decoders import decoder_names, needs_model, run_decoder, uses_stopping_rule
-from .experiments import mnist_problems
+from .problems import heldout_mnist
 from .tally import WarningTally
 
 __all__ = [
@@ -275,6 +275,7 @@ def mnist_phase(
                              f"(--train-models)")
     rate = {n: np.full((len(rhos), len(ratios)), np.nan) for n in decoders}
     rows: list[dict[str, Any]] = []
+    held = heldout_mnist(data_dir, first_index=first_index, n_tuples=n_tuples, seed=seed)
     bar = tqdm(total=len(ratios) * len(rhos), disable=not progress, desc="MNIST phase")
     for di, ratio in enumerate(ratios):
         M = max(1, round(ratio * 144))
@@ -282,8 +283,7 @@ def mnist_phase(
         A = model.A if model is not None else paper_matrix(M, 144, seed=seed)
         for ri, rho in enumerate(rhos):
             k = min(M, max(1, round(rho * M)))
-            ps = mnist_problems(data_dir, A, k, sigma=sigma, seed=seed, n_tuples=n_tuples,
-                                first_index=first_index)  # fmt: skip
+            ps = held.problems(A, k, sigma=sigma, seed=seed + 1)
             for name in decoders:
                 if needs_model(name) and model is None:
                     continue

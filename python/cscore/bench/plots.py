@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._optional import install_hint
-from .experiments import SweepResult
+from .sweep import SweepResult
 from .theory import weak_threshold
 
-__all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_sweep",
-           "save_figure"]
+__all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_scaling",
+           "plot_sweep", "pyplot", "save_figure"]
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (ImportError with an install hint)."""
     try:
         import matplotlib
 
@@ -69,7 +71,7 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
     pathlib.Path
         ``path``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     styles = _curve_styles(result)
     multi = len(result.nmse) > 4  # then the legend goes below the axes
     rows = -(-len(result.nmse) // 4) if multi else 0  # legend rows below the axes
@@ -139,7 +141,7 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
     pathlib.Path
         ``path``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     names = list(pt["success"])
     fig, axes = plt.subplots(
         1,
@@ -205,7 +207,7 @@ def plot_images(
     pathlib.Path
         ``path``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     labels = list(columns)
     rows = 2 if crop else 1
     fig, axes = plt.subplots(
@@ -251,7 +253,7 @@ def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
     pathlib.Path
         ``path``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name, c in res["curve"].items():
         ax.plot(res["ratios"], c, marker="o", label=name)
@@ -285,7 +287,7 @@ def plot_bg(res: Any, path: str | Path) -> Path:
     pathlib.Path
         ``path``.
     """
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
     names = list(res.nmse_db)
     vals = [res.nmse_db[n] for n in names]
@@ -316,5 +318,55 @@ def plot_bg(res: Any, path: str | Path) -> Path:
                  f"SNR {info['snr_db']:g} dB, condition number {info['kappa']:g}", fontsize=9)
     fig.tight_layout()
     path = save_figure(fig, path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
+    """Log-log CPU time per vector against ``N``: a panel per matrix kind and batch size.
+
+    One colour per library, one line style per stopping rule, one marker per
+    method.  CPU time rather than wall time: every library runs on one thread, and
+    on a shared machine the wall time also counts the time others held the core.
+
+    Parameters
+    ----------
+    rows : sequence of dict
+        :func:`run_scaling`'s rows.
+    path : path
+        PNG to write.
+
+    Returns
+    -------
+    pathlib.Path
+    """
+    plt = pyplot()
+    panels = sorted({(r["matrix"], r["batch"]) for r in rows})
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), squeeze=False)
+    colours = {lib: f"C{i}" for i, lib in enumerate(("cscore", "sklearn", "spams", "pylops"))}
+    styles = {"conv": "-", "k": "--", "tol": ":"}
+    markers = {"amp": "o", "omp": "s"}
+    for ax, (kind, B) in zip(axes[0], panels):
+        curves = sorted({(r["library"], r["method"], r["stop"]) for r in rows
+                         if r["matrix"] == kind and r["batch"] == B})
+        for lib, method, stop in curves:
+            pts = sorted((r["N"], r["cpu_seconds_per_vector"]) for r in rows
+                         if (r["library"], r["method"], r["stop"], r["matrix"], r["batch"])
+                         == (lib, method, stop, kind, B))
+            ax.loglog([p[0] for p in pts], [p[1] for p in pts], color=colours.get(lib, "k"),
+                      linestyle=styles.get(stop, "-."), marker=markers.get(method, "^"),
+                      label=f"{lib} {method} ({stop})")
+        ns = sorted({r["N"] for r in rows if r["matrix"] == kind and r["batch"] == B})
+        ax.set_xticks(ns)
+        ax.set_xticklabels([str(n) for n in ns])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
+        ax.set_title(f"{kind}, batch {B}")
+        ax.set_xlabel("N")
+        ax.set_ylabel("CPU seconds per vector (one thread)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
     return path

@@ -41,7 +41,12 @@ from typing import Any
 
 import numpy as np
 
+from .config import BenchConfig, BenchConfigError, parse_ints
+from .plots import plot_scaling
+from .registry import ExperimentOption, register_experiment
 from .report import cpu_model
+from .runner import BenchOutcome, BenchPlan
+from .tally import WarningTally
 
 __all__ = [
     "MATRICES",
@@ -360,53 +365,79 @@ def _table(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join([head, *body])
 
 
-def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Log-log CPU time per vector against ``N``: a panel per matrix kind and batch size.
+def _names(text: str | None) -> tuple[str, ...] | None:
+    if text is None or not text.strip():
+        return None
+    return tuple(t.strip() for t in text.split(",") if t.strip())
 
-    One colour per library, one line style per stopping rule, one marker per
-    method.  CPU time rather than wall time: every library runs on one thread, and
-    on a shared machine the wall time also counts the time others held the core.
+
+def scaling_config(config: BenchConfig, out: str | Path | None = None) -> ScalingConfig:
+    """The :class:`ScalingConfig` of a ``cscore bench scaling`` run, checked.
 
     Parameters
     ----------
-    rows : sequence of dict
-        :func:`run_scaling`'s rows.
-    path : path
-        PNG to write.
+    config : BenchConfig
+        Its ``options`` hold the experiment's own settings (``sizes``,
+        ``delta``, ...); ``quick`` means sizes 128, 256, 512 and one repeat.
+    out : path, optional
+        Output folder (default ``config.output_dir()``).
 
     Returns
     -------
-    pathlib.Path
-    """
-    from .plots import _pyplot
+    ScalingConfig
 
-    plt = _pyplot()
-    panels = sorted({(r["matrix"], r["batch"]) for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.0 * len(panels), 4.0), squeeze=False)
-    colours = {lib: f"C{i}" for i, lib in enumerate(LIBRARIES)}
-    styles = {"conv": "-", "k": "--", "tol": ":"}
-    markers = {"amp": "o", "omp": "s"}
-    for ax, (kind, B) in zip(axes[0], panels):
-        curves = sorted({(r["library"], r["method"], r["stop"]) for r in rows
-                         if r["matrix"] == kind and r["batch"] == B})
-        for lib, method, stop in curves:
-            pts = sorted((r["N"], r["cpu_seconds_per_vector"]) for r in rows
-                         if (r["library"], r["method"], r["stop"], r["matrix"], r["batch"])
-                         == (lib, method, stop, kind, B))
-            ax.loglog([p[0] for p in pts], [p[1] for p in pts], color=colours.get(lib, "k"),
-                      linestyle=styles.get(stop, "-."), marker=markers.get(method, "^"),
-                      label=f"{lib} {method} ({stop})")
-        ns = sorted({r["N"] for r in rows if r["matrix"] == kind and r["batch"] == B})
-        ax.set_xticks(ns)
-        ax.set_xticklabels([str(n) for n in ns])
-        ax.xaxis.set_minor_formatter(plt.NullFormatter())
-        ax.set_title(f"{kind}, batch {B}")
-        ax.set_xlabel("N")
-        ax.set_ylabel("CPU seconds per vector (one thread)")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    Raises
+    ------
+    BenchConfigError
+        A setting out of range (the message names the option).
+    """
+    sizes = config.option("sizes") or ("128,256,512" if config.quick else "256,512,1024,2048")
+    sc = ScalingConfig(
+        sizes=parse_ints("--sizes", sizes), delta=config.option("delta"),
+        rho=config.option("rho"), batches=parse_ints("--batches", config.option("batches")),
+        matrices=_names(config.option("matrices")) or (),
+        libraries=_names(config.option("libraries")),
+        repeats=1 if config.quick else config.option("repeats"),
+        max_seconds=config.option("max_seconds"), seed=config.seed,
+        out=str(out if out is not None else config.output_dir()), plot=config.plot,
+        argv=config.argv,
+    )  # fmt: skip
+    try:
+        sc.check()
+    except ValueError as exc:
+        raise BenchConfigError(str(exc).split(" ", 1)[0], str(exc)) from None
+    return sc
+
+
+def _check(config: BenchConfig, model: Any) -> None:
+    scaling_config(config)
+
+
+def _run(plan: BenchPlan, log: Log) -> BenchOutcome:
+    c = plan.config
+    res = run_scaling(scaling_config(c, plan.out), log=log if c.progress else None)
+    figs = [res["figure"]] if res["figure"] is not None else []
+    return BenchOutcome(out=res["out"], json_path=None, csv_path=res["csv"],
+                        report_path=res["report"], n_rows=len(res["rows"]), figures=figs,
+                        tables=[], warnings=WarningTally(), result=res)
+
+
+register_experiment(
+    "scaling", _run, help="time and memory vs N for cscore and installed peers",
+    check=_check,
+    data=("synthetic",), decoders=(), data_label=lambda config: "",
+    options=(
+        ExperimentOption("sizes", None, "N values, '256,512' or '256:2048:256' (default "
+                         "256,512,1024,2048; --quick 128,256,512)"),
+        ExperimentOption("delta", 0.5, "M/N (default 0.5)", float),
+        ExperimentOption("rho", 0.2, "k/M (default 0.2)", float),
+        ExperimentOption("batches", "16", "problems per decode call, a list (default 16)"),
+        ExperimentOption("matrices", "dense,dct", "dense (i.i.d. Gaussian) and/or dct "
+                         "(partial DCT operator); default dense,dct"),
+        ExperimentOption("libraries", None, "from cscore, sklearn, spams, pylops (default: "
+                         "all that are installed)"),
+        ExperimentOption("repeats", 2, "timed decodes per point, best kept (default 2)", int),
+        ExperimentOption("max_seconds", 5.0, "a method slower than this per batch skips the "
+                         "larger N (default 5.0)", float),
+    ),
+)

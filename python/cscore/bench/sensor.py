@@ -384,9 +384,9 @@ def plot_sensor(setup: SensorSetup, runs: list[SensorRun], path: str | Path,
     -------
     pathlib.Path
     """
-    from .plots import _pyplot
+    from .plots import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     Ms = sorted({r.M for r in runs})
     M = Ms[len(Ms) // 2]
     shown = [r for r in runs if r.M == M]

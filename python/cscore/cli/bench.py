@@ -1,8 +1,9 @@
-"""``cscore bench``: the paper's experiments (sparsity, noise, phase transition).
+"""``cscore bench``: the registered experiments (sparsity, noise, phase, bg, scaling, ...).
 
-Argument parsing and printing only: the options become a
-:class:`cscore.bench.config.BenchConfig`, and :func:`cscore.bench.runner.run_bench`
-checks, runs and writes the experiment.
+Argument parsing and printing only: the experiments, their help and their own
+options come from the experiment registry (:mod:`cscore.bench.registry`); the
+options become a :class:`cscore.bench.config.BenchConfig`, and
+:func:`cscore.bench.runner.run_bench` checks, runs and writes the experiment.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ from ..bench.config import (
     DATA_SOURCES,
     DEFAULT_K,
     DEFAULT_OUT_ROOT,
-    EXPERIMENTS,
     BenchConfig,
-    check_output_dir,
     parse_floats,
     parse_ints,
 )
+from ..bench.registry import experiment_names, get_experiment
 from ..decoders import decoder_names
 
 __all__ = ["HELP", "add_arguments", "error", "run"]
@@ -57,10 +57,9 @@ def error(command: str, exc: BaseException | str) -> int:
 
 
 def _add_data_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("experiment", choices=[*EXPERIMENTS, "scaling"],
-                   help="sparsity: error vs k; noise: error vs sigma; phase: phase transition; "
-                        "bg: the Bernoulli-Gaussian benchmark of the AMP/LAMP papers; "
-                        "scaling: time and memory vs N for cscore and installed peers")
+    names = experiment_names()
+    p.add_argument("experiment", choices=names,
+                   help="; ".join(f"{n}: {get_experiment(n).help}" for n in names))
     p.add_argument("--data", choices=list(DATA_SOURCES), default="synthetic",
                    help="problem source: MNIST digits, the bundled demo images (no path "
                    "needed), a folder of pictures, or random problems (default: synthetic)")
@@ -141,26 +140,18 @@ def _add_output_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-plot", action="store_true", help="skip the figure (default: drawn)")
 
 
-def _add_scaling_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("scaling", "options of the scaling experiment (docs/bench.md)")
-    g.add_argument("--sizes", default=None,
-                   help="scaling: N values, '256,512' or '256:2048:256' (default "
-                   "256,512,1024,2048; --quick 128,256,512)")
-    g.add_argument("--delta", type=float, default=0.5, help="scaling: M/N (default 0.5)")
-    g.add_argument("--rho", type=float, default=0.2, help="scaling: k/M (default 0.2)")
-    g.add_argument("--batches", default="16",
-                   help="scaling: problems per decode call, a list (default 16)")
-    g.add_argument("--matrices", default="dense,dct",
-                   help="scaling: dense (i.i.d. Gaussian) and/or dct (partial DCT operator); "
-                   "default dense,dct")
-    g.add_argument("--libraries", default=None,
-                   help="scaling: from cscore, sklearn, spams, pylops (default: all that "
-                   "are installed)")
-    g.add_argument("--repeats", type=int, default=2,
-                   help="scaling: timed decodes per point, best kept (default 2)")
-    g.add_argument("--max-seconds", type=float, default=5.0,
-                   help="scaling: a method slower than this per batch skips the larger N "
-                   "(default 5.0)")
+def _add_experiment_arguments(p: argparse.ArgumentParser) -> None:
+    """One group per experiment with options of its own (from its registration)."""
+    seen: set[str] = set()
+    for name in experiment_names():
+        opts = [o for o in get_experiment(name).options if o.name not in seen]
+        if not opts:
+            continue
+        g = p.add_argument_group(name, f"options of the {name} experiment (docs/bench.md)")
+        for o in opts:
+            g.add_argument(o.flag, dest=f"opt_{o.name}", type=o.type, default=None,
+                           help=f"{name}: {o.help}")
+            seen.add(o.name)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -173,35 +164,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _add_data_arguments(p)
     _add_run_arguments(p)
     _add_output_arguments(p)
-    _add_scaling_arguments(p)
-
-
-def _run_scaling(args: argparse.Namespace) -> int:
-    """``cscore bench scaling``: build the grid, run it, print where the results are."""
-    from ..bench.scaling import ScalingConfig, run_scaling
-
-    try:
-        default_sizes = "128,256,512" if args.quick else "256,512,1024,2048"
-        out = args.out or f"{DEFAULT_OUT_ROOT}/scaling"
-        check_output_dir(out, overwrite=args.overwrite)
-        config = ScalingConfig(
-            sizes=parse_ints("--sizes", args.sizes or default_sizes), delta=args.delta,
-            rho=args.rho, batches=parse_ints("--batches", args.batches),
-            matrices=tuple(m.strip() for m in args.matrices.split(",") if m.strip()),
-            libraries=_names(args.libraries), repeats=1 if args.quick else args.repeats,
-            max_seconds=args.max_seconds, seed=args.seed, out=out, plot=not args.no_plot,
-            argv=tuple(getattr(args, "_argv", None) or sys.argv),
-        )  # fmt: skip
-        res = run_scaling(config, log=None if args.no_progress else print)
-    except USER_ERRORS as exc:
-        if os.environ.get("CSCORE_TRACEBACK"):
-            raise
-        return error("bench", exc)
-    if res["figure"] is not None:
-        print(f"figure: {res['figure']}")
-    print(f"results: {res['csv']} ({len(res['rows'])} rows)")
-    print(f"report: {res['report']}")
-    return 0
+    _add_experiment_arguments(p)
 
 
 def _names(text: str | None) -> tuple[str, ...] | None:
@@ -241,6 +204,8 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     """
     argv = getattr(args, "_argv", None)
     models = _model_names(args.model)
+    options = {key[4:]: v for key, v in vars(args).items()
+               if key.startswith("opt_") and v is not None}  # another's: refused by the check
     return BenchConfig(
         experiment=args.experiment, data=args.data, data_dir=args.data_dir,
         first_index=args.first_index, images_dir=args.images_dir, transform=args.transform,
@@ -255,7 +220,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         seed=args.seed, out=args.out, overwrite=args.overwrite,
         progress=not args.no_progress, plot=not args.no_plot,
         argv=tuple(argv) if argv is not None else None,
-        device=getattr(args, "device", None),
+        device=getattr(args, "device", None), options=options,
     )  # fmt: skip
 
 
@@ -274,8 +239,6 @@ def run(args: argparse.Namespace) -> int:
     """
     from ..bench.runner import run_bench
 
-    if args.experiment == "scaling":
-        return _run_scaling(args)
     try:
         outcome = run_bench(config_from_args(args), log=print)
     except USER_ERRORS as exc:
@@ -289,7 +252,8 @@ def run(args: argparse.Namespace) -> int:
         print(table)
     for f in outcome.figures:
         print(f"figure: {f}")
-    print(f"results: {outcome.json_path}, {outcome.csv_path} ({outcome.n_rows} rows)")
+    files = [f for f in (outcome.json_path, outcome.csv_path) if f is not None]
+    print(f"results: {', '.join(map(str, files))} ({outcome.n_rows} rows)")
     print(f"report: {outcome.report_path}")
     tally = outcome.warnings
     if tally.total:
