@@ -24,8 +24,10 @@
 
 from __future__ import annotations
 
-# The built-in experiments register themselves (in this order: ``cscore bench --help``).
-from . import bg, noise, phase, scaling, sparsity  # noqa: F401
+# The built-in experiments register themselves, in this order (``cscore bench --help``).
+# isort: off
+from . import sparsity, noise, phase, bg, scaling  # noqa: F401
+# isort: on
 from .config import BenchConfig, BenchConfigError
 from .decoders import decoder_names, run_decoder, uses_stopping_rule
 from .phase import phase_transition

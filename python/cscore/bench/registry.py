@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from .config import BenchConfig
-    from .runner import BenchOutcome, BenchPlan
+from typing import Any
 
 __all__ = [
     "DATA_SOURCES",
+    "DEFAULTABLE",
+    "SHARED_SETTINGS",
     "Experiment",
     "ExperimentOption",
     "experiment_names",
@@ -35,7 +33,23 @@ __all__ = [
 #: Problem sources of ``--data`` (an experiment reads some of them).
 DATA_SOURCES = ("mnist", "demo", "images", "synthetic")
 
+#: The settings every experiment shares (the fields of ``BenchConfig``; an
+#: experiment's own option may not take one of these names).
+SHARED_SETTINGS = frozenset({
+    "experiment", "data", "data_dir", "first_index", "images_dir", "transform", "image_size",
+    "quick", "train_models", "model_cache", "model", "decoders", "k", "sigma", "stop",
+    "problems", "M", "N", "L", "kappa", "independent", "seed", "out", "overwrite", "progress",
+    "plot", "argv", "models", "device", "options",
+})
+#: The shared settings whose default an experiment may change (``defaults``).
+DEFAULTABLE = ("N",)
+
 Log = Callable[[str], None]
+#: ``run(plan, log) -> BenchOutcome`` (:mod:`cscore.bench.runner`; this module imports
+#: no other of the package, so the hooks are typed loosely here).
+RunFn = Callable[[Any, Log], Any]
+#: ``check(config, model)``: raises ``BenchConfigError``.
+CheckFn = Callable[[Any, Any], None]
 
 
 @dataclass(frozen=True)
@@ -94,8 +108,8 @@ class Experiment:
         ``prepare(plan)``: build what can fail on the data (the first problem
         set) before anything is written.
     defaults : mapping
-        ``BenchConfig`` fields whose default differs for this experiment
-        (``{"N": 500}`` for ``bg``); a value the user gives wins.
+        Shared settings whose default differs for this experiment (from
+        :data:`DEFAULTABLE`: ``{"N": 500}`` for ``bg``); a value the user gives wins.
     options : tuple of ExperimentOption
         Settings only this experiment has.
     data : tuple of str
@@ -119,16 +133,16 @@ class Experiment:
     """
 
     name: str
-    run: Callable[[BenchPlan, Log], BenchOutcome]
+    run: RunFn
     help: str = ""
-    check: Callable[[BenchConfig, Any], None] | None = None
-    prepare: Callable[[BenchPlan], None] | None = None
+    check: CheckFn | None = None
+    prepare: Callable[[Any], None] | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
     options: tuple[ExperimentOption, ...] = ()
     data: tuple[str, ...] = DATA_SOURCES
     decoders: tuple[str, ...] | None = None
-    data_label: Callable[[BenchConfig], str] | None = None
-    trains: Callable[[BenchConfig], str | None] | None = None
+    data_label: Callable[[Any], str] | None = None
+    trains: Callable[[Any], str | None] | None = None
     multi_model: bool = False
     one_model_per_decoder: bool = False
 
@@ -138,17 +152,17 @@ _EXPERIMENTS: dict[str, Experiment] = {}
 
 def register_experiment(
     name: str,
-    run: Callable[[BenchPlan, Log], BenchOutcome],
+    run: RunFn,
     *,
     help: str = "",
-    check: Callable[[BenchConfig, Any], None] | None = None,
-    prepare: Callable[[BenchPlan], None] | None = None,
+    check: CheckFn | None = None,
+    prepare: Callable[[Any], None] | None = None,
     defaults: Mapping[str, Any] | None = None,
     options: tuple[ExperimentOption, ...] = (),
     data: tuple[str, ...] = DATA_SOURCES,
     decoders: tuple[str, ...] | None = None,
-    data_label: Callable[[BenchConfig], str] | None = None,
-    trains: Callable[[BenchConfig], str | None] | None = None,
+    data_label: Callable[[Any], str] | None = None,
+    trains: Callable[[Any], str | None] | None = None,
     multi_model: bool = False,
     one_model_per_decoder: bool = False,
     replace: bool = False,
@@ -185,14 +199,11 @@ multi_model, one_model_per_decoder
     bad = [d for d in data if d not in DATA_SOURCES]
     if bad or not data:
         raise ValueError(f"data must be from {', '.join(DATA_SOURCES)}; got {list(data)}")
-    from .config import BenchConfig
-
-    fields = set(BenchConfig.__dataclass_fields__)
-    unknown = [f for f in (defaults or {}) if f not in fields]
+    unknown = [f for f in (defaults or {}) if f not in DEFAULTABLE]
     if unknown:
-        raise ValueError(f"defaults names no BenchConfig field: {unknown}")
+        raise ValueError(f"defaults takes {', '.join(DEFAULTABLE)}; got {unknown}")
     for opt in options:
-        if opt.name in fields:
+        if opt.name in SHARED_SETTINGS:
             raise ValueError(f"option {opt.flag} is already a setting of every experiment")
         for other in _EXPERIMENTS.values():
             clash = next((o for o in other.options if o.name == opt.name), None)
