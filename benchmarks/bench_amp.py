@@ -35,7 +35,7 @@ import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import cscore
-from cscore.bench.report import cpu_model
+from cscore.bench import cpu_model
 from cscore.decoders.amp import VAMPSolver, amp, minimax_alpha
 
 N, M, RATE, SNR_DB = 500, 250, 0.1, 40.0

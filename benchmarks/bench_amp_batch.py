@@ -84,7 +84,7 @@ def main() -> int:
     args = ap.parse_args()
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
     sys.path.insert(0, here)
-    from cscore.bench.report import cpu_model
+    from cscore.bench import cpu_model
     print(f"CPU {cpu_model()}, {os.cpu_count()} logical CPUs, one thread per decode, "
           f"load average {os.getloadavg()[0]:.1f} at the start; batch {args.batch}, "
           f"best of {args.rounds} alternating rounds")

@@ -24,8 +24,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 import cscore
-from cscore.bench.decoders import run_decoder
-from cscore.bench.experiments import mnist_problems
+from cscore.bench import mnist_problems, run_decoder
 from cscore.metrics import nmse_per_item
 
 

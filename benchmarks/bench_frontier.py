@@ -39,21 +39,16 @@ from typing import Any
 import numpy as np
 
 import cscore
-from cscore.bench import run_decoder
+from cscore.bench import MNIST_SPLITS, heldout_mnist, run_decoder
 from cscore.datasets import (
     expected_noise_tol,
     image_mmv_problems,
-    load_mnist,
     measure,
-    mnist_mmv_problems,
-    mnist_tuples,
-    problems_to_images,
 )
 from cscore.metrics import nmse_per_item
 from cscore.models.registry import resolve_model
 
 ROOT = Path(__file__).resolve().parents[1]
-SPLITS = {"val": np.arange(5400, 6000), "test": np.arange(6000, 8000)}
 
 
 def oracle(A: np.ndarray, Y: np.ndarray, S: np.ndarray) -> np.ndarray:
@@ -78,18 +73,11 @@ def decode(model: Any, Y: np.ndarray, tol: float, **beam: Any) -> np.ndarray:
 def problem_sets(args: argparse.Namespace) -> tuple[Any, Any, int, str]:
     """``problems(k) -> S`` and ``to_images(S) -> images`` of the chosen data and split."""
     if args.data_kind == "mnist":
-        images, labels = load_mnist(args.mnist / "images-idx3-ubyte.gz",
-                                    args.mnist / "labels-idx1-ubyte.gz")
-        tuples = mnist_tuples(labels, SPLITS[args.split])[: args.n_tuples]
-
-        def problems(k: int) -> np.ndarray:
-            return mnist_mmv_problems(images, tuples, k)
-
-        def to_images(S: np.ndarray) -> np.ndarray:
-            return problems_to_images(S).reshape(-1, 24, 24)
-
-        idx = SPLITS[args.split]
-        return problems, to_images, len(tuples), f"MNIST {args.split} {idx[0]}..{idx[-1]}"
+        first, end = MNIST_SPLITS[args.split]
+        held = heldout_mnist(args.mnist, first_index=first, end_index=end,
+                             n_tuples=args.n_tuples)
+        return (held.signals, held.to_images, len(held.tuples),
+                f"MNIST {args.split} {first}..{end - 1}")
     from cscore.datasets.msrc import load_msrc_split
 
     _, val, test, _ = load_msrc_split(args.msrc, 64)

@@ -31,15 +31,12 @@ from pathlib import Path
 import numpy as np
 
 import cscore
+from cscore.bench import MNIST_SPLITS, heldout_mnist
 from cscore.datasets import (
     expected_noise_tol,
     image_mmv_problems,
     load_image_folder,
-    load_mnist,
     measure,
-    mnist_mmv_problems,
-    mnist_tuples,
-    problems_to_images,
     problems_to_natural_images,
 )
 from cscore.metrics import nmse_per_item
@@ -47,7 +44,6 @@ from cscore.models import load_model
 from cscore.training.data import CDSN_MSRC_TEST_BUILDINGS
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_IDX = np.arange(6000, 8000)
 
 
 def _timed(fn, *a, **kw):
@@ -63,15 +59,16 @@ def mnist_part(args: argparse.Namespace) -> list[str]:
     if not np.array_equal(A, lstm.A):
         raise SystemExit("nwsomp-mnist-m72 and mnist-m72 use different sensing matrices")
     d = args.data / "mnist"
-    images, labels = load_mnist(d / "images-idx3-ubyte.gz", d / "labels-idx1-ubyte.gz")
-    tuples = mnist_tuples(labels, TEST_IDX)[: args.n_tuples]
+    first, end = MNIST_SPLITS["test"]
+    held = heldout_mnist(d, first_index=first, end_index=end, n_tuples=args.n_tuples)
+    tuples = held.tuples
     M, L = nw.M, nw.L
     tol = expected_noise_tol(M, L, args.sigma)
     rows = []
     times = {"somp": 0.0, "nwsomp": 0.0, "lstm": 0.0}
     n_prob = 0
     for k in range(5, 31, 5):
-        S = mnist_mmv_problems(images, tuples, k)
+        S = held.signals(k)
         Y, _ = measure(A, S, args.sigma, seed=args.seed + k)
         res = {}
         for name, fn in (("somp", lambda Y: cscore.somp(A, Y, tol=tol)),
@@ -79,8 +76,8 @@ def mnist_part(args: argparse.Namespace) -> list[str]:
                          ("lstm", lambda Y: lstm.decode(Y, tol=tol))):
             S_hat, dt = _timed(fn, Y)
             times[name] += dt
-            res[name] = float(np.mean(nmse_per_item(problems_to_images(S_hat).reshape(-1, 24, 24),
-                                                    problems_to_images(S).reshape(-1, 24, 24))))
+            res[name] = float(np.mean(nmse_per_item(held.to_images(S_hat),
+                                                    held.to_images(S))))
         n_prob += S.shape[0]
         rows.append((k, res))
         print(k, res, flush=True)

@@ -25,18 +25,11 @@ from pathlib import Path
 import numpy as np
 
 import cscore
-from cscore.datasets import (
-    expected_noise_tol,
-    load_mnist,
-    measure,
-    mnist_mmv_problems,
-    mnist_tuples,
-    problems_to_images,
-)
+from cscore.bench import MNIST_SPLITS, heldout_mnist
+from cscore.datasets import expected_noise_tol, measure
 from cscore.metrics import nmse_per_item
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_IDX = np.arange(6000, 8000)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -61,10 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2016)
     args = ap.parse_args(argv)
 
-    images, labels = load_mnist(
-        args.data / "images-idx3-ubyte.gz", args.data / "labels-idx1-ubyte.gz"
-    )
-    tuples = mnist_tuples(labels, TEST_IDX)[: args.n_tuples]
+    first, end = MNIST_SPLITS["test"]
+    held = heldout_mnist(args.data, first_index=first, end_index=end, n_tuples=args.n_tuples)
+    tuples = held.tuples
     ks = [int(v) for v in args.ks.split(",")]
     worst = 0.0
     t0 = time.perf_counter()
@@ -80,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print("| k | rule | NMSE float32 | NMSE float16 | ratio | problems with other supports |")
         print("|---|---|---:|---:|---:|---:|")
         for k in ks:
-            S = mnist_mmv_problems(images, tuples, k)
+            S = held.signals(k)
             Y, _ = measure(model.A, S, args.sigma, seed=args.seed + k)
             for rule, kw in (("tol", {"tol": tol}), ("k", {"n_nonzero": k})):
                 out = {
@@ -91,8 +83,8 @@ def main(argv: list[str] | None = None) -> int:
                     wd: float(
                         np.mean(
                             nmse_per_item(
-                                problems_to_images(s).reshape(-1, 24, 24),
-                                problems_to_images(S).reshape(-1, 24, 24),
+                                held.to_images(s),
+                                held.to_images(S),
                             )
                         )
                     )

@@ -24,8 +24,9 @@ Two stopping rules:
 * ``k``: exactly k atoms per channel.  LSTM-CS vs OMP run per channel.
 
 All decoders are the package's: ``cscore.LSTMCS.decode`` (C++), ``cscore.omp`` and
-``cscore.somp``; the LSTM-CS decoder is first checked against the NumPy
-``reference_decode`` on 20 problems.
+``cscore.somp``; the problems are the held-out set of ``cscore.bench.heldout_mnist``
+(``MNIST_SPLITS["test"]``).  Public API only: the former check against the NumPy
+reference decoder (a test oracle, not public) is tests/test_lstm_agreement.py's job.
 """
 
 from __future__ import annotations
@@ -37,27 +38,17 @@ from pathlib import Path
 
 import numpy as np
 
-import cscore
-from cscore.bench import run_decoder
-from cscore.datasets import (
-    expected_noise_tol,
-    load_mnist,
-    measure,
-    mnist_mmv_problems,
-    mnist_tuples,
-    problems_to_images,
-)
-from cscore.decoders.learned.reference import reference_decode
-from cscore.decoders.learned.weights import load_model_file
+from cscore.bench import MNIST_SPLITS, heldout_mnist, run_decoder
+from cscore.datasets import expected_noise_tol, load_demo, measure
 from cscore.metrics import nmse_per_item
+from cscore.models import load_model
 
 ROOT = Path(__file__).resolve().parents[1]
-TEST_IDX = np.arange(6000, 8000)
 
 
-def _decoders(weights, A, spec):
+def _decoders(model):
     """The shipped decoders: cscore.LSTMCS (C++ Algorithm 2), cscore.omp, cscore.somp."""
-    model = cscore.LSTMCS(weights, A, spec)
+    A = model.A
 
     def run(Y, n_nonzero, tol):
         return np.asarray(model.decode(Y, n_nonzero=n_nonzero, tol=tol)), "cscore.LSTMCS"
@@ -93,11 +84,10 @@ def main() -> int:
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args()
 
-    weights, A, spec, _info = load_model_file(args.model)
+    model = load_model(args.model)
+    A, spec = model.A, model.spec
     demo = spec.dataset.startswith("pywt.data")
     if demo:  # the embedded demo set: test image aero, 8x8 DCT blocks
-        from cscore.datasets import load_demo
-
         def problems(k: int) -> np.ndarray:
             return load_demo(k, M=spec.M, L=spec.L, image_size=spec.image_size, A=A).S_test
 
@@ -107,31 +97,17 @@ def main() -> int:
 
         n_items = 1
     else:
-        images, labels = load_mnist(args.data / "images-idx3-ubyte.gz",
-                                    args.data / "labels-idx1-ubyte.gz")
-        tuples = mnist_tuples(labels, TEST_IDX)[: args.n_tuples]
-
-        def problems(k: int) -> np.ndarray:
-            return mnist_mmv_problems(images, tuples, k)
-
-        def to_images(S: np.ndarray) -> np.ndarray:
-            return problems_to_images(S).reshape(-1, 24, 24)
-
+        first, end = MNIST_SPLITS["test"]
+        held = heldout_mnist(args.data, first_index=first, end_index=end,
+                             n_tuples=args.n_tuples)
+        tuples = held.tuples
+        problems, to_images = held.signals, held.to_images
         n_items = spec.L * len(tuples)
     ks = [int(v) for v in args.ks.split(",")]
     modes = args.modes.split(",")
     M, L = spec.M, spec.L
     tol = expected_noise_tol(M, L, args.sigma)
-    lstm, omp, somp = _decoders(weights, A, spec)
-    # the compiled decoder (float32 LSTM) must take the reference decoder's decisions
-    S0 = problems(15)[:20]
-    Y0, _ = measure(A, S0, args.sigma, seed=args.seed)
-    for nn, tt in ((15, None), (None, tol)):
-        ref, _ = reference_decode(weights, A, Y0, n_nonzero=nn, tol=tt)
-        got, _ = lstm(Y0, nn, tt)
-        same = float(np.mean((ref != 0) == (got != 0)))
-        print(f"check vs reference_decode (n_nonzero={nn}, tol={tt}): support agreement "
-              f"{same:.4f}, max |diff| {np.abs(ref - got).max():.2e}", flush=True)
+    lstm, omp, somp = _decoders(model)
     rows = []
     impl = ""
     t_all = time.perf_counter()
@@ -159,8 +135,8 @@ def main() -> int:
         where = (f"{len(tuples)} test tuples (MNIST indices 6000..7999) -> {4 * len(tuples)} "
                  f"problems and {n_items} images per k")
     lines = [
-        f"Model `{args.model.name}` (M={M}, N={spec.N}, L={L}, {weights.n_cells} cells, "
-        f"cell={weights.cell}); LSTM-CS decoded by {impl}.",
+        f"Model `{args.model.name}` (M={M}, N={spec.N}, L={L}, {model.n_cells} cells, "
+        f"cell={model.weights.cell}); LSTM-CS decoded by {impl}.",
         f"{where}; sigma={args.sigma}, fresh noise per problem "
         f"(seed {args.seed} + k); tol = L*sigma*sqrt(M*L) = {tol:.4f}. Run time {seconds:.0f} s.",
         "",

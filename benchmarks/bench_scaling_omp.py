@@ -40,7 +40,7 @@ from typing import Any, Callable
 import numpy as np
 
 import cscore
-from cscore.bench.report import cpu_model
+from cscore.bench import cpu_model
 
 GRID = "72x144,256x1024,512x2048,1024x4096,2048x16384"
 BATCH = 64

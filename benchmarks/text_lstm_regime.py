@@ -20,6 +20,7 @@ Usage::
 from __future__ import annotations
 
 import os
+import sys
 
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_v] = "1"
@@ -95,5 +96,8 @@ def lsa_starts() -> None:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        raise SystemExit(0)
     gates(order_and_cells())
     lsa_starts()

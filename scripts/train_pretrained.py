@@ -167,9 +167,10 @@ def _continue_from(init: Path | None, A: np.ndarray) -> tuple[Any, dict[str, Any
     """Weights and info of the model file ``init`` (None, None without one)."""
     if init is None:
         return None, None
-    from cscore.decoders.learned.weights import load_model_file
+    from cscore.models import load_model
 
-    w0, A0, _, previous = load_model_file(init)
+    model = load_model(init)
+    w0, A0, previous = model.weights, np.asarray(model.A), model.info
     # the same seed gives A up to roundoff on another machine's NumPy
     if A0.shape != A.shape or not np.allclose(A0, A, rtol=0, atol=1e-12):
         raise SystemExit(f"{init} was trained for another sensing matrix")

@@ -40,6 +40,7 @@ from .problems import (
     mnist_problems,
     synthetic_problems,
 )
+from .report import cpu_model
 from .registry import (
     Experiment,
     ExperimentOption,
@@ -63,6 +64,7 @@ __all__ = [
     "ProblemSet",
     "SweepResult",
     "WarningTally",
+    "cpu_model",
     "decoder_names",
     "demo_problems",
     "experiment_names",

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CSV_COLUMNS", "format_duration", "summary", "summary_table", "versions", "write_csv",
+__all__ = ["CSV_COLUMNS", "cpu_model", "format_duration", "summary", "summary_table", "versions", "write_csv",
            "write_report"]
 
 #: Columns every ``results.csv`` starts with.
