@@ -33,13 +33,8 @@ from typing import Any
 import numpy as np
 
 import cscore
-from cscore.datasets import (
-    expected_noise_tol,
-    load_mnist,
-    measure,
-    mnist_mmv_problems,
-    mnist_tuples,
-)
+from cscore.bench import MNIST_SPLITS, heldout_mnist
+from cscore.datasets import expected_noise_tol, measure
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "mnist"
@@ -84,9 +79,8 @@ def lstm_decoder() -> cscore.Decoder:
 
 def mnist_problems(dec: cscore.Decoder, n: int, seed: int = 2016) -> np.ndarray:
     """``n`` measurement sets Y (n, M, L) from MNIST test tuples, fresh noise each."""
-    images, labels = load_mnist(DATA / "images-idx3-ubyte.gz", DATA / "labels-idx1-ubyte.gz")
-    tuples = mnist_tuples(labels, np.arange(6000, 8000))
-    S = mnist_mmv_problems(images, tuples, K)
+    first, end = MNIST_SPLITS["test"]
+    S = heldout_mnist(DATA, first_index=first, end_index=end).signals(K)
     reps = -(-n // len(S))
     S = np.concatenate([S] * reps)[:n]
     Y, _ = measure(dec.A, S, SIGMA, seed=seed)
