@@ -15,14 +15,14 @@ import pytest
 
 import cscore
 from cscore.bench import BenchConfig, BenchConfigError, WarningTally, run_bench, sweep
-from cscore.bench.choose import choose_decoders, default_decoders, model_decoder
+from cscore.bench.choose import choose_decoders, default_decoders
 from cscore.bench.config import (
     check_config,
-    check_output_dir,
-    check_paths,
     parse_floats,
     parse_ints,
 )
+from cscore.bench.decoders import own_decoder
+from cscore.bench.paths import check_output_dir, check_paths
 from cscore.bench.problems import synthetic_problems
 from cscore.cli import main
 from cscore.decoders import register_decoder, unregister_decoder
@@ -279,7 +279,7 @@ def test_default_decoders_follow_the_models_registration():
                           "blstm-cs"), ("nwsomp-mnist-m72", "nwsomp"),
                           ("cdsn-msrc-dct-m25", "cdsn-cs")]:  # fmt: skip
         model = cscore.pretrained(name)
-        assert model_decoder(model) == decoder
+        assert own_decoder(model) == decoder
         assert default_decoders(model) == [decoder, "somp", "omp"]
 
 
@@ -294,7 +294,7 @@ def test_a_decoder_registered_later_is_chosen_and_checked():
     register_decoder("toy-model-decoder", model_type=_ToyModel, stopping=("n_nonzero",))
     try:
         toy = _ToyModel()
-        assert model_decoder(toy) == "toy-model-decoder"
+        assert own_decoder(toy) == "toy-model-decoder"
         assert default_decoders(toy) == ["toy-model-decoder", "somp", "omp"]
         bare = BenchConfig("sparsity", decoders=("toy-model-decoder", "somp"))
         with pytest.raises(BenchConfigError, match="toy-model-decoder needs --model") as exc:

@@ -14,7 +14,7 @@
   parameter.
 * :mod:`~cscore.bench.config`: a run's settings (:class:`BenchConfig`), checked
   in one place before anything is written (:class:`BenchConfigError` names the
-  option).
+  option); :mod:`~cscore.bench.paths`: its folders.
 * :mod:`~cscore.bench.runner`: one run from its settings (:func:`run_bench`):
   checks, the experiment's run, ``results.csv``, ``report.md``, figures.
 * :mod:`~cscore.bench.demo`, :mod:`~cscore.bench.sensor`: ``cscore demo``.
@@ -40,7 +40,6 @@ from .problems import (
     mnist_problems,
     synthetic_problems,
 )
-from .report import cpu_model
 from .registry import (
     Experiment,
     ExperimentOption,
@@ -48,6 +47,7 @@ from .registry import (
     register_experiment,
     unregister_experiment,
 )
+from .report import cpu_model
 from .runner import BenchOutcome, BenchPlan, finish_run, run_bench
 from .sweep import SweepResult, sweep
 from .tally import WarningTally

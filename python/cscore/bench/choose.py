@@ -17,23 +17,7 @@ from ..decoders import decoder_names, get_decoder_spec
 from .config import BenchConfig, BenchConfigError
 from .decoders import own_decoder
 
-__all__ = ["check_decoder_list", "choose_decoders", "default_decoders", "model_decoder"]
-
-
-def model_decoder(model: Any) -> str | None:
-    """The registered decoder that runs ``model`` (its class exactly, else a base class).
-
-    Parameters
-    ----------
-    model : object
-        A loaded model (LSTMCS, NWSOMP, ... or any registered model class).
-
-    Returns
-    -------
-    str or None
-        The decoder's name; None when no model decoder takes this class.
-    """
-    return own_decoder(model)
+__all__ = ["check_decoder_list", "choose_decoders", "default_decoders"]
 
 
 def default_decoders(model: Any) -> list[str]:
@@ -47,12 +31,12 @@ def default_decoders(model: Any) -> list[str]:
     Returns
     -------
     list of str
-        With a model: its decoder (:func:`model_decoder`), ``somp``, ``omp``;
+        With a model: its decoder (:func:`cscore.bench.decoders.own_decoder`), ``somp``, ``omp``;
         without: ``somp``, ``omp``, ``tmsbl``.
     """
     if model is None:
         return ["somp", "omp", "tmsbl"]
-    learned = model_decoder(model)
+    learned = own_decoder(model)
     return [*([learned] if learned else []), "somp", "omp"]
 
 
@@ -113,7 +97,7 @@ def choose_decoders(config: BenchConfig, model: Any, trained: str | None = None)
     if config.decoders is not None:
         decoders = check_decoder_list(config.decoders)
     elif tail is not None:
-        learned = model_decoder(model) if model is not None else None
+        learned = own_decoder(model) if model is not None else None
         decoders = [*([learned] if learned else []), *tail]
     else:
         decoders = default_decoders(model)
@@ -125,7 +109,7 @@ def choose_decoders(config: BenchConfig, model: Any, trained: str | None = None)
         if model is None:
             raise BenchConfigError("--decoders", f"{d} needs --model (see `cscore models`)")
         if spec.model_type is not None and not isinstance(model, spec.model_type):
-            own = model_decoder(model)
+            own = own_decoder(model)
             raise BenchConfigError(
                 "--decoders",
                 f"{d} needs a {spec.model_type.__name__} model, but --model {config.model} "

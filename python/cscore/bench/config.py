@@ -4,7 +4,7 @@
 an experiment's own settings in ``options``, declared by its registration,
 :mod:`cscore.bench.registry`).  :func:`check_config` is the one check of the
 settings: the checks every experiment shares, then the experiment's own
-(``Experiment.check``); :func:`check_paths` checks the data folders and the
+(``Experiment.check``); :func:`cscore.bench.paths.check_paths` checks the data folders and the
 output folder.  Both raise :class:`BenchConfigError` (a ``ValueError`` naming
 the offending option) before any folder is created or progress bar started.
 Which decoders a run runs is :mod:`cscore.bench.choose`.
@@ -12,7 +12,6 @@ Which decoders a run runs is :mod:`cscore.bench.choose`.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,13 +28,9 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_OUT_ROOT",
     "DEMO_MODEL",
-    "RESULT_FILES",
     "BenchConfig",
     "BenchConfigError",
     "check_config",
-    "check_figure_path",
-    "check_output_dir",
-    "check_paths",
     "experiment_of",
     "parse_floats",
     "parse_ints",
@@ -49,8 +44,6 @@ DATA_N = {"demo": 64, "mnist": 144}
 DEFAULT_K = "5:30:5"
 #: Parent of the default output folders, ``bench-out/<experiment>-<data>``.
 DEFAULT_OUT_ROOT = "bench-out"
-#: Files that mark a folder as holding a run's results (not replaced without ``overwrite``).
-RESULT_FILES = ("results.csv", "report.md")
 
 
 class BenchConfigError(ValueError):
@@ -379,110 +372,3 @@ def check_config(config: BenchConfig, model: Any = None) -> None:
     check = config.spec.check
     if check is not None:
         check(config, model)
-
-
-def _check_folder(option: str, path: str | None, need: str) -> Path:
-    if not path:
-        raise BenchConfigError(option, need)
-    folder = Path(path).expanduser()
-    if not folder.is_dir():
-        raise BenchConfigError(option, f"{option} {path}: no such folder")
-    return folder
-
-
-def check_paths(config: BenchConfig) -> None:
-    """Check every input folder of the run; create nothing.
-
-    Parameters
-    ----------
-    config : BenchConfig
-
-    Raises
-    ------
-    BenchConfigError
-        A data folder is missing, does not exist or holds no data; the model
-        cache is not a folder; the output folder is unusable or holds results
-        (see :func:`check_output_dir`).
-    """
-    if config.data == "mnist":
-        folder = _check_folder("--data-dir", config.data_dir, "--data mnist needs --data-dir")
-        if not any(folder.glob("*images-idx3-ubyte*")) or \
-                not any(folder.glob("*labels-idx1-ubyte*")):
-            raise BenchConfigError("--data-dir", f"--data-dir {config.data_dir}: no MNIST IDX "
-                                   f"files (*images-idx3-ubyte*, *labels-idx1-ubyte*) in it")
-    elif config.data == "images" and "images" in config.spec.data:
-        from ..datasets.images import IMAGE_SUFFIXES
-
-        folder = _check_folder("--images-dir", config.images_dir,
-                               "--data images needs --images-dir (a folder of pictures)")
-        if not any(p.suffix.lower() in IMAGE_SUFFIXES for p in folder.iterdir()):
-            raise BenchConfigError("--images-dir", f"--images-dir {config.images_dir}: no "
-                                   f"pictures ({', '.join(IMAGE_SUFFIXES)}) in it")
-    if config.model_cache and Path(config.model_cache).expanduser().exists() and \
-            not Path(config.model_cache).expanduser().is_dir():
-        raise BenchConfigError("--model-cache", f"--model-cache {config.model_cache} is not "
-                               f"a folder")
-    check_output_dir(config.output_dir(), overwrite=config.overwrite)
-
-
-def check_output_dir(path: str | Path, *, overwrite: bool = False) -> None:
-    """Check that a run may write its results into the folder ``path``.
-
-    A folder that holds a run's results (any of :data:`RESULT_FILES`) is only
-    reused with ``overwrite``; a missing folder must be creatable.
-
-    Parameters
-    ----------
-    path : path
-        The output folder.
-    overwrite : bool, default False
-        Allow replacing the results of an earlier run.
-
-    Raises
-    ------
-    BenchConfigError
-        ``path`` is a file, holds results and ``overwrite`` is False, or
-        cannot be created.
-    """
-    out = Path(path).expanduser()
-    if out.exists() and not out.is_dir():
-        raise BenchConfigError("--out", f"--out {path} is a file, not a folder")
-    if out.is_dir():
-        held = [f for f in RESULT_FILES if (out / f).exists()]
-        if held and not overwrite:
-            raise BenchConfigError(
-                "--out",
-                f"{path} already holds the results of a run ({', '.join(held)}); pass "
-                f"--overwrite to replace them, or --out to write elsewhere",
-            )
-        return
-    parent = out.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
-        raise BenchConfigError("--out", f"cannot create the output folder {path}: {parent} "
-                               f"is not a writable folder")
-
-
-def check_figure_path(option: str, path: str | Path | None) -> None:
-    """Check that a figure can be written to ``path`` (its folder exists).
-
-    Parameters
-    ----------
-    option : str
-        The option that named the file (for the message).
-    path : path or None
-        The figure's file; None passes.
-
-    Raises
-    ------
-    BenchConfigError
-        The folder does not exist.
-    """
-    if path is None:
-        return
-    parent = Path(path).expanduser().resolve().parent
-    if not parent.is_dir():
-        raise BenchConfigError(
-            option, f"cannot write the figure {path}: folder {parent} does not exist"
-        )

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .choose import model_decoder
-from .config import DATA_N, DEMO_MODEL, BenchConfigError, check_figure_path
-from .decoders import run_decoder
+from .config import DATA_N, DEMO_MODEL, BenchConfigError
+from .decoders import own_decoder, run_decoder
+from .paths import check_figure_path
 from .report import format_duration
 from .runner import load_bench_model
 from .sweep import mean_nmse
@@ -165,7 +165,7 @@ def run_demo(
     """
     model, data = setup.model, setup.data
     S, Y = data.S_test, data.Y_test
-    learned = model_decoder(model)
+    learned = own_decoder(model)
     plan: list[tuple[str, dict[str, Any]]] = []
     if learned is not None:
         plan += [(learned, {"tol": setup.tol}), (learned, {"k": setup.k})]

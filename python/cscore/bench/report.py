@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CSV_COLUMNS", "cpu_model", "format_duration", "summary", "summary_table", "versions", "write_csv",
-           "write_report"]
+__all__ = ["CSV_COLUMNS", "cpu_model", "format_duration", "summary", "summary_table", "versions",
+           "write_csv", "write_report"]
 
 #: Columns every ``results.csv`` starts with.
 CSV_COLUMNS = ("decoder", "stop", "k", "m", "sigma", "problem", "nmse", "seconds")

@@ -28,10 +28,10 @@ from .config import (
     BenchConfig,
     BenchConfigError,
     check_config,
-    check_paths,
     experiment_of,
 )
 from .decoders import decoder_device
+from .paths import check_paths
 from .tally import WarningTally
 
 if TYPE_CHECKING:  # pragma: no cover - types only

@@ -38,7 +38,8 @@ from ..datasets.sensor import (
 )
 from ..decoders import decoder
 from ..models.registry import STORE
-from .config import BenchConfigError, check_figure_path
+from .config import BenchConfigError
+from .paths import check_figure_path
 
 __all__ = [
     "SENSOR_DECODERS",
