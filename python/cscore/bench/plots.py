@@ -29,8 +29,9 @@ def pyplot() -> Any:
     return plt
 
 
-def save_figure(fig: Any, path: str | Path, dpi: int) -> Path:
-    """Write ``fig`` to exactly ``path``: PNG unless the suffix names another format.
+def save_figure(fig: Any, path: str | Path, dpi: int, *, title: str | None = None,
+                fontsize: float | None = None, layout: bool = True) -> Path:
+    """Finish ``fig`` (title, tight layout), write it to exactly ``path`` and close it.
 
     matplotlib would write ``out`` as ``out.png`` (and refuse ``out.v2``); a
     figure option names the file it writes, so such a name gets PNG data under
@@ -42,15 +43,26 @@ def save_figure(fig: Any, path: str | Path, dpi: int) -> Path:
     path : path
         The file; its suffix (``.png``, ``.pdf``, ``.svg``, ...) picks the format.
     dpi : int
+    title : str, optional
+        The figure's title (``suptitle``).
+    fontsize : float, optional
+        The title's font size (default matplotlib's).
+    layout : bool, default True
+        Apply ``tight_layout`` (False: the caller laid the figure out).
 
     Returns
     -------
     pathlib.Path
         ``path``.
     """
+    if title is not None:
+        fig.suptitle(title, fontsize=fontsize)
+    if layout:
+        fig.tight_layout()
     path = Path(path)
     known = path.suffix[1:].lower() in fig.canvas.get_supported_filetypes()
     fig.savefig(path, dpi=dpi, format=None if known else "png")
+    pyplot().close(fig)
     return path
 
 
@@ -96,11 +108,7 @@ def plot_sweep(result: SweepResult, path: str | Path, *, title: str | None = Non
         fig.legend(*ax1.get_legend_handles_labels(), loc="lower center", ncol=4, fontsize=8,
                    frameon=False)
         fig.tight_layout(rect=(0, bottom, 1, 1))
-    else:
-        fig.tight_layout()
-    path = save_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, layout=not multi)
 
 
 #: axis labels of the swept parameters
@@ -174,9 +182,7 @@ def plot_phase_transition(pt: dict[str, Any], path: str | Path) -> Path:
     thr = pt.get("threshold", 1e-2)
     fig.suptitle(f"success rate (NMSE < {thr:g}), N = {pt['N']}, L = {pt['L']}, noiseless")
     fig.colorbar(im, ax=axes[0].tolist(), label="success rate")
-    path = save_figure(fig, path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=120, layout=False)
 
 
 def plot_images(
@@ -230,12 +236,7 @@ def plot_images(
         axes[0][j].set_title(head, fontsize=9)
     if crop:
         axes[1][0].set_ylabel(f"center {crop}x{crop}", fontsize=8)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    path = save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, title=title or None, fontsize=9)
 
 
 def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
@@ -267,10 +268,7 @@ def plot_mnist_phase(res: dict[str, Any], path: str | Path) -> Path:
     ax.set_title(
         f"MNIST: >= {res['fraction']:.0%} of problems at NMSE <= {res['nmse_ok']:g}", fontsize=10
     )
-    fig.tight_layout()
-    path = save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)
 
 
 def plot_bg(res: Any, path: str | Path) -> Path:
@@ -312,14 +310,10 @@ def plot_bg(res: Any, path: str | Path) -> Path:
     ax2.set_ylabel("NMSE (dB)")
     ax2.legend(fontsize=8)
     info = res.info
-    fig.suptitle("Bernoulli-Gaussian benchmark: NMSE per decoder (left) and of AMP/VAMP "
-                 "per iteration (right)\n"
-                 f"N = {info['N']}, M = {info['M']}, Bernoulli-Gaussian rate {info['rate']}, "
-                 f"SNR {info['snr_db']:g} dB, condition number {info['kappa']:g}", fontsize=9)
-    fig.tight_layout()
-    path = save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110, fontsize=9, title=(
+        "Bernoulli-Gaussian benchmark: NMSE per decoder (left) and of AMP/VAMP per iteration "
+        f"(right)\nN = {info['N']}, M = {info['M']}, Bernoulli-Gaussian rate {info['rate']}, "
+        f"SNR {info['snr_db']:g} dB, condition number {info['kappa']:g}"))
 
 
 def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
@@ -365,8 +359,4 @@ def plot_scaling(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         ax.set_ylabel("CPU seconds per vector (one thread)")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save_figure(fig, path, dpi=110)

@@ -403,12 +403,9 @@ def plot_sensor(setup: SensorSetup, runs: list[SensorRun], path: str | Path,
         ax.set_ylabel(f"{ch} (uV)")
         ax.legend(loc="upper right", fontsize=7, ncol=len(shown) + 1)
     np.atleast_1d(axes)[-1].set_xlabel("time (s): the test part of the recording")
-    fig.suptitle(f"14-channel EEG (spkit EEG16SecData, 128 Hz), 4 of its channels: windows "
-                 f"of {SENSOR_N} samples, M = {M} (CR {100 * (SENSOR_N - M) / SENSOR_N:.1f} %)"
-                 f",\nbinary sensing (2 ones per column), DCT, decoded as a stream", fontsize=10)
-    fig.tight_layout()
     from .plots import save_figure
 
-    out = save_figure(fig, path, dpi=110)
-    plt.close(fig)
-    return out
+    return save_figure(fig, path, dpi=110, fontsize=10, title=(
+        f"14-channel EEG (spkit EEG16SecData, 128 Hz), 4 of its channels: windows of "
+        f"{SENSOR_N} samples, M = {M} (CR {100 * (SENSOR_N - M) / SENSOR_N:.1f} %),\n"
+        "binary sensing (2 ones per column), DCT, decoded as a stream"))
