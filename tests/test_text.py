@@ -526,6 +526,27 @@ def test_bm25_matrix_matches_rank_bm25():
     assert not got[-2:].any()
 
 
+def test_bm25_without_rank_bm25_names_the_text_extra(monkeypatch):
+    import sys
+
+    from cscore.text.cranfield import BM25Matrix, bm25_scores, tfidf_scores, training_pairs
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)  # as if not installed
+    c = text.load_cranfield()
+    sp = text.split_queries(c)
+    hint = r'needs rank_bm25: pip install "cscore-decoders\[text\]"$'
+    with pytest.raises(ImportError, match=hint):
+        bm25_scores(c, [0])
+    with pytest.raises(ImportError, match=hint):
+        BM25Matrix(c.documents)
+    with pytest.raises(ImportError, match=hint):
+        training_pairs(c, sp, hard_negatives=2)
+    # what does not use BM25 works without it: plain pairs, TF-IDF, a model's ranking
+    assert len(training_pairs(c, sp, sentences_per_doc=0, judged_repeat=1)(0)) > 0
+    assert tfidf_scores(c, [0]).shape == (1, c.n_docs)
+    assert len(tiny_model().rank("hypersonic heat", CORPUS, top_k=2)) == 2
+
+
 def test_training_pairs_hard_negatives():
     from cscore.text.cranfield import BM25Matrix, training_pairs
 
