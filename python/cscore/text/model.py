@@ -18,6 +18,7 @@ import numpy as np
 from .._blas import single_threaded_blas
 from ._model_file import (
     FORMAT_NAME,
+    FORMAT_VERSION,
     TextModelFileError,
     read_model_file,
     write_model_file,
@@ -28,6 +29,7 @@ from .hashing import TrigramHasher, check_texts
 
 __all__ = [
     "FORMAT_NAME",
+    "FORMAT_VERSION",
     "RetrievalEnsemble",
     "RetrievalModel",
     "TextModel",
