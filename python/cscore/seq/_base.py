@@ -55,7 +55,7 @@ def context_window(x: np.ndarray, c: int) -> np.ndarray:
     Returns
     -------
     ndarray
-        (T, c*D): frame t followed by its neighbours t-(c-1)/2 .. t+(c-1)/2.
+        (T, c*D): row t holds frames t-(c-1)/2 .. t+(c-1)/2 side by side.
     """
     if c == 1:
         return x
