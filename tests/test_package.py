@@ -62,3 +62,44 @@ def test_scalar_checks():
         check_nonnegative_float("tol", -1.0)
     assert common_float_dtype(np.ones(2, np.float32), np.ones(2, np.float32)) == np.float32
     assert common_float_dtype(np.ones(2, np.float32), np.ones(2)) == np.float64
+
+
+def test_dir_lists_what_all_offers_and_not_the_imports():
+    names = dir(cscore)
+    assert set(cscore.__all__) <= set(names)
+    for sub in ("seq", "text", "dask", "decoders", "models", "pipelines"):
+        assert sub in names
+        assert getattr(cscore, sub).__name__ == f"cscore.{sub}"
+    # module-level imports of cscore/__init__.py are not part of its face
+    for hidden in ("Any", "annotations", "importlib"):
+        assert hidden not in names
+    assert "train_lstm_cs" in names and callable(cscore.train_lstm_cs)
+
+
+def test_import_cscore_dask_statement_works_in_a_fresh_interpreter():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import cscore.dask, cscore.seq, cscore.text; "
+            "import cscore; assert cscore.dask.decode is cscore.pipelines.distributed.decode; "
+            "print(cscore.dask.__name__)")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(cscore.__file__).resolve().parent.parent), env.get("PYTHONPATH", "")])
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "cscore.dask"
+
+
+def test_rank_bm25_is_in_the_text_extra_not_a_dependency():
+    from pathlib import Path
+
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert not any(d.startswith("rank-bm25") for d in project["dependencies"])
+    assert any(d.startswith("rank-bm25") for d in project["optional-dependencies"]["text"])

@@ -478,9 +478,9 @@ def test_torch_forward_matches_numpy(kind):
     enc = m.document_encoder
     P = {k: torch.from_numpy(v.copy()) for k, v in enc.params().items()}
     seqs = [m.words(t) for t in [*CORPUS, ""]]
-    batch = T._Batch(torch, seqs, m.hasher)
+    batch = T.Batch(torch, seqs, m.hasher)
     with torch.no_grad():
-        out = T._torch_encode(torch, kind, enc.config(), P, torch.from_numpy(m.embedding), batch)
+        out = T.torch_encode(torch, kind, enc.config(), P, torch.from_numpy(m.embedding), batch)
     np.testing.assert_allclose(out.numpy(), m.encode_documents([*CORPUS, ""]), atol=1e-5)
 
 
@@ -517,17 +517,38 @@ def test_training_learns_a_toy_task():
 
 
 def test_bm25_matrix_matches_rank_bm25():
-    from cscore.text.cranfield import _BM25Matrix, bm25_scores
+    from cscore.text.cranfield import BM25Matrix, bm25_scores
 
     c = text.load_cranfield()
     qs = list(range(0, 150, 15))
-    got = _BM25Matrix(c.documents).scores([c.queries[q] for q in qs] + ["", "zzqx"])
+    got = BM25Matrix(c.documents).scores([c.queries[q] for q in qs] + ["", "zzqx"])
     np.testing.assert_allclose(got[:-2], bm25_scores(c, qs), rtol=1e-10, atol=1e-10)
     assert not got[-2:].any()
 
 
+def test_bm25_without_rank_bm25_names_the_text_extra(monkeypatch):
+    import sys
+
+    from cscore.text.cranfield import BM25Matrix, bm25_scores, tfidf_scores, training_pairs
+
+    monkeypatch.setitem(sys.modules, "rank_bm25", None)  # as if not installed
+    c = text.load_cranfield()
+    sp = text.split_queries(c)
+    hint = r'needs rank_bm25: pip install "cscore-decoders\[text\]"$'
+    with pytest.raises(ImportError, match=hint):
+        bm25_scores(c, [0])
+    with pytest.raises(ImportError, match=hint):
+        BM25Matrix(c.documents)
+    with pytest.raises(ImportError, match=hint):
+        training_pairs(c, sp, hard_negatives=2)
+    # what does not use BM25 works without it: plain pairs, TF-IDF, a model's ranking
+    assert len(training_pairs(c, sp, sentences_per_doc=0, judged_repeat=1)(0)) > 0
+    assert tfidf_scores(c, [0]).shape == (1, c.n_docs)
+    assert len(tiny_model().rank("hypersonic heat", CORPUS, top_k=2)) == 2
+
+
 def test_training_pairs_hard_negatives():
-    from cscore.text.cranfield import _BM25Matrix, training_pairs
+    from cscore.text.cranfield import BM25Matrix, training_pairs
 
     c = text.load_cranfield()
     sp = text.split_queries(c)
@@ -535,7 +556,7 @@ def test_training_pairs_hard_negatives():
     hard = training_pairs(c, sp, sentences_per_doc=1, hard_negatives=4, seed=3)(0)
     assert all(len(p) == 4 for p in plain) and all(len(p) == 6 for p in hard)
     assert [p[:4] for p in hard] == plain  # the same pairs, each with a negative added
-    bm = _BM25Matrix(c.documents)
+    bm = BM25Matrix(c.documents)
     judged = [p for p in hard if p[2] < 10_000]
     assert len(judged) == 3 * sum(len(c.qrels.get(q, {})) for q in sp.train)
     for q, _, qk, dk, neg_text, neg in hard[::50] + judged[::20]:
@@ -563,7 +584,7 @@ def test_loss_ignores_masked_hard_negatives():
     inv[np.arange(4), np.arange(4)] = True  # each query's own positive
     inv[1, 5] = True  # a "hard negative" that is relevant to query 1
     rng = np.random.default_rng(0)
-    full = T._loss(torch, Q, D, inv, 10.0, None, rng)
+    full = T.retrieval_loss(torch, Q, D, inv, 10.0, None, rng)
     # the masked column contributes nothing: the same as query 1 never seeing it
     keep = [0, 1, 2, 3, 4, 6]
     S = torch.nn.functional.normalize(Q, dim=1) @ torch.nn.functional.normalize(D, dim=1).T
@@ -573,8 +594,9 @@ def test_loss_ignores_masked_hard_negatives():
         logits = 10.0 * S[r, cols]
         want.append(float(torch.logsumexp(logits, 0) - 10.0 * S[r, r]))
     assert float(full) == pytest.approx(np.mean(want), rel=1e-5)
-    assert float(full) != pytest.approx(float(T._loss(torch, Q, D, np.eye(4, 7, dtype=bool),
-                                                      10.0, None, rng)), rel=1e-3)
+    eye = np.eye(4, 7, dtype=bool)
+    assert float(full) != pytest.approx(float(T.retrieval_loss(torch, Q, D, eye, 10.0, None, rng)),
+                                        rel=1e-3)
 
 
 def _toy_epochs(worse: bool = False, **kw):
@@ -632,7 +654,7 @@ def test_input_gain_scales_the_lsa_start_input_weights(kind):
     def start(gain):
         cfg = text.TextTrainConfig(kind=kind, n_cells=6, embed_dim=4, dssm_hidden=8,
                                    input_gain=gain)
-        return T._init_encoder(cfg, np.random.default_rng(3), True, input_scale=2.0).params()
+        return T.init_encoder(cfg, np.random.default_rng(3), True, input_scale=2.0).params()
 
     a, b = start(1.0), start(4.0)
     key = "W1" if kind == "dssm" else "W"

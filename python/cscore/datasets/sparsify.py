@@ -111,6 +111,19 @@ def _haar_inverse(C: np.ndarray, levels: int) -> np.ndarray:
     return pywt.waverec2(coeffs, "haar", mode="periodization", axes=(-2, -1))
 
 
+def _apply(v: np.ndarray, kind: str, block_size: int, levels: int, *,
+           inverse: bool) -> np.ndarray:
+    """The transform (or its inverse) of every vectorized block of ``v`` (float64)."""
+    _check(kind, block_size, levels, v.shape[-1])
+    if kind == "none":
+        return v.copy()
+    B = _to_blocks(v, block_size)
+    if kind == "dct":
+        dct = sfft.idctn if inverse else sfft.dctn
+        return _to_vectors(dct(B, norm="ortho", axes=(-2, -1)))
+    return _to_vectors(_haar_inverse(B, levels) if inverse else _haar_forward(B, levels))
+
+
 def block_transform(
     x: np.ndarray, kind: str, block_size: int, levels: int = 3
 ) -> np.ndarray:
@@ -133,16 +146,7 @@ def block_transform(
         raise TypeError(f"x must be real; got complex dtype {x.dtype}")
     if x.ndim < 1:
         raise ValueError("x must have at least 1 dimension (block_size**2 entries last)")
-    x = np.asarray(x, dtype=np.float64)
-    _check(kind, block_size, levels, x.shape[-1])
-    if kind == "none":
-        return x.copy()
-    B = _to_blocks(x, block_size)
-    if kind == "dct":
-        C = sfft.dctn(B, norm="ortho", axes=(-2, -1))
-    else:
-        C = _haar_forward(B, levels)
-    return _to_vectors(C)
+    return _apply(np.asarray(x, dtype=np.float64), kind, block_size, levels, inverse=False)
 
 
 def inverse_block_transform(
@@ -166,13 +170,4 @@ def inverse_block_transform(
     ndarray (..., block_size**2) float64
         Column-major vectorized blocks.
     """
-    c = np.asarray(c, dtype=np.float64)
-    _check(kind, block_size, levels, c.shape[-1])
-    if kind == "none":
-        return c.copy()
-    C = _to_blocks(c, block_size)
-    if kind == "dct":
-        B = sfft.idctn(C, norm="ortho", axes=(-2, -1))
-    else:
-        B = _haar_inverse(C, levels)
-    return _to_vectors(B)
+    return _apply(np.asarray(c, dtype=np.float64), kind, block_size, levels, inverse=True)

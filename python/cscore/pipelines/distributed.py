@@ -20,7 +20,19 @@ from ..decoders import Decoder
 __all__ = ["decode"]
 
 
-def _decode_block(Y: np.ndarray, dec: Decoder) -> np.ndarray:
+def decode_block(Y: np.ndarray, dec: Decoder) -> np.ndarray:
+    """Decode one block of problems: a Dask task (here and in a cluster run of decode_file).
+
+    Parameters
+    ----------
+    Y : ndarray (b, M, L)
+        The block's measurements.
+    dec : Decoder
+
+    Returns
+    -------
+    ndarray (b, N, L)
+    """
     return np.asarray(dec(np.asarray(Y)))
 
 
@@ -83,7 +95,7 @@ def decode(dec: Decoder, Y: Any, *, client: Any = None) -> Any:
     if client is not None:
         dec_arg = client.scatter(dec, broadcast=True, hash=False)
     return da.map_blocks(
-        _decode_block,
+        decode_block,
         Y,
         dec_arg,
         dtype=dec.output_dtype(Y.dtype),

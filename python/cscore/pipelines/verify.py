@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .files import _array_problem, _Run
+from ._run import Run, array_problem
 from .inputs import fingerprint, open_input
 from .lock import lock_holder
 from .manifest import MANIFEST_NAME, read_manifest
@@ -109,13 +109,13 @@ def verify_output(
     who = lock_holder(out)
     if who is not None:
         raise ValueError(f"output {out} is being written by {who}; verify it after that run")
-    run = _Run(out, read_manifest(out / MANIFEST_NAME))
+    run = Run(out, read_manifest(out / MANIFEST_NAME))
     rep = VerifyReport(str(out), run.n_chunks, bool(run.manifest["complete"]))
     rep.missing = [i for i in range(run.n_chunks) if i not in run.done]
     rep.unverifiable = sorted(run.done - set(run.sums))
     try:
         run.arr = zarr.open_array(str(out), mode="r")
-        rep.problem = _array_problem(run.arr, run.manifest)
+        rep.problem = array_problem(run.arr, run.manifest)
     except Exception as exc:  # whatever zarr raises on missing or damaged metadata
         rep.problem = f"the output array cannot be opened ({type(exc).__name__}: {exc})"
     if rep.problem is None:

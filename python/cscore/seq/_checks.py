@@ -6,6 +6,8 @@ from typing import Any
 
 import numpy as np
 
+__all__ = ["MAX_MODULES", "check_labels", "check_learn", "check_sequences"]
+
 #: Most modules an R-DSN may stack (and a model file may hold).
 MAX_MODULES = 100
 
@@ -13,7 +15,23 @@ MAX_MODULES = 100
 _LEARNABLE = ("W", "W_rec")
 
 
-def _check_X(name: str, X: Any, n_features: int | None = None) -> list[np.ndarray]:
+def check_sequences(name: str, X: Any, n_features: int | None = None) -> list[np.ndarray]:
+    """Check a list of (T_i, D) sequences; errors name the argument ``name``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    X : list of array_like
+        The sequences: real, finite, non-empty, all with the same D.
+    n_features : int, optional
+        The D the model was fit with.
+
+    Returns
+    -------
+    list of ndarray
+        C-contiguous float64 copies (or views) of the sequences.
+    """
     if isinstance(X, np.ndarray) and X.ndim == 2 and X.dtype != object:
         raise TypeError(
             f"{name} must be a list of (T_i, D) arrays (one per sequence); got a single 2-D "
@@ -57,7 +75,23 @@ def _check_X(name: str, X: Any, n_features: int | None = None) -> list[np.ndarra
     return out
 
 
-def _check_y(name: str, y: Any, X: list[np.ndarray]) -> list[np.ndarray]:
+def check_labels(name: str, y: Any, X: list[np.ndarray]) -> list[np.ndarray]:
+    """Check frame labels against the checked sequences ``X``.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name, for the messages.
+    y : list of array_like
+        (T_i,) non-negative integer labels per sequence, or one label per sequence.
+    X : list of ndarray
+        The sequences (from :func:`check_sequences`).
+
+    Returns
+    -------
+    list of ndarray
+        (T_i,) int64 labels per sequence.
+    """
     if isinstance(y, (str, bytes)) or not hasattr(y, "__len__"):
         raise TypeError(f"{name} must be a list of (T_i,) label arrays")
     if len(y) != len(X):
@@ -86,7 +120,19 @@ def _check_y(name: str, y: Any, X: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
-def _check_learn(learn: Any) -> tuple[str, ...]:
+def check_learn(learn: Any) -> tuple[str, ...]:
+    """Check the ``learn`` argument: ``()``, ``("W",)`` or ``("W", "W_rec")``.
+
+    Parameters
+    ----------
+    learn : str or iterable of str
+        The weights to learn.
+
+    Returns
+    -------
+    tuple of str
+        The names in storage order.
+    """
     if isinstance(learn, str):
         learn = (learn,)
     try:

@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from ..models.format import ModelFileError, read_npz_entries, save_npz_atomic
-from ._checks import MAX_MODULES, _check_learn
-from ._ops import SparseRec, _Module
+from ._checks import MAX_MODULES, check_learn
+from ._ops import Module, SparseRec
 
 __all__ = ["SeqModelFileError", "load_model", "register_kind", "save_model"]
 
@@ -62,7 +62,7 @@ def save_model(model: Any, path: str | Path) -> None:
     """
     model._check_fitted()
     params = model.get_params()
-    params["learn"] = list(_check_learn(params["learn"]))
+    params["learn"] = list(check_learn(params["learn"]))
     meta = {
         "format": _FORMAT,
         "kind": model._kind,
@@ -131,7 +131,7 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
     params["learn"] = tuple(params["learn"])
     model = klass(**params)
     try:  # the constructor's bounds (checked by fit): a file cannot hold what fit refuses
-        model._validated()
+        model.validated()
     except (TypeError, ValueError) as exc:
         raise SeqModelFileError(f"path: {path}: bad setting in the file: {exc}") from None
     model.classes_ = data["classes"]
@@ -155,7 +155,7 @@ def _model_from(path: Path, data: dict[str, np.ndarray]) -> Any:
         U = data[f"m{i}_U"].astype(np.float64)
         if W.ndim != 2 or U.ndim != 2 or W.shape[1] != rec.n or U.shape[0] != rec.n + W.shape[0]:
             raise SeqModelFileError(f"path: {path}: module {i} has inconsistent shapes")
-        mods.append(_Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
+        mods.append(Module(W=W, rec=rec, U=U, history=list(meta["history"][i])))
     model.modules_ = mods
     _check_arrays(path, model)
     return model

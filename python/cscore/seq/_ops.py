@@ -245,7 +245,7 @@ def ridge_readout(Hc: np.ndarray, T: np.ndarray, mu: float) -> np.ndarray:
 
 
 @dataclass
-class _Module:
+class Module:
     """One fitted module: input weights, sparse recurrent matrix, readout, cost history."""
 
     W: np.ndarray  # (D_in, N)

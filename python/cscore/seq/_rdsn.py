@@ -5,16 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .._validation import check_positive_int
+from ._base import DEFAULTS, SeqBase
 from ._checks import MAX_MODULES
-from ._esn import _DEFAULTS, _SeqBase
 from ._files import register_kind
 
 __all__ = ["MAX_MODULES", "RDSN"]
 
-#: Most modules of one stack.
 
-
-class RDSN(_SeqBase):
+class RDSN(SeqBase):
     """Recurrent deep stacking network (thesis section 2.5).
 
     ``n_modules`` ESN modules, each trained like :class:`ESN` with learned ``W``
@@ -51,14 +49,14 @@ n_epochs, step_size, grad_clip, momentum, random_state, n_threads
         n_hidden: int = 500,
         learn: tuple[str, ...] = ("W", "W_rec"),
         m: int = 1,
-        spectral_radius: float = _DEFAULTS["spectral_radius"],
-        input_scaling: float = _DEFAULTS["input_scaling"],
-        n_connections: int = _DEFAULTS["n_connections"],
-        ridge: float = _DEFAULTS["ridge"],
-        context: int = _DEFAULTS["context"],
-        n_epochs: int = _DEFAULTS["n_epochs"],
-        step_size: float = _DEFAULTS["step_size"],
-        grad_clip: float = _DEFAULTS["grad_clip"],
+        spectral_radius: float = DEFAULTS["spectral_radius"],
+        input_scaling: float = DEFAULTS["input_scaling"],
+        n_connections: int = DEFAULTS["n_connections"],
+        ridge: float = DEFAULTS["ridge"],
+        context: int = DEFAULTS["context"],
+        n_epochs: int = DEFAULTS["n_epochs"],
+        step_size: float = DEFAULTS["step_size"],
+        grad_clip: float = DEFAULTS["grad_clip"],
         momentum: bool = True,
         random_state: int | None = None,
         n_threads: int | None = None,

@@ -3,7 +3,7 @@
 ``init="lsa"`` starts from latent semantic analysis: the trigram embedding is
 the truncated SVD of the tf-idf weighted document x trigram matrix
 (:func:`lsa_embedding`), and every encoder starts as (nearly) the sum of its
-words' LSA vectors (:func:`_init_encoder`); ``init="random"`` from small random
+words' LSA vectors (:func:`init_encoder`); ``init="random"`` from small random
 numbers.
 """
 
@@ -22,7 +22,7 @@ from .hashing import TrigramHasher, check_texts
 if TYPE_CHECKING:
     from ._train_config import TextTrainConfig
 
-__all__ = ["initial_embedding", "lsa_embedding"]
+__all__ = ["init_encoder", "initial_embedding", "lsa_embedding"]
 
 
 def lsa_embedding(hasher: TrigramHasher, texts: Sequence[str], dim: int, *,
@@ -78,17 +78,24 @@ def _lsa_scale(hasher: TrigramHasher, E: np.ndarray, texts: Sequence[str],
     return float(np.median(rms)) if rms else 1.0
 
 
-def _init_encoder(cfg: TextTrainConfig, rng: np.random.Generator, lsa: bool,
-                  reverse: bool = False, n_cells: int | None = None,
-                  input_scale: float = 1.0) -> Encoder:
+def init_encoder(cfg: TextTrainConfig, rng: np.random.Generator, lsa: bool,
+                 reverse: bool = False, n_cells: int | None = None,
+                 input_scale: float = 1.0) -> Encoder:
+    """One tower's starting encoder for ``cfg.kind``.
+
+    With ``lsa`` the encoder starts as (nearly) the sum of its words' LSA vectors
+    (``input_scale``: the typical size of a word vector); otherwise from small
+    random numbers.  ``reverse`` reads the words last to first; ``n_cells``
+    overrides ``cfg.n_cells`` (each half of a BiLSTM).
+    """
     d, H = cfg.embed_dim, n_cells or cfg.n_cells
     alpha = 0.5 * cfg.input_gain / input_scale
     m = min(d, H)
     if cfg.kind in ("lstm", "bilstm"):
         if cfg.kind == "bilstm" and n_cells is None:
             return BiLSTMEncoder(
-                _init_encoder(cfg, rng, lsa, False, H // 2, input_scale),  # type: ignore[arg-type]
-                _init_encoder(cfg, rng, lsa, True, H // 2, input_scale))  # type: ignore[arg-type]
+                init_encoder(cfg, rng, lsa, False, H // 2, input_scale),  # type: ignore[arg-type]
+                init_encoder(cfg, rng, lsa, True, H // 2, input_scale))  # type: ignore[arg-type]
         s = 1.0 / math.sqrt(H)
         W = rng.uniform(-s, s, (4 * H, d))
         R = rng.uniform(-s, s, (4 * H, H))

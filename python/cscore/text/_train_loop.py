@@ -1,10 +1,10 @@
 """The training loop of :func:`cscore.text.train.train_retrieval_model`.
 
-:class:`_Trainer` holds the tensors of one run (the trigram embedding, the two
+:class:`Trainer` holds the tensors of one run (the trigram embedding, the two
 towers, their optimizer and, with ``avg_eta``, the averaged weights) and runs
-it: :meth:`_Trainer.fit` validates before training and after every epoch and
-stops early, :meth:`_Trainer.epoch` draws the minibatches of one epoch and
-:meth:`_Trainer.step` makes one update.
+it: :meth:`Trainer.fit` validates before training and after every epoch and
+stops early, :meth:`Trainer.epoch` draws the minibatches of one epoch and
+:meth:`Trainer.step` makes one update.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Union
 
 import numpy as np
 
-from ._train_init import _init_encoder
-from ._train_torch import _Batch, _export, _gate_entries, _loss, _torch_encode
+from ._train_init import init_encoder
+from ._train_torch import Batch, export_model, gate_entries, retrieval_loss, torch_encode
 from .encoders import Encoder
 from .hashing import TrigramHasher
 from .model import RetrievalModel
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 #: ``pairs`` of :func:`~cscore.text.train.train_retrieval_model`: a list, or one per epoch.
 Pairs = Union[Sequence["TrainPair"], Callable[[int], Sequence["TrainPair"]]]
+
+__all__ = ["Best", "Pairs", "Trainer", "set_progress_sink"]
 
 
 
@@ -63,7 +65,7 @@ class _SinkBar:
         pass
 
 
-class _Best(NamedTuple):
+class Best(NamedTuple):
     """The model training returns: its validation score, epoch and weights."""
 
     score: float
@@ -92,7 +94,7 @@ def _pair_source(pairs: Pairs) -> Callable[[int], list[TrainPair]]:
     return get_pairs
 
 
-class _Trainer:
+class Trainer:
     """The tensors, optimizer and averaged weights of one training run.
 
     Parameters
@@ -114,7 +116,7 @@ class _Trainer:
         self.E = torch.from_numpy(E0).requires_grad_(True)
         self.towers: list[tuple[Encoder, dict[str, Any]]] = []
         for _ in range(2):
-            enc = _init_encoder(cfg, rng, lsa, reverse=cfg.reverse, input_scale=scale)
+            enc = init_encoder(cfg, rng, lsa, reverse=cfg.reverse, input_scale=scale)
             P = {k: torch.from_numpy(np.array(v, dtype=np.float32)).requires_grad_(True)
                  for k, v in enc.params().items()}
             self.towers.append((enc, P))
@@ -131,7 +133,7 @@ class _Trainer:
         lr = cfg.step_size
         # gate entries whose steps are rescaled (none when gate_lr is the tower's step)
         self.gate_gain = (cfg.gate_lr or lr) / lr
-        self.gate_steps = _gate_entries(torch, self.towers) if self.gate_gain != 1.0 else []
+        self.gate_steps = gate_entries(torch, self.towers) if self.gate_gain != 1.0 else []
         params = [{"params": groups[0], "lr": lr if cfg.embed_lr is None else cfg.embed_lr},
                   {"params": groups[1] + groups[2]}]
         if cfg.optimizer == "adam":
@@ -164,17 +166,17 @@ class _Trainer:
 
     def export(self) -> RetrievalModel:
         """The (averaged) weights as a NumPy model."""
-        return _export(self.torch, self.hasher, self.avg_E, self.avg_towers, self.cfg)
+        return export_model(self.torch, self.hasher, self.avg_E, self.avg_towers, self.cfg)
 
     def fit(self, pairs: Pairs, evaluate: Callable[[RetrievalModel], float]
-            ) -> tuple[list[dict[str, Any]], _Best, float]:
+            ) -> tuple[list[dict[str, Any]], Best, float]:
         """Train up to ``max_epochs`` epochs, validating after each one.
 
         Returns
         -------
         history : list of dict
             Every epoch's validation score (epoch 0: before training).
-        best : _Best
+        best : Best
             The best epoch (the last one when ``patience`` is None).
         seconds : float
             Wall time from the first validation on.
@@ -188,7 +190,7 @@ class _Trainer:
         score = float(evaluate(model))
         history: list[dict[str, Any]] = [
             {"epoch": 0, "val_score": score, "seconds": time.perf_counter() - t0}]
-        best = _Best(score, 0, model)
+        best = Best(score, 0, model)
         bad = 0
         bar: Any = None
         if cfg.progress:
@@ -211,9 +213,9 @@ class _Trainer:
                 if bar is not None:
                     bar.set_postfix(epoch=epoch + 1, loss=f"{loss:.3f}", val=f"{score:.3f}")
                 if cfg.patience is None:
-                    best = _Best(score, epoch + 1, model)  # no early stopping: the last weights
+                    best = Best(score, epoch + 1, model)  # no early stopping: the last weights
                 elif score > best.score + 1e-4:
-                    best, bad = _Best(score, epoch + 1, model), 0
+                    best, bad = Best(score, epoch + 1, model), 0
                 else:
                     bad += 1
                     if bad >= cfg.patience:
@@ -255,21 +257,21 @@ class _Trainer:
         ``pos``: query key -> the keys of its relevant documents (never a negative).
         """
         torch, cfg, towers = self.torch, self.cfg, self.towers
-        qb = _Batch(torch, [self.words(p[0]) for p in bp], self.hasher)
+        qb = Batch(torch, [self.words(p[0]) for p in bp], self.hasher)
         dtexts = [p[1] for p in bp] + [p[4] for p in bp if len(p) > 4]  # type: ignore[misc]
         dkeys = [p[3] for p in bp] + [p[5] for p in bp if len(p) > 4]  # type: ignore[misc]
-        db = _Batch(torch, [self.words(t) for t in dtexts], self.hasher)
+        db = Batch(torch, [self.words(t) for t in dtexts], self.hasher)
         invalid = np.array([[k in pos[p[2]] for k in dkeys] for p in bp])
         if cfg.optimizer == "nesterov":
             frac = self.update / max(self.total_updates, 1)
             mu = 0.9 if (frac < 0.02 or frac >= 0.98) else 0.995
             for g in self.opt.param_groups:
                 g["momentum"] = mu
-        Q = _torch_encode(torch, cfg.kind, towers[0][0].config(), towers[0][1], self.E, qb,
+        Q = torch_encode(torch, cfg.kind, towers[0][0].config(), towers[0][1], self.E, qb,
                           cfg.dropout)
-        D = _torch_encode(torch, cfg.kind, towers[1][0].config(), towers[1][1], self.E, db,
+        D = torch_encode(torch, cfg.kind, towers[1][0].config(), towers[1][1], self.E, db,
                           cfg.dropout)
-        loss = _loss(torch, Q, D, invalid, cfg.gamma, cfg.n_negatives, self.rng)
+        loss = retrieval_loss(torch, Q, D, invalid, cfg.gamma, cfg.n_negatives, self.rng)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         for g in self.groups:

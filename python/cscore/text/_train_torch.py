@@ -1,8 +1,8 @@
 """The two towers in PyTorch (training only; :mod:`cscore.text.train`).
 
-:func:`_torch_encode` computes what the NumPy encoders of
-:mod:`cscore.text.encoders` compute, differentiably, on a :class:`_Batch` of
-word sequences; :func:`_loss` is eq. 3.5; :func:`_export` turns the trained
+:func:`torch_encode` computes what the NumPy encoders of
+:mod:`cscore.text.encoders` compute, differentiably, on a :class:`Batch` of
+word sequences; :func:`retrieval_loss` is eq. 3.5; :func:`export_model` turns the trained
 tensors back into a NumPy :class:`~cscore.text.model.RetrievalModel`.
 """
 
@@ -19,8 +19,10 @@ from .model import RetrievalModel
 if TYPE_CHECKING:
     from ._train_config import TextTrainConfig
 
+__all__ = ["Batch", "export_model", "gate_entries", "retrieval_loss", "torch_encode"]
 
-class _Batch:
+
+class Batch:
     """Word sequences of a list of texts, sorted longest first, as tensors."""
 
     def __init__(self, torch: Any, seqs: list[list[str]], hasher: TrigramHasher) -> None:
@@ -58,7 +60,7 @@ class _Batch:
 
 
 def _torch_lstm(torch: Any, P: dict[str, Any], cfg: dict[str, Any], X: Any,
-                batch: _Batch) -> Any:
+                batch: Batch) -> Any:
     H = P["R"].shape[1]
     # per-step inputs via unbind: slicing a (B, T, 4H) tensor per step would make
     # every step's backward allocate the whole tensor (quadratic in T)
@@ -109,7 +111,7 @@ def _torch_lstm(torch: Any, P: dict[str, Any], cfg: dict[str, Any], X: Any,
     return y
 
 
-def _torch_rnn(torch: Any, P: dict[str, Any], X: Any, batch: _Batch) -> Any:
+def _torch_rnn(torch: Any, P: dict[str, Any], X: Any, batch: Batch) -> Any:
     H = P["R"].shape[0]
     xw = (X @ P["W"].T + P["b"]).transpose(0, 1).unbind(0)
     RT = P["R"].T
@@ -123,8 +125,8 @@ def _torch_rnn(torch: Any, P: dict[str, Any], X: Any, batch: _Batch) -> Any:
     return y
 
 
-def _torch_encode(torch: Any, kind: str, cfg: dict[str, Any], P: dict[str, Any], E: Any,
-                  batch: _Batch, dropout: float = 0.0) -> Any:
+def torch_encode(torch: Any, kind: str, cfg: dict[str, Any], P: dict[str, Any], E: Any,
+                 batch: Batch, dropout: float = 0.0) -> Any:
     """Embeddings (n, out) in the batch's original order (``dropout``: on word vectors)."""
     if batch.n_words:
         table = torch.nn.functional.embedding_bag(batch.flat, E, batch.offsets, mode="sum")
@@ -155,8 +157,15 @@ def _torch_encode(torch: Any, kind: str, cfg: dict[str, Any], P: dict[str, Any],
     return out
 
 
-def _loss(torch: Any, Q: Any, D: Any, invalid: np.ndarray, gamma: float,
-          n_neg: int | None, gen: np.random.Generator) -> Any:
+def retrieval_loss(torch: Any, Q: Any, D: Any, invalid: np.ndarray, gamma: float,
+                   n_neg: int | None, gen: np.random.Generator) -> Any:
+    """The loss of eq. 3.5: ``-log softmax`` of ``gamma * cos`` over the positive and negatives.
+
+    Row ``i`` of ``Q`` is paired with row ``i`` of ``D``; the other documents of the
+    minibatch are the negatives, except where ``invalid`` (B, B) is True (also
+    relevant to that query); with ``n_neg`` a random subset of ``n_neg`` of them,
+    drawn from ``gen``.
+    """
     F = torch.nn.functional
     S = F.normalize(Q, dim=1, eps=1e-8) @ F.normalize(D, dim=1, eps=1e-8).T
     B = S.shape[0]
@@ -175,7 +184,7 @@ def _loss(torch: Any, Q: Any, D: Any, invalid: np.ndarray, gamma: float,
     return F.cross_entropy(logits, torch.zeros(B, dtype=torch.int64))
 
 
-def _gate_entries(torch: Any, towers: list[tuple[Encoder, dict]]) -> list[tuple[Any, Any]]:
+def gate_entries(torch: Any, towers: list[tuple[Encoder, dict]]) -> list[tuple[Any, Any]]:
     """(parameter, boolean mask of its gate entries) of every LSTM in ``towers``."""
     out = []
     for _, P in towers:
@@ -191,8 +200,9 @@ def _gate_entries(torch: Any, towers: list[tuple[Encoder, dict]]) -> list[tuple[
     return out
 
 
-def _export(torch: Any, hasher: TrigramHasher, E: Any, towers: list[tuple[Encoder, dict]],
-            cfg: TextTrainConfig, info: dict[str, Any] | None = None) -> RetrievalModel:
+def export_model(torch: Any, hasher: TrigramHasher, E: Any, towers: list[tuple[Encoder, dict]],
+                 cfg: TextTrainConfig, info: dict[str, Any] | None = None) -> RetrievalModel:
+    """The trained tensors as a NumPy :class:`~cscore.text.model.RetrievalModel` (float32)."""
     encs = []
     for enc0, P in towers:
         arrays = {k: v.detach().numpy().astype(np.float32, copy=True) for k, v in P.items()}

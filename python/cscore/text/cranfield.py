@@ -1,4 +1,4 @@
-"""The Cranfield experiment: training pairs, baselines and the evaluation table.
+"""The Cranfield experiment: training pairs and training; its baselines and table re-exported.
 
 Training data (there is no click log): every document's title as a query for
 the document (weak positives, as a click on a title); sentences of the
@@ -6,30 +6,46 @@ abstract as queries for the rest of the document (the sentence removed; fresh
 sentences every epoch); and the judged pairs of the training queries
 (relevance codes 1-4), repeated.  Model selection uses the validation queries;
 the test queries are used only by :func:`evaluate_methods`.
+
+The lexical baselines (BM25, TF-IDF, interpolation) live in
+:mod:`cscore.text._baselines`, the scoring, evaluation table and search in
+:mod:`cscore.text._evaluation`; both are public here.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 
-from .._optional import require
+from ._baselines import BM25Matrix, bm25_scores, choose_interpolation, interpolate, tfidf_scores
+from ._evaluation import (
+    MethodScores,
+    SearchHit,
+    as_dict,
+    evaluate_methods,
+    format_table,
+    model_scores,
+    search,
+    selection_scores,
+    validation_scorer,
+)
 from .data import Collection, QuerySplit, fold_splits
 from .hashing import tokenize
-from .metrics import mean_ndcg, per_query_ndcg
-from .model import RetrievalEnsemble, TextModel
+from .model import RetrievalEnsemble
 from .train import TrainPair
 
 __all__ = [
+    "BM25Matrix",
     "MethodScores",
     "SearchHit",
+    "as_dict",
     "bm25_scores",
     "choose_interpolation",
     "evaluate_methods",
+    "format_table",
     "interpolate",
     "model_scores",
     "search",
@@ -58,41 +74,6 @@ def sentences(abstract: str, min_words: int = 4) -> list[str]:
     """
     parts = re.split(r"\s\.(?:\s+|$)|(?<=[a-z0-9])\.\s+", abstract)
     return [p.strip() for p in parts if len(tokenize(p)) >= min_words]
-
-
-class _BM25Matrix:
-    """rank-bm25's ``BM25Okapi`` scores as one sparse matrix product (same numbers)."""
-
-    def __init__(self, documents: Sequence[str]) -> None:
-        from scipy import sparse
-
-        BM25Okapi = require("rank_bm25", "the BM25 baseline").BM25Okapi
-
-        bm = BM25Okapi([tokenize(d) for d in documents])
-        self.vocab = {t: i for i, t in enumerate(bm.idf)}
-        rows, cols, vals = [], [], []
-        for d, (freqs, dl) in enumerate(zip(bm.doc_freqs, bm.doc_len)):
-            norm = bm.k1 * (1 - bm.b + bm.b * dl / bm.avgdl)
-            for t, f in freqs.items():
-                rows.append(d)
-                cols.append(self.vocab[t])
-                vals.append(bm.idf[t] * f * (bm.k1 + 1) / (f + norm))
-        self.W = sparse.csr_matrix((vals, (rows, cols)),
-                                   shape=(len(documents), len(self.vocab)))
-
-    def scores(self, queries: Sequence[str]) -> np.ndarray:
-        """(len(queries), n_docs) BM25 scores."""
-        from scipy import sparse
-
-        rows, cols = [], []
-        for r, q in enumerate(queries):
-            for t in tokenize(q):
-                if t in self.vocab:
-                    rows.append(r)
-                    cols.append(self.vocab[t])
-        Q = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
-                              shape=(len(queries), len(self.vocab)))
-        return np.asarray((Q @ self.W.T).toarray())
 
 
 def _top_excluding(scores: np.ndarray, exclude: Sequence[set[int]], k: int) -> list[np.ndarray]:
@@ -140,7 +121,7 @@ def training_pairs(
         raise ValueError(f"hard_negatives must be >= 0, got {hard_negatives}")
     hard: dict[tuple[int, int], np.ndarray] = {}  # (kind, index) -> candidate negatives
     if hard_negatives:
-        bm = _BM25Matrix(docs)
+        bm = BM25Matrix(docs)
         tops = _top_excluding(bm.scores(collection.titles), [{d} for d in range(n)],
                               hard_negatives)
         hard.update({(0, d): t for d, t in enumerate(tops)})
@@ -348,251 +329,3 @@ def _train_member(job: tuple[Any, ...]) -> Any:
     return train_on_split(collection, split, cfg, pairs=pairs, seed=seed, info=info)
 
 
-def model_scores(model: TextModel, collection: Collection,
-                 queries: Sequence[int], doc_emb: np.ndarray | None = None) -> np.ndarray:
-    """Scores (len(queries), n_docs) of a model (:meth:`RetrievalModel.score`: the
-    cosine; for an ensemble the mean of its members' cosines)."""
-    D = model.encode_documents(collection.documents) if doc_emb is None else doc_emb
-    return model.score([collection.queries[q] for q in queries], D)
-
-
-def validation_scorer(collection: Collection, queries: Sequence[int],
-                      k: int = 10) -> Callable[[TextModel], float]:
-    """``model -> mean NDCG@k`` over ``queries`` (for early stopping)."""
-    qs = list(queries)
-
-    def score(model: TextModel) -> float:
-        return mean_ndcg(model_scores(model, collection, qs), collection.qrels, qs, (k,))[k]
-
-    return score
-
-
-def bm25_scores(collection: Collection, queries: Sequence[int]) -> np.ndarray:
-    """BM25 (rank-bm25's BM25Okapi, default parameters) over title + abstract.
-
-    Tokens: lower-case alphanumeric, no stemming.
-    """
-    BM25Okapi = require("rank_bm25", "the BM25 baseline").BM25Okapi
-    bm = BM25Okapi([tokenize(d) for d in collection.documents])
-    return np.array([bm.get_scores(tokenize(collection.queries[q])) for q in queries])
-
-
-def tfidf_scores(collection: Collection, queries: Sequence[int]) -> np.ndarray:
-    """Cosine of scikit-learn ``TfidfVectorizer()`` (defaults) vectors."""
-    try:
-        from sklearn.feature_extraction.text import TfidfVectorizer
-    except ImportError as exc:  # pragma: no cover
-        raise ImportError("the TF-IDF baseline needs scikit-learn") from exc
-    vec = TfidfVectorizer()
-    D = vec.fit_transform(collection.documents)
-    Q = vec.transform([collection.queries[q] for q in queries])
-    return np.asarray((Q @ D.T).toarray())
-
-
-def interpolate(bm25: np.ndarray, cos: np.ndarray, weight: float) -> np.ndarray:
-    """``(1 - w) * bm25 / max_query(bm25) + w * cos``, row by row.
-
-    Parameters
-    ----------
-    bm25, cos : ndarray (nq, nd)
-    weight : float
-        In [0, 1]: 0 is BM25 alone, 1 the model alone.
-
-    Returns
-    -------
-    ndarray (nq, nd)
-    """
-    if not 0.0 <= weight <= 1.0:
-        raise ValueError(f"weight must be in [0, 1], got {weight}")
-    mx = bm25.max(axis=1, keepdims=True)
-    b = np.divide(bm25, mx, out=np.zeros_like(bm25, dtype=np.float64), where=mx > 0)
-    return (1.0 - weight) * b + weight * np.asarray(cos, dtype=np.float64)
-
-
-def choose_interpolation(bm25: np.ndarray, cos: np.ndarray, qrels: dict[int, dict[int, int]],
-                         queries: Sequence[int], k: int = 10,
-                         grid: Sequence[float] = tuple(np.round(np.arange(0, 1.0001, 0.05), 2)),
-                         ) -> tuple[float, float]:
-    """The weight of :func:`interpolate` with the best mean NDCG@k on ``queries``.
-
-    Returns
-    -------
-    (weight, ndcg)
-    """
-    best = (0.0, -1.0)
-    for w in grid:
-        v = mean_ndcg(interpolate(bm25, cos, float(w)), qrels, queries, (k,))[k]
-        if v > best[1] + 1e-12:
-            best = (float(w), v)
-    return best
-
-
-def selection_scores(model: TextModel, collection: Collection, split: QuerySplit,
-                     ) -> tuple[list[int], np.ndarray, str]:
-    """Held-out queries and scores on which to choose a setting for ``model``.
-
-    A single model: its scores on ``split.val``.  An ensemble whose members
-    record the queries they were validated on (``info["split"]["val"]``, as
-    ``cscore text train --members`` writes): the out-of-fold scores, i.e.
-    each such query scored by the member(s) that did not train on it (other
-    members did).  Test queries of ``split`` are never used.
-
-    Returns
-    -------
-    queries : list of int
-    scores : ndarray (len(queries), n_docs)
-    description : str
-        "validation" or "out-of-fold validation".
-    """
-    members: list[Any] = list(getattr(model, "members", None) or [])
-    held = [m.info.get("split", {}).get("val") for m in members]
-    if not held or any(not h for h in held):
-        val = list(split.val)
-        return val, model_scores(model, collection, val), "validation"
-    test = set(split.test)
-    queries = sorted({int(q) for h in held for q in h} - test)
-    S = np.zeros((len(queries), len(collection.documents)), dtype=np.float64)
-    count = np.zeros(len(queries))
-    row = {q: i for i, q in enumerate(queries)}
-    for m, h in zip(members, held):
-        qs = [int(q) for q in h if int(q) in row]
-        if qs:
-            idx = [row[q] for q in qs]
-            S[idx] += model_scores(m, collection, qs)
-            count[idx] += 1
-    return queries, S / count[:, None], "out-of-fold validation"
-
-
-@dataclass
-class MethodScores:
-    """NDCG@1,3,10 of one method over all documents and reranking BM25's top 100.
-
-    ``per_query`` holds the per-query NDCG@k over all documents (k -> array in
-    the order of the evaluated queries), for paired comparisons.
-    """
-
-    name: str
-    full: dict[int, float]
-    rerank: dict[int, float]
-    note: str = ""
-    per_query: dict[int, np.ndarray] = field(default_factory=dict)
-
-
-def evaluate_methods(
-    collection: Collection, split: QuerySplit, models: dict[str, TextModel],
-    *, interpolate_with: str | None = "LSTM", ks: Sequence[int] = (1, 3, 10),
-    top: int = 100, queries: Sequence[int] | None = None,
-) -> list[MethodScores]:
-    """The evaluation table on the test queries.
-
-    Parameters
-    ----------
-    collection : Collection
-    split : QuerySplit
-        Test queries are evaluated; the interpolation weight is chosen on
-        queries the model did not train on (:func:`selection_scores`).
-    models : dict
-        Display name -> model.
-    interpolate_with : str or None
-        Name in ``models`` to interpolate with BM25.
-    ks : sequence of int
-    top : int
-        Rerank depth (BM25's top ``top``).
-    queries : sequence of int, optional
-        Evaluate these instead of ``split.test``.
-
-    Returns
-    -------
-    list of MethodScores
-        BM25, TF-IDF, each model, and the interpolation.
-    """
-    test = list(split.test if queries is None else queries)
-    bm_t = bm25_scores(collection, test)
-    cand = np.argsort(-bm_t, axis=1, kind="stable")[:, :top]
-    rows: list[MethodScores] = []
-
-    def add(name: str, S: np.ndarray, note: str = "") -> None:
-        per = per_query_ndcg(S, collection.qrels, test, ks)
-        n = max(len(test), 1)
-        rows.append(MethodScores(
-            name, {k: float(v.sum()) / n for k, v in per.items()},
-            mean_ndcg(S, collection.qrels, test, ks, candidates=cand), note, per))
-
-    add("BM25", bm_t)
-    add("TF-IDF cosine", tfidf_scores(collection, test))
-    cos: dict[str, np.ndarray] = {}
-    for name, m in models.items():
-        D = m.encode_documents(collection.documents)
-        cos[name] = model_scores(m, collection, test, D)
-        add(name, cos[name])
-    if interpolate_with is not None and interpolate_with in cos:
-        m = models[interpolate_with]
-        val, S_v, how = selection_scores(m, collection, split)
-        w, _ = choose_interpolation(bm25_scores(collection, val), S_v, collection.qrels, val)
-        add(f"BM25 + {interpolate_with}", interpolate(bm_t, cos[interpolate_with], w),
-            f"weight {w:.2f} on the {interpolate_with} score, chosen on {how}")
-    return rows
-
-
-def format_table(rows: Sequence[MethodScores], ks: Sequence[int] = (1, 3, 10)) -> str:
-    """Markdown table of :func:`evaluate_methods` rows."""
-    head = ("| method | " + " | ".join(f"NDCG@{k}" for k in ks) + " | "
-            + " | ".join(f"rerank@{k}" for k in ks) + " | note |")
-    sep = "|" + "---|" * (2 * len(ks) + 2)
-    lines = [head, sep]
-    for r in rows:
-        lines.append(f"| {r.name} | " + " | ".join(f"{r.full[k]:.3f}" for k in ks) + " | "
-                     + " | ".join(f"{r.rerank[k]:.3f}" for k in ks) + f" | {r.note} |")
-    return "\n".join(lines)
-
-
-def as_dict(rows: Sequence[MethodScores]) -> list[dict[str, Any]]:
-    """JSON-friendly rows."""
-    return [{"name": r.name, "full": r.full, "rerank": r.rerank, "note": r.note} for r in rows]
-
-
-@dataclass
-class SearchHit:
-    """One document :func:`search` returns.
-
-    Attributes
-    ----------
-    rank : int
-        1 for the best.
-    score : float
-        The model's score (:meth:`~cscore.text.model.RetrievalModel.score`).
-    doc_id : int
-        Cranfield's document number.
-    title : str
-    """
-
-    rank: int
-    score: float
-    doc_id: int
-    title: str
-
-
-def search(model: TextModel, query: str, *, top_k: int = 10,
-           collection: Collection | None = None) -> list[SearchHit]:
-    """Rank the Cranfield documents for ``query`` (``cscore text search``).
-
-    Parameters
-    ----------
-    model : RetrievalModel or RetrievalEnsemble
-    query : str
-    top_k : int
-        How many documents to return.
-    collection : Collection, optional
-        Default: the shipped Cranfield (:func:`~cscore.text.data.load_cranfield`).
-
-    Returns
-    -------
-    list of SearchHit
-        Best first (all scores are 0 when the model knows no word of the
-        query: ``model.words(query)`` is empty).
-    """
-    from .data import load_cranfield
-
-    c = load_cranfield() if collection is None else collection
-    hits = model.rank(query, c.documents, top_k=top_k)
-    return [SearchHit(rank, s, c.doc_ids[i], c.titles[i]) for rank, (i, s) in enumerate(hits, 1)]

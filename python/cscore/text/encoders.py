@@ -26,7 +26,8 @@ projection is computed once per call.
   ``tanh(W2 tanh(W1 s + b1) + b2)``.
 
 A text with no known word gets the zero vector from every encoder (its cosine
-similarity with anything is then defined as 0).
+similarity with anything is then defined as 0).  The recurrent cells run over a
+batch of texts in :func:`cscore.text._recurrence.run_recurrent`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+
+from ._recurrence import F32, mean_word_vectors, run_recurrent
 
 __all__ = [
     "ENCODER_KINDS",
@@ -45,9 +48,6 @@ __all__ = [
     "RNNEncoder",
     "encoder_from_arrays",
 ]
-
-F32 = np.float32
-
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return F32(0.5) * (np.tanh(F32(0.5) * x) + F32(1.0))
@@ -96,57 +96,6 @@ class Encoder:
     def n_params(self) -> int:
         """Number of weights."""
         return int(sum(a.size for a in self.params().values()))
-
-
-def _run_recurrent(
-    seqs: Sequence[np.ndarray], P: np.ndarray, H: int, step: Any, reverse: bool,
-    record: bool = False, pool: str = "last",
-) -> tuple[np.ndarray, list[dict[str, np.ndarray]]]:
-    """Run ``step`` over every sequence in one batch, longest first.
-
-    ``P`` holds the input projections per word-table row; ``step(p_t, state)``
-    returns the new state tuple whose first entry is the output ``y``.
-    ``pool="last"`` returns the last output, ``"mean"`` the mean over words.
-    """
-    n = len(seqs)
-    out = np.zeros((n, H), dtype=F32)
-    lens = np.array([len(s) for s in seqs], dtype=np.int64)
-    order = np.argsort(-lens, kind="stable")
-    T = int(lens.max()) if n else 0
-    trace: list[dict[str, np.ndarray]] = []
-    if T == 0:
-        return out, trace
-    ids = np.zeros((n, T), dtype=np.int64)
-    for r, k in enumerate(order):
-        s = np.asarray(seqs[k], dtype=np.int64)
-        ids[r, : len(s)] = s[::-1] if reverse else s
-    slens = lens[order]
-    y = np.zeros((n, H), F32)
-    c = np.zeros((n, H), F32)
-    acc = np.zeros((n, H), F32) if pool == "mean" else None
-    for t in range(T):
-        na = int(np.count_nonzero(slens > t))  # rows still running (sorted longest first)
-        ny, nc, rec = step(P[ids[:na, t]], (y[:na], c[:na]))
-        y[:na] = ny
-        c[:na] = nc
-        if acc is not None:
-            acc[:na] += ny
-        if record:
-            trace.append({k: v[0].copy() for k, v in rec.items()})
-    if acc is not None:
-        y = acc / np.maximum(slens, 1).astype(F32)[:, None]
-    out[order] = y
-    return out, trace
-
-
-def _bag(seqs: Sequence[np.ndarray], table: np.ndarray, H: int) -> np.ndarray:
-    """Mean word vector of every text, first ``H`` coordinates (zeros for empty texts)."""
-    tab = np.asarray(table, dtype=F32)[:, :H]
-    out = np.zeros((len(seqs), H), F32)
-    for k, s in enumerate(seqs):
-        if len(s):
-            out[k, : tab.shape[1]] = tab[np.asarray(s, dtype=np.int64)].mean(0)
-    return out
 
 
 class LSTMEncoder(Encoder):
@@ -234,10 +183,10 @@ class LSTMEncoder(Encoder):
 
     def encode(self, seqs: Sequence[np.ndarray], table: np.ndarray) -> np.ndarray:
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
-        out, _ = _run_recurrent(seqs, P, self.n_cells, self._step(False), self.reverse,
+        out, _ = run_recurrent(seqs, P, self.n_cells, self._step(False), self.reverse,
                                 pool="last" if self.pool == "last+bag" else self.pool)
         if self.pool == "last+bag":
-            out = out + _bag(seqs, table, self.n_cells)
+            out = out + mean_word_vectors(seqs, table, self.n_cells)
         return out
 
     def trace(self, seq: np.ndarray, table: np.ndarray) -> dict[str, np.ndarray]:
@@ -257,7 +206,7 @@ class LSTMEncoder(Encoder):
             encoder, row t is still word t of the text).
         """
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
-        _, tr = _run_recurrent([seq], P, self.n_cells, self._step(True), self.reverse,
+        _, tr = run_recurrent([seq], P, self.n_cells, self._step(True), self.reverse,
                                record=True)
         keys = ("input_gate", "forget_gate", "output_gate", "cell", "output")
         if not tr:
@@ -316,13 +265,13 @@ class RNNEncoder(Encoder):
 
     def encode(self, seqs: Sequence[np.ndarray], table: np.ndarray) -> np.ndarray:
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
-        out, _ = _run_recurrent(seqs, P, self.n_cells, self._step(False), False)
+        out, _ = run_recurrent(seqs, P, self.n_cells, self._step(False), False)
         return out
 
     def trace(self, seq: np.ndarray, table: np.ndarray) -> dict[str, np.ndarray]:
         """Hidden activations ``output`` (T, H) after every word of one text."""
         P = np.asarray(table, dtype=F32) @ self.W.T + self.b
-        _, tr = _run_recurrent([seq], P, self.n_cells, self._step(True), False, record=True)
+        _, tr = run_recurrent([seq], P, self.n_cells, self._step(True), False, record=True)
         if not tr:
             return {"output": np.zeros((0, self.n_cells), F32)}
         return {"output": np.stack([d["output"] for d in tr])}

@@ -1,26 +1,14 @@
 """A two-tower retrieval model: hashing, word embedding, query and document encoders.
 
-File format
------------
-An ``.npz`` archive (``numpy.savez_compressed``, read with ``allow_pickle=False``):
-``embedding`` (V, d) float32 (the trigram embedding shared by both towers),
-``query.<name>`` and ``document.<name>`` (each tower's weights, float32), and
-``meta``: a uint8 array holding UTF-8 JSON with ``format``, ``version``, the
-trigram vocabulary, both towers' configs, ``max_words`` and free-form ``info``.
+An ensemble (:class:`RetrievalEnsemble`) averages the cosines of several models.
 
-An ensemble (:class:`RetrievalEnsemble`, format version 2) stores member ``i``'s
-arrays under the prefix ``m<i>.`` and their metadata in ``meta["members"]``.
-:func:`load_model` reads either kind of file, with the bounds of every cscore
-model file (:func:`cscore.models.format.read_npz_entries`: a regular file, a
-bounded archive directory, hand-parsed ``.npy`` headers, capped sizes);
-:meth:`~RetrievalModel.save` writes atomically
-(:func:`cscore.models.format.save_npz_atomic`).
+The file format is :mod:`cscore.text._model_file`: :func:`load_model` reads
+either kind of file, :meth:`~RetrievalModel.save` writes; the scoring and ranking
+both kinds share is :class:`cscore.text._scorer.Scorer`.
 """
 
 from __future__ import annotations
 
-import json
-import numbers
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypeVar, Union
@@ -28,12 +16,20 @@ from typing import Any, TypeVar, Union
 import numpy as np
 
 from .._blas import single_threaded_blas
-from ..models.format import ModelFileError, read_npz_entries, save_npz_atomic
+from ._model_file import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    TextModelFileError,
+    read_model_file,
+    write_model_file,
+)
+from ._scorer import Scorer, check_batch_size, cosine_scores
 from .encoders import Encoder, encoder_from_arrays
 from .hashing import TrigramHasher, check_texts
 
 __all__ = [
     "FORMAT_NAME",
+    "FORMAT_VERSION",
     "RetrievalEnsemble",
     "RetrievalModel",
     "TextModel",
@@ -42,100 +38,13 @@ __all__ = [
     "load_model",
 ]
 
-FORMAT_NAME = "cscore.text"
-#: Newest format this version reads and writes (1: one model, 2: an ensemble).
-FORMAT_VERSION = 2
 SIDES = ("query", "document")
-#: Most entries a text model file may list (an ensemble of BiLSTMs has 17 per member).
-_MAX_ENTRIES = 1024
-#: Largest total size of a file's arrays once decompressed (bytes).
-_MAX_BYTES = 1 << 30
+
+_S = TypeVar("_S", bound="_Stored")
 
 
-class TextModelFileError(ModelFileError):
-    """A text model file is malformed or of another format.
-
-    A :class:`cscore.models.format.ModelFileError` (so a ``ValueError``).
-    """
-
-
-def cosine_scores(Q: np.ndarray, D: np.ndarray) -> np.ndarray:
-    """Cosine similarities between rows of ``Q`` and rows of ``D`` (zero rows score 0).
-
-    Parameters
-    ----------
-    Q : ndarray (nq, k)
-    D : ndarray (nd, k)
-
-    Returns
-    -------
-    ndarray (nq, nd) float32
-    """
-    Q = np.asarray(Q, dtype=np.float32)
-    D = np.asarray(D, dtype=np.float32)
-    if Q.ndim != 2 or D.ndim != 2 or Q.shape[1] != D.shape[1]:
-        raise ValueError(f"Q (nq, k) and D (nd, k) must agree; got {Q.shape} and {D.shape}")
-    qn = np.linalg.norm(Q, axis=1, keepdims=True)
-    dn = np.linalg.norm(D, axis=1, keepdims=True)
-    Qh = np.divide(Q, qn, out=np.zeros_like(Q), where=qn > 0)
-    Dh = np.divide(D, dn, out=np.zeros_like(D), where=dn > 0)
-    return Qh @ Dh.T
-
-
-_S = TypeVar("_S", bound="_Scorer")
-
-
-def _check_batch_size(batch_size: Any) -> int:
-    """``batch_size`` as a positive int, or an error naming it."""
-    if isinstance(batch_size, (bool, np.bool_)) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size must be a positive int, got {batch_size!r}")
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size}")
-    return int(batch_size)
-
-
-class _Scorer:
-    """Scoring and ranking on top of ``encode(texts, side)`` and ``dim``."""
-
-    @property
-    def dim(self) -> int:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def encode(self, texts: Sequence[str], side: str = "document", *,
-               normalize: bool = False, batch_size: int = 2048) -> np.ndarray:
-        raise NotImplementedError  # pragma: no cover - overridden
-
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Query-side embeddings, (n, dim) float32."""
-        return self.encode(texts, "query")
-
-    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Document-side embeddings, (n, dim) float32 (a document: title + abstract)."""
-        return self.encode(texts, "document")
-
-    def score(self, queries: Sequence[str], documents: Sequence[str] | np.ndarray) -> np.ndarray:
-        """Similarity of every query with every document.
-
-        One model: the cosine of the embeddings.  An ensemble: the mean of its
-        members' cosines (the dot product of its embeddings, which is their
-        cosine whenever every member reads both texts).
-
-        Parameters
-        ----------
-        queries : list of str
-        documents : list of str, or ndarray (nd, dim)
-            Texts, or embeddings from :meth:`encode_documents`.
-
-        Returns
-        -------
-        ndarray (nq, nd) float32
-            In [-1, 1]; 0 where either side has no known word (for an
-            ensemble: a member that knows no word of either text adds 0).
-        """
-        return self._similarity(self.encode_queries(queries), self._doc_matrix(documents))
-
-    def _similarity(self, Q: np.ndarray, D: np.ndarray) -> np.ndarray:
-        return cosine_scores(Q, D)
+class _Stored(Scorer):
+    """``save`` and ``load`` of both kinds of model (one file format)."""
 
     def save(self, path: Union[str, Path]) -> Path:
         """Write the model (or the ensemble) as one compressed ``.npz`` (no pickle).
@@ -149,7 +58,7 @@ class _Scorer:
         Path
         """
         meta, arrays = self._file_content()
-        return _write(path, {"format": FORMAT_NAME, **meta}, arrays)
+        return write_model_file(path, meta, arrays)
 
     @classmethod
     def load(cls: type[_S], path: Union[str, Path]) -> _S:
@@ -183,45 +92,8 @@ class _Scorer:
     def _from_loaded(cls: type[_S], model: Any, path: Union[str, Path]) -> _S:
         raise NotImplementedError  # pragma: no cover - overridden
 
-    def _doc_matrix(self, documents: Sequence[str] | np.ndarray) -> np.ndarray:
-        if isinstance(documents, np.ndarray) and documents.dtype.kind == "f":
-            if documents.ndim != 2 or documents.shape[1] != self.dim:
-                raise ValueError(
-                    f"documents as embeddings must be (n, {self.dim}); got {documents.shape}"
-                )
-            return documents
-        return self.encode_documents(documents)  # type: ignore[arg-type]
 
-    def rank(self, query: str, documents: Sequence[str] | np.ndarray,
-             top_k: int | None = 10) -> list[tuple[int, float]]:
-        """Rank ``documents`` for ``query`` by cosine similarity.
-
-        Parameters
-        ----------
-        query : str
-        documents : list of str, or ndarray (nd, dim) of document embeddings
-        top_k : int or None
-            How many to return (None: all).
-
-        Returns
-        -------
-        list of (int, float)
-            Document index and score, best first (ties in document order).
-        """
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
-        if top_k is not None and (
-            isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1
-        ):
-            raise ValueError(f"top_k must be a positive int or None, got {top_k!r}")
-        s = self.score([query], documents)[0]
-        order = np.argsort(-s, kind="stable")
-        if top_k is not None:
-            order = order[:top_k]
-        return [(int(i), float(s[i])) for i in order]
-
-
-class RetrievalModel(_Scorer):
+class RetrievalModel(_Stored):
     """Letter-trigram hashing, a shared trigram embedding, and two encoders.
 
     Parameters
@@ -312,7 +184,7 @@ class RetrievalModel(_Scorer):
         ndarray (len(texts), dim) float32
         """
         texts = check_texts("texts", texts)
-        batch_size = _check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
         enc = self._encoder(side)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # the per-word products are small: one BLAS thread is faster, and much
@@ -394,7 +266,7 @@ class RetrievalModel(_Scorer):
                 f"trigrams={len(self.hasher)}, max_words={self.max_words})")
 
 
-class RetrievalEnsemble(_Scorer):
+class RetrievalEnsemble(_Stored):
     """Several retrieval models scored together: the mean of their cosines.
 
     A text's embedding is the concatenation of the members' unit-length
@@ -458,7 +330,7 @@ class RetrievalEnsemble(_Scorer):
         ndarray (len(texts), dim) float32
         """
         texts = check_texts("texts", texts)
-        batch_size = _check_batch_size(batch_size)
+        batch_size = check_batch_size(batch_size)
         parts = [m.encode(texts, side, normalize=True, batch_size=batch_size)
                  for m in self.members]
         out = np.concatenate(parts, axis=1) * np.float32(1.0 / np.sqrt(len(parts)))
@@ -506,14 +378,6 @@ class RetrievalEnsemble(_Scorer):
 TextModel = Union[RetrievalModel, RetrievalEnsemble]
 
 
-def _write(path: Union[str, Path], meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Path:
-    path = Path(path)
-    arrays = dict(arrays)
-    arrays["meta"] = np.frombuffer(json.dumps(meta).encode("utf-8"), dtype=np.uint8)
-    save_npz_atomic(path, arrays)
-    return path
-
-
 def load_model(path: Union[str, Path]) -> TextModel:
     """Read a text model file: one model or an ensemble.
 
@@ -535,26 +399,7 @@ def load_model(path: Union[str, Path]) -> TextModel:
         Not a cscore text model, of a newer format, or inconsistent.
     """
     path = Path(path)
-    try:
-        arrays = read_npz_entries(path, "fiu", max_entries=_MAX_ENTRIES, max_bytes=_MAX_BYTES)
-    except ModelFileError as exc:
-        raise TextModelFileError(str(exc)) from None
-    if "meta" not in arrays:
-        raise TextModelFileError(f"{path} lacks 'meta'")
-    try:
-        meta = json.loads(arrays.pop("meta").tobytes().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise TextModelFileError(f"{path}: unreadable metadata ({exc})") from None
-    if not isinstance(meta, dict) or meta.get("format") != FORMAT_NAME:
-        raise TextModelFileError(f"{path} is not a {FORMAT_NAME} model file")
-    try:
-        version = int(meta.get("version", 0))
-    except (TypeError, ValueError):
-        raise TextModelFileError(f"{path}: bad format version {meta.get('version')!r}") from None
-    if version > FORMAT_VERSION:
-        raise TextModelFileError(
-            f"{path} has format version {version}; this cscore reads up to {FORMAT_VERSION}"
-        )
+    meta, arrays = read_model_file(path)
     if "members" not in meta and "embedding" not in arrays:
         raise TextModelFileError(f"{path} lacks 'embedding'")
     try:

@@ -45,7 +45,7 @@ import numpy as np
 from .._torch import import_torch
 from ._train_config import TextTrainConfig, TrainPair
 from ._train_init import initial_embedding, lsa_embedding
-from ._train_loop import _Best, _Trainer
+from ._train_loop import Best, Trainer
 from .hashing import TrigramHasher, check_texts
 from .model import RetrievalModel
 
@@ -122,7 +122,7 @@ def train_retrieval_model(
     vocab_texts = check_texts("vocab_texts", vocab_texts)
     hasher = TrigramHasher.fit(vocab_texts, max_size=cfg.max_trigrams)
     E0, lsa, scale = initial_embedding(cfg, hasher, vocab_texts, lsa_texts, rng)
-    trainer = _Trainer(torch, cfg, hasher, E0, lsa, scale, rng)
+    trainer = Trainer(torch, cfg, hasher, E0, lsa, scale, rng)
     history, best, seconds = trainer.fit(pairs, evaluate)
     model = best.model
     model.info = dict(info or {})
@@ -131,7 +131,7 @@ def train_retrieval_model(
                            config=cfg)
 
 
-def _training_record(cfg: TextTrainConfig, best: _Best, seconds: float,
+def _training_record(cfg: TextTrainConfig, best: Best, seconds: float,
                      history: list[dict[str, Any]]) -> dict[str, Any]:
     """What a trained model's ``info["training"]`` holds (settings, best epoch, history)."""
     c = asdict(cfg)
