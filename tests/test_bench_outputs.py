@@ -122,6 +122,33 @@ def test_small_mnist_folder_needs_first_index_0(tmp_path, capsys):
                                rtol=1e-9)  # fmt: skip
 
 
+def test_heldout_mnist_draws_only_its_index_range(tmp_path):
+    """The one held-out builder: tuples from [first_index, end_index) only, one digit a
+    channel; mnist_problems and HeldOutMNIST.problems measure the same signals alike."""
+    from cscore.bench import MNIST_SPLITS, heldout_mnist
+
+    rng = np.random.default_rng(2)
+    labels = np.tile(np.arange(4, dtype=np.uint8), 10)  # 40 digits: 0 1 2 3 0 1 2 3 ...
+    images = rng.integers(0, 256, (40, 28, 28), dtype=np.uint8)
+    folder = tmp_path / "digits"
+    _write_idx(folder, images, labels)
+    held = heldout_mnist(folder, first_index=8, end_index=28)
+    assert held.tuples.shape == (5, 4)  # 20 images, 5 of each digit
+    assert held.tuples.min() >= 8 and held.tuples.max() < 28
+    assert (labels[held.tuples] == np.arange(4)).all()
+    S = held.signals(10)
+    assert S.shape == (20, 144, 4) and ((S != 0).sum(axis=1) <= 10).all()
+    assert held.to_images(S).shape == (20, 24, 24)
+    A = cscore.pretrained("mnist-m72").A
+    ps = mnist_problems(folder, A, 10, n_tuples=3, first_index=8, seed=4)
+    shuffled = heldout_mnist(folder, first_index=8, n_tuples=3, seed=4)
+    np.testing.assert_array_equal(ps.S, shuffled.signals(10))
+    np.testing.assert_array_equal(ps.Y, shuffled.problems(A, 10, seed=5).Y)
+    assert MNIST_SPLITS["test"][0] == 6000  # the shipped models never saw 6000 on
+    with pytest.raises(ValueError, match="leaves no image"):
+        heldout_mnist(folder, first_index=40)
+
+
 def test_phase_reaches_rho_one_with_dt_curve(tmp_path):
     args = ["bench", "phase", "--quick", "--decoders", "somp", "--out", str(tmp_path),
             "--no-progress"]  # fmt: skip
