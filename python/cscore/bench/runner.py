@@ -20,7 +20,7 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from .choose import choose_decoders
 from .config import (
@@ -33,9 +33,6 @@ from .config import (
 from .decoders import decoder_device
 from .paths import check_paths
 from .tally import WarningTally
-
-if TYPE_CHECKING:  # pragma: no cover - types only
-    from .sweep import SweepResult
 
 __all__ = ["BenchOutcome", "BenchPlan", "execute", "finish_run", "load_bench_model",
            "prepare", "run_bench", "write_json"]
@@ -142,7 +139,7 @@ class BenchOutcome:
     figures: list[Path]
     tables: list[tuple[str, str]]
     warnings: WarningTally
-    result: SweepResult | dict[str, Any] | Any
+    result: Any
 
 
 def prepare(config: BenchConfig) -> BenchPlan:
@@ -175,8 +172,8 @@ def prepare(config: BenchConfig) -> BenchPlan:
         model = load_bench_model(config.model)
         check_config(config, model)
         trained = exp.trains(config) if exp.trains is not None else None
-        decoders = choose_decoders(config, model, trained=trained) if exp.decoders != () \
-            else []
+        # an experiment that declares no decoders (``()``, scaling) runs none of the registry's
+        decoders = [] if exp.decoders == () else choose_decoders(config, model, trained=trained)
     check_paths(config)
     plan = BenchPlan(config=config, model=model, decoders=decoders, out=config.output_dir(),
                      t0=t0, models=models)
