@@ -149,8 +149,8 @@ def _add_experiment_arguments(p: argparse.ArgumentParser) -> None:
             continue
         g = p.add_argument_group(name, f"options of the {name} experiment (docs/bench.md)")
         for o in opts:
-            g.add_argument(o.flag, dest=f"opt_{o.name}", type=o.type, default=None,
-                           help=f"{name}: {o.help}")
+            g.add_argument(o.flag, dest=f"opt_{o.name}", metavar=o.name.upper(), type=o.type,
+                           default=None, help=f"{name}: {o.help}")
             seen.add(o.name)
 
 
