@@ -105,7 +105,7 @@ def check_shared_matrix(models: Mapping[str, Any]) -> None:
 
 
 def check_experiment(config: BenchConfig) -> None:
-    """Check that the run's experiment takes several models (sparsity and noise do).
+    """Check that the run's experiment takes several models (its registration's ``multi_model``).
 
     Parameters
     ----------
