@@ -17,7 +17,18 @@ __all__ = ["plot_images", "plot_mnist_phase", "plot_phase_transition", "plot_sca
 
 
 def pyplot() -> Any:
-    """``matplotlib.pyplot`` on the Agg backend (ImportError with an install hint)."""
+    """``matplotlib.pyplot`` on the Agg backend (files only, no window).
+
+    Returns
+    -------
+    module
+        ``matplotlib.pyplot``.
+
+    Raises
+    ------
+    ImportError
+        matplotlib is not installed (the message says how to install it).
+    """
     try:
         import matplotlib
 
