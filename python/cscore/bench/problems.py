@@ -30,9 +30,10 @@ __all__ = [
     "synthetic_problems",
 ]
 
-#: Index ranges ``[first, end)`` of the MNIST reference file (the t10k images)
-#: the shipped models never trained on: ``val`` chose their settings, ``test``
-#: is the held-out test set of the benchmarks (``cscore bench`` uses 6000 on).
+#: Held-out index ranges ``[first, end)`` of the MNIST reference file (t10k images).
+#:
+#: The shipped models never trained on them: ``val`` chose their settings,
+#: ``test`` is the benchmarks' test set (``cscore bench`` uses 6000 on).
 MNIST_SPLITS = {"val": (5400, 6000), "test": (6000, 8000)}
 
 
