@@ -47,11 +47,13 @@ from cscore.datasets import (
     mnist_tuples,
     problems_to_images,
 )
-from cscore.decoders.learned.reference import reference_decode
 from cscore.decoders.learned.weights import load_model_file
 from cscore.metrics import nmse_per_item
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the NumPy oracle is a test file (tests/oracles)
+from oracles.reference import reference_decode  # noqa: E402
+
 TEST_IDX = np.arange(6000, 8000)
 
 

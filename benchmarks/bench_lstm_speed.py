@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> None:
     for chunk in (32, 128):
         record(
             f"  ablation: chunk {chunk} (default 64), 1 thread",
-            lambda c=chunk: model.decode(Y, n_nonzero=k, n_threads=1, _chunk=c),
+            lambda c=chunk: model._with_kernel_options(chunk=c).decode(Y, n_nonzero=k, n_threads=1),
             B,
             flops,
         )

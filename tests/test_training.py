@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from cscore.datasets import gaussian_matrix, keep_largest, measure
+from cscore.decoders.learned import LSTMCS
 from cscore.decoders.learned._greedy import normalize_maxabs
-from cscore.decoders.learned.reference import lstm_logits, reference_decode
-from cscore.decoders.learned.weights import load_model_file, save_model_file
 from cscore.problem import ProblemSpec
 from cscore.training.sequences import IGNORE, default_steps, training_sequences
+from oracles.reference import lstm_logits, reference_decode
 
 from conftest import requires_torch
 
@@ -240,8 +240,9 @@ def test_exported_file_loads_and_decodes(tmp_path, tiny):
     res, A, N = tiny
     spec = ProblemSpec(M=12, N=N, L=2, dataset="synthetic")
     path = tmp_path / "m.npz"
-    save_model_file(path, res.weights, A, spec, training_info(res, {"note": "test"}))
-    w, A2, spec2, info = load_model_file(path)
+    LSTMCS(res.weights, A, spec, training_info(res, {"note": "test"})).save(path)
+    loaded = LSTMCS.load(path)
+    w, A2, spec2, info = loaded.weights, loaded.A, loaded.spec, loaded.info
     assert spec2 == spec and info["note"] == "test"
     assert info["training"]["config"]["n_cells"] == 12
     np.testing.assert_array_equal(w.R, res.weights.R.astype(np.float32))
@@ -261,7 +262,8 @@ def test_cli_train(tmp_path, capsys):
                "--problems-per-epoch", "40", "--k-max", "6", "--quiet", "--threads", "1",
                "--out", str(out)])
     assert rc == 0 and "wrote" in capsys.readouterr().out
-    w, _, spec, info = load_model_file(out)
+    loaded = LSTMCS.load(out)
+    w, spec, info = loaded.weights, loaded.spec, loaded.info
     assert (spec.M, spec.N, spec.L, spec.transform) == (16, 64, 4, "dct")
     assert w.n_cells == 8 and info["command"] == "cscore train"
 
@@ -278,7 +280,8 @@ def test_train_lstm_cs_returns_decoder(tmp_path):
     model = cscore.train_lstm_cs(S[:30], S[30:], A, path=path, n_steps=2, n_cells=8,
                                  max_epochs=1, progress=False, info={"who": "test"})
     assert isinstance(model, cscore.LSTMCS)
-    w, _, spec, info = load_model_file(path)
+    loaded = LSTMCS.load(path)
+    w, spec, info = loaded.weights, loaded.spec, loaded.info
     assert (spec.M, spec.N, spec.L) == (12, 16, 2) and info["who"] == "test"
     assert w.n_cells == 8
 
@@ -503,7 +506,8 @@ def test_train_lstm_model_equals_fit_lstm_cs(tmp_path):
                                       getattr(ref.weights, k).astype(np.float32))
     assert model.info["who"] == "test" and model.info["training"]["best_epoch"] == res.best_epoch
     model.save(tmp_path / "m.npz")
-    w, _, spec2, info = load_model_file(tmp_path / "m.npz")
+    loaded = LSTMCS.load(tmp_path / "m.npz")
+    w, spec2, info = loaded.weights, loaded.spec, loaded.info
     assert spec2 == spec and info["who"] == "test"
     np.testing.assert_array_equal(w.Wb, model.weights.Wb)
     with pytest.raises(ValueError, match=r"^A has shape"):

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..decoders.learned.unrolled import LISTA
+from ..decoders.learned.lista import LISTA
 from ..problem import ProblemSpec
 
 __all__ = ["lista_stepped"]

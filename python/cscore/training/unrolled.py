@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._torch import import_torch
-from ..decoders.learned.unrolled import LAMP, LISTA, UnrolledModel
+from ..decoders.learned import LAMP, LISTA, UnrolledModel
 from ..problem import ProblemSpec
 from ._unrolled_torch import grouped, torch_layers, torch_net
 from .unrolled_data import (

@@ -1,22 +1,46 @@
 """The foundation of every learned decoder: a model bound to its sensing matrix,
-its file, and the one greedy decode skeleton.
+the one model-file protocol, and the one greedy decode skeleton.
 
 :class:`LearnedModel` holds what every trained decoder has: the sensing matrix
 ``A`` (M, N), the :class:`~cscore.problem.ProblemSpec` it was trained for, free
 provenance ``info``, and the checks of a batch ``Y`` against them.
 
+It also reads and writes the model's file, once for every learned decoder.  A
+model class declares its file in two tables and two hooks:
+
+* :attr:`LearnedModel.FILE_PARAMS` -- the sizes and options the metadata holds
+  (name -> :class:`FileParam`: an int in a range, a 0/1 flag, or one of some
+  strings; required or with a default), under ``arch_params`` or, with
+  :attr:`LearnedModel.PARAMS_FIELD` ``None``, at the top of the metadata;
+* :attr:`LearnedModel.FILE_ARRAYS` -- the weight entries (name ->
+  :class:`FileArray`: a shape expression in ``M``, ``N``, ``L``, the parameters
+  and :meth:`LearnedModel._file_dims`, such as ``("G*H", "M")``; an entry may
+  repeat over ``range(n)`` or be present only when a flag is set);
+* ``_from_arrays(arrays, A, spec, params, info)`` builds the model from a
+  file's checked contents and ``_to_arrays()`` returns ``(arrays, params)``.
+
+:meth:`LearnedModel.load`, :meth:`~LearnedModel.save`,
+:meth:`~LearnedModel.file_shapes`, :meth:`~LearnedModel.check_file_meta` and
+their :class:`~cscore.models.format.ModelFileError` messages (naming the file and
+the entry or parameter) are written here only; the container itself (bounded
+reading, atomic writing) is :mod:`cscore.models.format`.
+
 :class:`GreedyModel` adds the decode skeleton that LSTM-CS, BLSTM-CS, NWSOMP
 and CDSN-CS share (argument checks, the stopping rules ``n_nonzero`` / ``tol`` /
 ``tol="auto"``, single problem or batch, the :class:`~cscore.DecodeResult`); a
 subclass supplies only :meth:`GreedyModel._run`, the loop that picks atoms
-(compiled for the LSTMs, NumPy for the others), and its file architecture
-(:attr:`ARCH`, :meth:`file_shapes`), which :func:`cscore.register_decoder`
-registers with the model-file loader.
+(compiled for the LSTMs, NumPy for the others), and its file tables, which
+:func:`cscore.register_decoder` registers with the model-file loader.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ast
+import functools
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,12 +51,27 @@ from ..._validation import (
     check_positive_int,
     transposed_hint,
 )
+from ...models.format import (
+    ARCHITECTURES,
+    MAX_DIM,
+    ModelFileError,
+    load_model_arrays,
+    save_model,
+)
 from ...problem import ProblemSpec
 from ...result import STOP_REASONS, DecodeResult
 from ..path_stop import auto_decode_path_stop
 from ..stopping import auto_decode_mmv, is_auto
 
-__all__ = ["GreedyModel", "GreedyOutput", "LearnedModel", "greedy_result", "support_from_atoms"]
+__all__ = [
+    "FileArray",
+    "FileParam",
+    "GreedyModel",
+    "GreedyOutput",
+    "LearnedModel",
+    "greedy_result",
+    "support_from_atoms",
+]
 
 #: What a greedy loop returns for a batch of B problems:
 #: ``S`` (B, N, L) float64, ``atoms`` (B, L, k) int64 (-1 padded), ``resid`` (B,)
@@ -41,15 +80,158 @@ __all__ = ["GreedyModel", "GreedyOutput", "LearnedModel", "greedy_result", "supp
 GreedyOutput = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
+# -- the model file protocol: what a file's metadata and entries may hold ----------
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class FileParam:
+    """One size or option a model file's metadata holds (a row of ``FILE_PARAMS``).
+
+    Parameters
+    ----------
+    kind : {"int", "flag", "str"}, default "int"
+        An int in ``[lo, hi]``; a 0/1 flag (a bool is stored as 0 or 1); or one
+        of ``choices``.
+    lo, hi : int, default 1 and ``MAX_DIM``
+        The range of an ``"int"``.
+    choices : tuple of str, default ()
+        The values of a ``"str"``.
+    default : optional
+        The value when the metadata lacks it; None (default): required.
+    """
+
+    kind: str = "int"
+    lo: int = 1
+    hi: int = MAX_DIM
+    choices: tuple[str, ...] = ()
+    default: Any = None
+
+    def checked(self, where: str, value: Any) -> Any:
+        """``value`` checked (``where`` names it in the ValueError); the default
+        when it is missing.
+
+        Parameters
+        ----------
+        where : str
+            How the message names the parameter (``"arch_params['n_layers']"``).
+        value : object
+            The stored value, or the module's missing marker.
+
+        Returns
+        -------
+        int or str
+        """
+        if value is _MISSING:
+            if self.default is None:
+                raise ValueError(f"{where} is missing")
+            value = self.default
+        if self.kind == "str":
+            if not isinstance(value, str) or value not in self.choices:
+                raise ValueError(f"{where} must be one of {sorted(self.choices)}, got {value!r}")
+            return value
+        lo, hi = (0, 1) if self.kind == "flag" else (self.lo, self.hi)
+        if (self.kind == "flag" and isinstance(value, bool)) or isinstance(value, np.integer):
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
+            raise ValueError(f"{where} must be an int in [{lo}, {hi}], got {value!r}")
+        return value
+
+
+#: How a shape expression's binary operators compute.
+_OPS: dict[type, Callable[[int, int], int]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv,
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(expr: str) -> ast.expr:
+    return ast.parse(expr, mode="eval").body
+
+
+def _dim_value(node: ast.expr, dims: Mapping[str, Any]) -> int:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.Name):
+        return int(dims[node.id])  # KeyError: the loader's "metadata lacks the dimension"
+    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+        return _OPS[type(node.op)](_dim_value(node.left, dims), _dim_value(node.right, dims))
+    raise TypeError(f"shape expressions use ints, names, +, -, * and //, not {ast.unparse(node)!r}")
+
+
+@dataclass(frozen=True)
+class FileArray:
+    """One weight entry a model file holds (a row of ``FILE_ARRAYS``).
+
+    Parameters
+    ----------
+    shape : tuple of (str or int), or callable
+        One expression per axis in the file's dimensions: ``M``, ``N``, ``L``,
+        the model's parameters and its :meth:`LearnedModel._file_dims`, with
+        ints, ``+``, ``-``, ``*`` and ``//`` (``("G*H", "M")``); or
+        ``shape(dims) -> tuple`` for a shape whose axes depend on a parameter.
+    repeat : str, optional
+        A parameter ``n``: the entry is ``n`` entries, its name a format string
+        with ``{i}`` (``"W1_{i}"``) and ``i`` a dimension of each one's shape.
+    when : str, optional
+        A flag parameter: the entry is in the file only when it is set.
+    """
+
+    shape: tuple[str | int, ...] | Callable[[Mapping[str, Any]], tuple[int, ...]]
+    repeat: str | None = None
+    when: str | None = None
+
+    def shapes(self, name: str, dims: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+        """The entries (name -> shape) this row stands for, given the file's dimensions.
+
+        Parameters
+        ----------
+        name : str
+            The row's name (a format string with ``{i}`` when it repeats).
+        dims : mapping
+            ``M``, ``N``, ``L``, the checked parameters and the derived dimensions.
+
+        Returns
+        -------
+        dict of str to tuple of int
+        """
+        if self.when is not None and not dims[self.when]:
+            return {}
+        out: dict[str, tuple[int, ...]] = {}
+        for i in [None] if self.repeat is None else range(int(dims[self.repeat])):
+            d = dims if i is None else {**dims, "i": i}
+            if callable(self.shape):
+                shape = tuple(int(v) for v in self.shape(d))
+            else:
+                shape = tuple(v if isinstance(v, int) else _dim_value(_parsed(v), d)
+                              for v in self.shape)
+            key = name if i is None else name.format(i=i)
+            if any(v < 0 for v in shape):
+                raise ValueError(f"entry {key!r} would have the negative shape {shape}")
+            out[key] = shape
+        return out
+
+
 class LearnedModel:
     """A model trained for one sensing matrix ``A`` (M, N) and :class:`ProblemSpec`.
 
-    Subclasses name their file architecture in :attr:`ARCH` and say which
-    weight entries such a file holds (:meth:`file_shapes`).
+    Subclasses name their file architecture in :attr:`ARCH`, declare its
+    metadata and entries in :attr:`FILE_PARAMS` and :attr:`FILE_ARRAYS`, and
+    implement the two hooks :meth:`_from_arrays` and :meth:`_to_arrays`;
+    :meth:`load` and :meth:`save` (and the checks the loader runs,
+    :meth:`file_shapes`, :meth:`check_file_meta`) follow from them.
     """
 
     #: ``arch`` of this model's files (see :mod:`cscore.models.format`)
     ARCH: ClassVar[str] = ""
+    #: The metadata field holding the parameters (None: the top of the metadata,
+    #: as LSTM-CS files keep ``cell`` and ``n_cells``).
+    PARAMS_FIELD: ClassVar[str | None] = "arch_params"
+    #: The file's sizes and options: name -> :class:`FileParam`.
+    FILE_PARAMS: ClassVar[Mapping[str, FileParam]] = {}
+    #: The file's weight entries: name -> :class:`FileArray` (float32 in the file).
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = {}
 
     _A: np.ndarray
     _spec: ProblemSpec
@@ -74,16 +256,207 @@ class LearnedModel:
         self._info = dict(info or {})
         return norms
 
-    # -- the model file ---------------------------------------------------------
+    # -- the two hooks of the file protocol -------------------------------------
     @classmethod
-    def file_shapes(cls, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-        """Weight entries (name -> shape) a file of :attr:`ARCH` holds, from its metadata."""
+    def _from_arrays(
+        cls, arrays: dict[str, np.ndarray], A: np.ndarray, spec: ProblemSpec,
+        params: dict[str, Any], info: dict[str, Any],
+    ) -> Any:
+        """The model from a file's checked contents (float32 ``arrays`` named as
+        in :attr:`FILE_ARRAYS`, checked ``params``); ValueError/TypeError if unusable."""
+        raise NotImplementedError
+
+    def _to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """``(arrays, params)``: the weight entries and the parameters to save."""
         raise NotImplementedError
 
     @classmethod
+    def _file_dims(cls, params: Mapping[str, Any]) -> dict[str, int]:
+        """Dimensions derived from checked parameters for :attr:`FILE_ARRAYS`
+        (none here); ValueError for a combination the model cannot use."""
+        return {}
+
+    # -- the model file, written once ---------------------------------------------
+    @classmethod
+    def _where(cls, name: str) -> str:
+        return name if cls.PARAMS_FIELD is None else f"{cls.PARAMS_FIELD}[{name!r}]"
+
+    @classmethod
+    def checked_params(cls, params: Mapping[str, Any]) -> dict[str, Any]:
+        """``params`` checked against :attr:`FILE_PARAMS`, defaults filled in.
+
+        Parameters
+        ----------
+        params : mapping
+            Parameter name -> value (no names beyond :attr:`FILE_PARAMS`).
+
+        Returns
+        -------
+        dict
+            Flags as 0/1 ints.
+
+        Raises
+        ------
+        ValueError
+            A missing, unknown or out-of-range parameter (named in the message).
+        """
+        field = cls.PARAMS_FIELD or "the metadata"
+        if not isinstance(params, Mapping):
+            raise ValueError(f"{field} must be an object, got {params!r}")
+        extra = set(params) - set(cls.FILE_PARAMS)
+        if extra:
+            raise ValueError(f"unknown {field} {sorted(extra)}")
+        out = {name: p.checked(cls._where(name), params.get(name, _MISSING))
+               for name, p in cls.FILE_PARAMS.items()}
+        cls._file_dims(out)
+        return out
+
+    @classmethod
+    def expected_shapes(cls, spec: ProblemSpec, params: Mapping[str, Any]
+                        ) -> dict[str, tuple[int, ...]]:
+        """Entry name -> shape of the weights for ``spec`` and ``params``.
+
+        Parameters
+        ----------
+        spec : ProblemSpec
+        params : mapping
+            The parameters (see :attr:`FILE_PARAMS`).
+
+        Returns
+        -------
+        dict of str to tuple of int
+        """
+        return cls._shapes({"M": spec.M, "N": spec.N, "L": spec.L}, cls.checked_params(params))
+
+    @classmethod
+    def _shapes(cls, sizes: Mapping[str, int], params: dict[str, Any]
+                ) -> dict[str, tuple[int, ...]]:
+        dims = {**sizes, **params, **cls._file_dims(params)}
+        out: dict[str, tuple[int, ...]] = {}
+        for name, entry in cls.FILE_ARRAYS.items():
+            out.update(entry.shapes(name, dims))
+        return out
+
+    @classmethod
+    def _meta_params(cls, meta: Mapping[str, Any]) -> dict[str, Any]:
+        if cls.PARAMS_FIELD is None:
+            return cls.checked_params({k: meta[k] for k in cls.FILE_PARAMS if k in meta})
+        return cls.checked_params(meta.get(cls.PARAMS_FIELD, {}))
+
+    @classmethod
+    def file_shapes(cls, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
+        """Weight entries (name -> shape) a file of :attr:`ARCH` holds, from its metadata.
+
+        Parameters
+        ----------
+        meta : mapping
+            The file's checked metadata (``spec`` and the parameters).
+
+        Returns
+        -------
+        dict of str to tuple of int
+        """
+        spec = meta["spec"]
+        return cls._shapes({k: int(spec[k]) for k in ("M", "N", "L")}, cls._meta_params(meta))
+
+    @classmethod
     def check_file_meta(cls, meta: Mapping[str, Any]) -> str | None:
-        """What is wrong with a file's architecture-specific metadata, or None."""
+        """What is wrong with a file's parameters, or None.
+
+        Parameters
+        ----------
+        meta : mapping
+            The file's metadata.
+
+        Returns
+        -------
+        str or None
+            The message (naming the parameter) the loader reports.
+        """
+        try:
+            cls._meta_params(meta)
+        except (TypeError, ValueError) as exc:
+            return str(exc)
         return None
+
+    @classmethod
+    def _file_class(cls, arch: str, path: str | Path) -> Any:
+        """The class a file of ``arch`` loads as when ``cls.load`` reads it."""
+        registered = ARCHITECTURES[arch].model_class
+        if registered is None:
+            if arch == cls.ARCH:
+                return cls
+            raise ModelFileError(f"{path}: no model class is registered for arch {arch!r}")
+        # a user's subclass of the file's class loads as itself (unless it derives
+        # from the class of a more specific architecture, as BLSTMCS does)
+        others = [a.model_class for a in ARCHITECTURES.values() if a.model_class is not None]
+        if issubclass(cls, registered) and not any(
+            o is not registered and issubclass(o, registered) and issubclass(cls, o)
+            for o in others
+        ):
+            return cls
+        if not issubclass(registered, cls):
+            raise ModelFileError(f"{path} holds a {registered.__name__} model (arch {arch!r}), "
+                                 f"not a {cls.__name__} one")
+        return registered
+
+    @classmethod
+    def load(cls, path: str | Path) -> Any:
+        """Load a model file written by :meth:`save` (bounded, no pickle involved).
+
+        The model comes back as the class its file's ``arch`` names (a
+        :class:`~cscore.BLSTMCS` from ``LSTMCS.load`` of a bidirectional model; a
+        subclass of it, called as ``Sub.load``, as ``Sub``).
+
+        Parameters
+        ----------
+        path : path
+            The ``.npz`` model file.
+
+        Returns
+        -------
+        LearnedModel
+
+        Raises
+        ------
+        FileNotFoundError
+            No file at ``path``.
+        ModelFileError
+            Malformed, of another format, version or architecture, or
+            inconsistent; the message names the file and the entry or parameter.
+        """
+        meta, arrays, A, spec = load_model_arrays(path, tuple(ARCHITECTURES))
+        model_cls = cls._file_class(meta["arch"], path)
+        w = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
+        try:
+            params = model_cls._meta_params(meta)
+            return model_cls._from_arrays(w, A, spec, params, dict(meta["info"]))
+        except (ValueError, TypeError) as exc:
+            raise ModelFileError(f"{path}: {exc}") from exc
+
+    def save(self, path: str | Path) -> None:
+        """Write the model to ``path`` (``.npz``, see :mod:`cscore.models.format`), atomically.
+
+        Parameters
+        ----------
+        path : path
+            File to write (replaced atomically).
+
+        Raises
+        ------
+        ValueError
+            The model's arrays do not match its own :attr:`FILE_ARRAYS` (a file
+            that could not be loaded again is never written).
+        """
+        arrays, params = self._to_arrays()
+        params = self.checked_params(params)
+        want = self.expected_shapes(self._spec, params)
+        have = {k: tuple(np.shape(v)) for k, v in arrays.items()}
+        if have != want:
+            raise ValueError(f"{type(self).__name__}.save: the arrays {have} do not match "
+                             f"the file's entries {want}")
+        fields = params if self.PARAMS_FIELD is None else {self.PARAMS_FIELD: params}
+        save_model(path, self.ARCH, arrays, self._A, self._spec, fields, self._info)
 
     # -- properties -----------------------------------------------------------
     @property
