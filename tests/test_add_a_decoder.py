@@ -10,7 +10,8 @@ decode`` and ``cscore.dask.decode``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -42,7 +43,7 @@ class ToyCorrelation(ScoredGreedyModel):
 
     ARCH = "toy-correlation"
     JOINT = False
-    FILE_ARRAYS = {"W": FileArray(("N", "M"))}  # its file: one entry, no parameters
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = {"W": FileArray(("N", "M"))}  # no params
 
     def __init__(self, W: np.ndarray, A: np.ndarray, spec: ProblemSpec,
                  info: dict[str, Any] | None = None) -> None:
