@@ -127,7 +127,7 @@ def test_training_is_deterministic():
 
 
 def test_prefetch_returns_what_make_returns_once_per_epoch():
-    from cscore.training.lstm import _Prefetch
+    from cscore.training._epoch_data import Prefetch
 
     calls: list[int] = []
 
@@ -135,12 +135,12 @@ def test_prefetch_returns_what_make_returns_once_per_epoch():
         calls.append(epoch)
         return np.full((2, 1, 1), float(epoch)), np.full((2, 1), epoch)
 
-    with _Prefetch(make, 3) as ahead:
+    with Prefetch(make, 3) as ahead:
         got = [ahead(e) for e in range(4)]
     assert [int(x[0, 0, 0]) for x, _ in got] == [0, 1, 2, 3]
     assert sorted(calls) == [0, 1, 2, 3]  # epoch e + 1 made (once) while e is used
     calls.clear()
-    with _Prefetch(make, 0) as ahead:  # last = 0: nothing made ahead
+    with Prefetch(make, 0) as ahead:  # last = 0: nothing made ahead
         ahead(0)
     assert calls == [0]
 
@@ -151,11 +151,11 @@ def test_prefetched_run_equals_sequential_run(monkeypatch):
 
     res, _, _ = _tiny_fit(epochs=3)
 
-    class Sequential(lstm._Prefetch):
+    class Sequential(lstm.Prefetch):
         def __call__(self, epoch):
             return self.make(epoch)
 
-    monkeypatch.setattr(lstm, "_Prefetch", Sequential)
+    monkeypatch.setattr(lstm, "Prefetch", Sequential)
     res2, _, _ = _tiny_fit(epochs=3)
     assert len(res.history) == len(res2.history) == 3
     for a, b in zip(res.history, res2.history):
@@ -170,17 +170,21 @@ def test_one_validation_pass_gives_loss_and_accuracy(rng):
     import torch
 
     from cscore.training._lstm_steps import init_params
-    from cscore.training.lstm import _loss_and_accuracy, _mean_loss, torch_logits
+    from cscore.training._lstm_torch import loss_and_accuracy
+    from cscore.training.lstm import torch_logits
 
     params = init_params(torch, 6, 9, 5, 3, torch.Generator().manual_seed(0), torch.float32,
                          True)
     X = torch.as_tensor(rng.standard_normal((23, 3, 6)), dtype=torch.float32)
     T = torch.as_tensor(rng.integers(-1, 9, (23, 3)))
-    loss, acc = _loss_and_accuracy(torch, params, X, T, "paper", batch=10)
-    assert loss == _mean_loss(torch, params, X, T, "paper", batch=10)
+    loss, acc = loss_and_accuracy(torch, params, X, T, "paper", batch=10)
     with torch.no_grad():
-        pred = torch_logits(params, X, "paper").argmax(-1)
+        z = torch_logits(params, X, "paper")
+        pred = z.argmax(-1)
     ok = T != IGNORE
+    whole = torch.nn.functional.cross_entropy(z.reshape(-1, 9), T.reshape(-1),
+                                              ignore_index=IGNORE)  # one batch, mean
+    assert loss == pytest.approx(float(whole), rel=1e-6)  # float32 sums in another order
     assert acc == pytest.approx(float(((pred == T) & ok).sum()) / float(ok.sum()))
 
 
