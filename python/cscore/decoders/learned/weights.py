@@ -74,15 +74,25 @@ CELL_GATES: dict[str, str] = {"paper": "igo", "lstm": "ifgo"}
 _W = TypeVar("_W", bound="_WeightsMixin")
 
 
+@dataclass
 class _WeightsMixin:
-    """What LSTMCSWeights and BLSTMCSWeights share: the gate count, validation, casting.
+    """What LSTMCSWeights and BLSTMCSWeights share: the cell type and free ``extra``
+    (keyword-only fields), the gate and cell counts, validation, casting.
 
-    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields).
+    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields, in
+    the order of their positional parameters).
     """
 
     arch: ClassVar[str]
     _ARRAYS: ClassVar[tuple[str, ...]]
-    cell: str
+    cell: str = field(default="paper", kw_only=True)
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+
+    @property
+    def n_cells(self) -> int:
+        """Number of LSTM cells H (of each direction; 0 if ``R`` is not 2-D)."""
+        R = np.asarray(getattr(self, "R"))  # noqa: B009 (a field of every subclass)
+        return int(R.shape[1]) if R.ndim == 2 else 0
 
     @property
     def n_gates(self) -> int:
@@ -112,8 +122,8 @@ class _WeightsMixin:
         LSTMCSWeights or BLSTMCSWeights
             Of the same class.
         """
-        extra = dict(getattr(self, "extra", {}))
-        return type(self)(**self._cast_arrays(dtype), cell=self.cell, extra=extra)  # type: ignore[call-arg]
+        return type(self)(**self._cast_arrays(dtype), cell=self.cell,  # type: ignore[call-arg]
+                          extra=dict(self.extra))
 
     def _cast_arrays(self, dtype: Any) -> dict[str, np.ndarray]:
         """Every array of ``_ARRAYS`` cast to ``dtype`` (C-contiguous), by name."""
@@ -129,16 +139,9 @@ class LSTMCSWeights(_WeightsMixin):
     b: np.ndarray
     U: np.ndarray
     c_out: np.ndarray
-    cell: str = "paper"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     arch: ClassVar[str] = "lstm"
     _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "U", "c_out")
-
-    @property
-    def n_cells(self) -> int:
-        """Number of LSTM cells H."""
-        return int(self.R.shape[1])
 
 
 def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
@@ -181,17 +184,9 @@ class BLSTMCSWeights(_WeightsMixin):
     bb: np.ndarray
     U: np.ndarray
     c_out: np.ndarray
-    cell: str = "paper"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     arch: ClassVar[str] = "blstm"
     _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
-
-    @property
-    def n_cells(self) -> int:
-        """Cells H of each direction (0 if ``R`` is not 2-D)."""
-        R = np.asarray(self.R)
-        return int(R.shape[1]) if R.ndim == 2 else 0
 
     def direction(self, backward: bool) -> LSTMCSWeights:
         """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).
