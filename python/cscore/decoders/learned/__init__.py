@@ -13,7 +13,7 @@
   (:mod:`~cscore.decoders.learned.lista`, :mod:`~cscore.decoders.learned.lamp` on
   :mod:`~cscore.decoders.learned.unrolled`; not greedy).
 
-The greedy ones share :class:`~cscore.decoders.learned.base.GreedyModel` (the decode
+The greedy ones share :class:`~cscore.decoders.learned.greedy_model.GreedyModel` (the decode
 skeleton: ``decode(Y, *, n_nonzero=None, tol=None, return_result=False)``).  Every
 one reads and writes its files through the one model-file protocol of
 :class:`~cscore.decoders.learned.base.LearnedModel` (a table of parameters,
@@ -23,9 +23,10 @@ container (:mod:`cscore.models.format`).  Training lives in :mod:`cscore.trainin
 
 from __future__ import annotations
 
-from .base import FileArray, FileParam, GreedyModel, LearnedModel
+from .base import FileArray, FileParam, LearnedModel
 from .blstm import BLSTMCS, blstm_logits_native
 from .cdsn import CDSNCS
+from .greedy_model import GreedyModel
 from .lamp import LAMP
 from .lista import LISTA
 from .lstm import LSTMCS, lstm_logits_native

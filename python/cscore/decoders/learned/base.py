@@ -1,5 +1,5 @@
 """The foundation of every learned decoder: a model bound to its sensing matrix,
-the one model-file protocol, and the one greedy decode skeleton.
+and the one model-file protocol.
 
 :class:`LearnedModel` holds what every trained decoder has: the sensing matrix
 ``A`` (M, N), the :class:`~cscore.problem.ProblemSpec` it was trained for, free
@@ -25,21 +25,13 @@ their :class:`~cscore.models.format.ModelFileError` messages (naming the file an
 the entry or parameter) are written here only; the container itself (bounded
 reading, atomic writing) is :mod:`cscore.models.format`.
 
-:class:`GreedyModel` adds the decode skeleton that LSTM-CS, BLSTM-CS, NWSOMP
-and CDSN-CS share (argument checks, the stopping rules ``n_nonzero`` / ``tol`` /
-``tol="auto"``, single problem or batch, the :class:`~cscore.DecodeResult`); a
-subclass supplies only :meth:`GreedyModel._run`, the loop that picks atoms
-(compiled for the LSTMs, NumPy for the others), and its file tables, which
-:func:`cscore.register_decoder` registers with the model-file loader.
+The greedy decode skeleton that LSTM-CS, BLSTM-CS, NWSOMP and CDSN-CS add to it
+is :class:`~cscore.decoders.learned.greedy_model.GreedyModel`.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
-import operator
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -51,167 +43,11 @@ from ..._validation import (
     check_positive_int,
     transposed_hint,
 )
-from ...models.format import (
-    ARCHITECTURES,
-    MAX_DIM,
-    ModelFileError,
-    load_model_arrays,
-    save_model,
-)
+from ...models.format import ARCHITECTURES, ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
-from ...result import STOP_REASONS, DecodeResult
-from ..path_stop import auto_decode_path_stop
-from ..stopping import auto_decode_mmv, is_auto
+from ._file_table import MISSING, FileArray, FileParam
 
-__all__ = [
-    "FileArray",
-    "FileParam",
-    "GreedyModel",
-    "GreedyOutput",
-    "LearnedModel",
-    "greedy_result",
-    "support_from_atoms",
-]
-
-#: What a greedy loop returns for a batch of B problems:
-#: ``S`` (B, N, L) float64, ``atoms`` (B, L, k) int64 (-1 padded), ``resid`` (B,)
-#: (sum over channels of final residual norms), ``n_iter`` (B,), ``stop`` (B,)
-#: (indices into :data:`cscore.result.STOP_REASONS`).
-GreedyOutput = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-# -- the model file protocol: what a file's metadata and entries may hold ----------
-_MISSING = object()
-
-
-@dataclass(frozen=True)
-class FileParam:
-    """One size or option a model file's metadata holds (a row of ``FILE_PARAMS``).
-
-    Parameters
-    ----------
-    kind : {"int", "flag", "str"}, default "int"
-        An int in ``[lo, hi]``; a 0/1 flag (a bool is stored as 0 or 1); or one
-        of ``choices``.
-    lo, hi : int, default 1 and ``MAX_DIM``
-        The range of an ``"int"``.
-    choices : tuple of str, default ()
-        The values of a ``"str"``.
-    default : optional
-        The value when the metadata lacks it; None (default): required.
-    """
-
-    kind: str = "int"
-    lo: int = 1
-    hi: int = MAX_DIM
-    choices: tuple[str, ...] = ()
-    default: Any = None
-
-    def checked(self, where: str, value: Any) -> Any:
-        """``value`` checked (``where`` names it in the ValueError); the default
-        when it is missing.
-
-        Parameters
-        ----------
-        where : str
-            How the message names the parameter (``"arch_params['n_layers']"``).
-        value : object
-            The stored value, or the module's missing marker.
-
-        Returns
-        -------
-        int or str
-        """
-        if value is _MISSING:
-            if self.default is None:
-                raise ValueError(f"{where} is missing")
-            value = self.default
-        if self.kind == "str":
-            if not isinstance(value, str) or value not in self.choices:
-                raise ValueError(f"{where} must be one of {sorted(self.choices)}, got {value!r}")
-            return value
-        lo, hi = (0, 1) if self.kind == "flag" else (self.lo, self.hi)
-        if (self.kind == "flag" and isinstance(value, bool)) or isinstance(value, np.integer):
-            value = int(value)
-        if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-            raise ValueError(f"{where} must be an int in [{lo}, {hi}], got {value!r}")
-        return value
-
-
-#: How a shape expression's binary operators compute.
-_OPS: dict[type, Callable[[int, int], int]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.FloorDiv: operator.floordiv,
-}
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(expr: str) -> ast.expr:
-    return ast.parse(expr, mode="eval").body
-
-
-def _dim_value(node: ast.expr, dims: Mapping[str, Any]) -> int:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    if isinstance(node, ast.Name):
-        return int(dims[node.id])  # KeyError: the loader's "metadata lacks the dimension"
-    if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        return _OPS[type(node.op)](_dim_value(node.left, dims), _dim_value(node.right, dims))
-    raise TypeError(f"shape expressions use ints, names, +, -, * and //, not {ast.unparse(node)!r}")
-
-
-@dataclass(frozen=True)
-class FileArray:
-    """One weight entry a model file holds (a row of ``FILE_ARRAYS``).
-
-    Parameters
-    ----------
-    shape : tuple of (str or int), or callable
-        One expression per axis in the file's dimensions: ``M``, ``N``, ``L``,
-        the model's parameters and its :meth:`LearnedModel._file_dims`, with
-        ints, ``+``, ``-``, ``*`` and ``//`` (``("G*H", "M")``); or
-        ``shape(dims) -> tuple`` for a shape whose axes depend on a parameter.
-    repeat : str, optional
-        A parameter ``n``: the entry is ``n`` entries, its name a format string
-        with ``{i}`` (``"W1_{i}"``) and ``i`` a dimension of each one's shape.
-    when : str, optional
-        A flag parameter: the entry is in the file only when it is set.
-    """
-
-    shape: tuple[str | int, ...] | Callable[[Mapping[str, Any]], tuple[int, ...]]
-    repeat: str | None = None
-    when: str | None = None
-
-    def shapes(self, name: str, dims: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-        """The entries (name -> shape) this row stands for, given the file's dimensions.
-
-        Parameters
-        ----------
-        name : str
-            The row's name (a format string with ``{i}`` when it repeats).
-        dims : mapping
-            ``M``, ``N``, ``L``, the checked parameters and the derived dimensions.
-
-        Returns
-        -------
-        dict of str to tuple of int
-        """
-        if self.when is not None and not dims[self.when]:
-            return {}
-        out: dict[str, tuple[int, ...]] = {}
-        for i in [None] if self.repeat is None else range(int(dims[self.repeat])):
-            d = dims if i is None else {**dims, "i": i}
-            if callable(self.shape):
-                shape = tuple(int(v) for v in self.shape(d))
-            else:
-                shape = tuple(v if isinstance(v, int) else _dim_value(_parsed(v), d)
-                              for v in self.shape)
-            key = name if i is None else name.format(i=i)
-            if any(v < 0 for v in shape):
-                raise ValueError(f"entry {key!r} would have the negative shape {shape}")
-            out[key] = shape
-        return out
-
+__all__ = ["FileArray", "FileParam", "LearnedModel"]
 
 class LearnedModel:
     """A model trained for one sensing matrix ``A`` (M, N) and :class:`ProblemSpec`.
@@ -306,7 +142,7 @@ class LearnedModel:
         extra = set(params) - set(cls.FILE_PARAMS)
         if extra:
             raise ValueError(f"unknown {field} {sorted(extra)}")
-        out = {name: p.checked(cls._where(name), params.get(name, _MISSING))
+        out = {name: p.checked(cls._where(name), params.get(name, MISSING))
                for name, p in cls.FILE_PARAMS.items()}
         cls._file_dims(out)
         return out
@@ -522,112 +358,3 @@ class LearnedModel:
             k_from_user = False
         tol_v = -1.0 if tol is None else check_nonnegative_float("tol", tol)
         return k_max, k_from_user, tol_v
-
-
-class GreedyModel(LearnedModel):
-    """A network scores atoms from residuals inside a greedy least-squares loop.
-
-    Subclasses implement :meth:`_run` and set :attr:`JOINT`; their public
-    ``decode`` documents its parameters and calls :meth:`_decode`.
-    """
-
-    #: One support shared by all channels (SOMP-like) instead of one per channel.
-    JOINT: ClassVar[bool] = False
-
-    #: :meth:`_run_path` ends each problem's path itself under ``tol="auto"``
-    #: (:func:`cscore.decoders.path_stop.auto_decode_path_stop`); otherwise the
-    #: rule decodes through :meth:`_run` (:func:`~cscore.decoders.stopping.auto_decode_mmv`).
-    PATH_STOP: ClassVar[bool] = False
-
-    def _run_path(
-        self, Y: np.ndarray, K: int, rule: tuple[np.ndarray, np.ndarray, int, int, int],
-        **options: Any,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """``tol="auto"``'s path of a checked batch ``Y`` (B, M, L) float64 when
-        :attr:`PATH_STOP`: atoms (B, L, K) and channel residual norms (B, L, K + 1)."""
-        raise NotImplementedError
-
-    def _run(
-        self, Y: np.ndarray, k_max: int, tol: float, k_from_user: bool, **options: Any
-    ) -> GreedyOutput:
-        """The greedy loop over a checked batch ``Y`` (B, M, L) float64."""
-        raise NotImplementedError
-
-    def _decode(
-        self,
-        Y: Any,
-        n_nonzero: int | None,
-        tol: float | str | None,
-        return_result: bool,
-        **options: Any,
-    ) -> np.ndarray | DecodeResult:
-        """The decode skeleton: checks, stopping rules, batch handling, result.
-
-        ``options`` go to :meth:`_run` unchanged (also on the ``tol="auto"``
-        path, which decodes with :meth:`_run` too, see :mod:`cscore.decoders.stopping`).
-        """
-        Y = as_float_array("Y", Y, ndim=(2, 3), empty_batch=(3, 0))
-        if is_auto(tol):
-            self._check_batch(Y[None] if Y.ndim == 2 else Y)
-            if self.PATH_STOP:
-                return auto_decode_path_stop(
-                    lambda Y3, K, rule: self._run_path(Y3, K, rule, **options),
-                    self._A, Y, n_nonzero=n_nonzero, return_result=return_result,
-                )  # fmt: skip
-            return auto_decode_mmv(
-                lambda Y_, k: self._decode(Y_, k, None, True, **options),
-                self._A, Y, n_nonzero=n_nonzero, return_result=return_result, joint=self.JOINT,
-            )  # fmt: skip
-        out_dtype = Y.dtype
-        single = Y.ndim == 2
-        Yb = Y[None] if single else Y
-        self._check_batch(Yb)
-        k_max, k_from_user, tol_v = self._iterations(n_nonzero, tol)
-        Y64 = np.ascontiguousarray(Yb, dtype=np.float64)
-        S, atoms, resid, n_iter, stop = self._run(Y64, k_max, tol_v, k_from_user, **options)
-        S = S.astype(out_dtype, copy=False)
-        if not return_result:
-            return S[0] if single else S
-        return greedy_result(S, atoms, resid, n_iter, stop, single=single, out_dtype=out_dtype)
-
-
-def support_from_atoms(atoms: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """The boolean support (B, N, L) of per-channel atoms (B, L, k), -1 padded.
-
-    Parameters
-    ----------
-    atoms : ndarray (B, L, k) int
-    shape : tuple
-        ``(B, N, L)``.
-
-    Returns
-    -------
-    ndarray (B, N, L) bool
-    """
-    b_idx, l_idx, _ = np.nonzero(atoms >= 0)
-    support = np.zeros(shape, dtype=bool)
-    support[b_idx, atoms[atoms >= 0], l_idx] = True
-    return support
-
-
-def greedy_result(
-    S: np.ndarray,
-    atoms: np.ndarray,
-    resid: np.ndarray,
-    n_iter: np.ndarray,
-    stop: np.ndarray,
-    *,
-    single: bool,
-    out_dtype: Any,
-) -> DecodeResult:
-    """Wrap a greedy decoder's batch outputs (S already in ``out_dtype``) as a DecodeResult.
-
-    ``atoms`` is (B, L, k), -1 padded.
-    """
-    support = support_from_atoms(atoms, S.shape)
-    reasons = np.array([STOP_REASONS[int(s)] for s in stop])
-    sel: Any = 0 if single else slice(None)
-    return DecodeResult(
-        x=S[sel], support=support[sel], residual_norm=resid.astype(out_dtype)[sel],
-        n_iter=n_iter[sel], stop_reason=reasons[sel], extra={"atoms": atoms[sel]},
-    )

@@ -60,7 +60,7 @@ from ... import _core
 from ..._blas import single_threaded_blas
 from ..._limits import check_memory
 from ...result import DecodeResult
-from .base import support_from_atoms
+from .greedy_model import support_from_atoms
 
 __all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_memory", "beam_result",
            "channel_tolerances", "check_beam_memory", "rescue_channels", "search_supports"]

@@ -19,8 +19,9 @@ from ..._validation import check_bool, check_positive_int
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from ._lstm_common import WEIGHTS_DTYPES, Prepared, native_logits, round_to_half
-from .base import FileArray, FileParam, GreedyModel, GreedyOutput
+from .base import FileArray, FileParam
 from .beam import BeamOptions, beam_result, channel_tolerances, check_beam_memory
+from .greedy_model import GreedyModel, GreedyOutput
 from .weights import ARCH_ARRAYS, CELL_GATES, BLSTMCSWeights, LSTMCSWeights
 
 __all__ = ["LSTMCS", "lstm_logits_native"]

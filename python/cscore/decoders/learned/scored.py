@@ -14,7 +14,7 @@ import numpy as np
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from ._greedy import greedy_decode
-from .base import GreedyModel, GreedyOutput
+from .greedy_model import GreedyModel, GreedyOutput
 
 __all__ = ["ScoredGreedyModel"]
 
