@@ -10,7 +10,8 @@ decode`` and ``cscore.dask.decode``.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ import cscore
 from cscore.bench import run_decoder
 from cscore.cli import main
 from cscore.decoders import get_decoder_spec, register_decoder, unregister_decoder
-from cscore.decoders.learned import ScoredGreedyModel
+from cscore.decoders.learned import FileArray, ScoredGreedyModel
 from cscore.decoders.learned._greedy import checked_weight
 from cscore.models import ARCHITECTURES, ModelFileError, load_model
 from cscore.problem import ProblemSpec
@@ -42,15 +43,12 @@ class ToyCorrelation(ScoredGreedyModel):
 
     ARCH = "toy-correlation"
     JOINT = False
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = {"W": FileArray(("N", "M"))}  # no params
 
     def __init__(self, W: np.ndarray, A: np.ndarray, spec: ProblemSpec,
                  info: dict[str, Any] | None = None) -> None:
         super().__init__(A, spec, info)
         self._W = checked_weight("W", W, (spec.N, spec.M))
-
-    @staticmethod
-    def expected_shapes(spec: ProblemSpec, params: dict[str, int]) -> dict[str, tuple[int, ...]]:
-        return {"W": (spec.N, spec.M)}
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"W": self._W}

@@ -16,8 +16,7 @@ from cscore.decoders import stopping
 from cscore.decoders.path_stop import path_stop_rule
 from cscore.decoders.stopping import path_length
 
-OPTIONS = {"exclude_selected": True, "n_threads": 1, "weights_dtype": "float32",
-           "_lstm_dtype": np.float32, "_chunk": 64}  # fmt: skip
+OPTIONS = {"exclude_selected": True, "n_threads": 1, "weights_dtype": "float32"}
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 import cscore
 from cscore.bench.bg import bg_models, bg_problems, nmse_db
 from cscore.cli import main
-from cscore.decoders.learned.unrolled import LISTA
+from cscore.decoders.learned import LISTA
 
 LISTA_BG = "lista-bg-n500-m250"
 LSTM_BG = "lstm-bg-n500-m250"

@@ -15,12 +15,10 @@ from cscore.decoders.learned import (
     BLSTMCSWeights,
     LSTMCSWeights,
     blstm_logits_native,
-    load_model_file,
-    save_model_file,
 )
-from cscore.decoders.learned.reference import blstm_logits, lstm_logits, reference_decode
 from cscore.models.format import ModelFileError
 from cscore.problem import ProblemSpec
+from oracles.reference import blstm_logits, lstm_logits, reference_decode
 
 from conftest import requires_torch, shared_data
 
@@ -78,7 +76,8 @@ def test_decode_matches_reference(rng, cell, stop):
     model = BLSTMCS(w, A, ProblemSpec(M=M, N=N, L=L))
     _, Y = _problems(rng, A, 75)
     ref, n_ref = reference_decode(w, A, Y, **stop)
-    res = model.decode(Y, **stop, _lstm_dtype=np.float64, return_result=True)
+    res = model._with_kernel_options(lstm_dtype=np.float64).decode(
+        Y, **stop, return_result=True)
     np.testing.assert_array_equal(res.x != 0, ref != 0)
     np.testing.assert_allclose(res.x, ref, atol=1e-9)
     np.testing.assert_array_equal(res.n_iter, n_ref)
@@ -106,9 +105,10 @@ def test_atoms_per_channel_and_result(model, rng):
 
 def test_threads_give_identical_results(model, rng):
     _, Y = _problems(rng, model.A, 50)
-    base = model.decode(Y, tol=0.2, n_threads=1, _chunk=7)
+    chunked = model._with_kernel_options(chunk=7)
+    base = chunked.decode(Y, tol=0.2, n_threads=1)
     for t in (2, 4):
-        np.testing.assert_array_equal(model.decode(Y, tol=0.2, n_threads=t, _chunk=7), base)
+        np.testing.assert_array_equal(chunked.decode(Y, tol=0.2, n_threads=t), base)
 
 
 def test_file_round_trip(tmp_path, model, rng, monkeypatch):
@@ -184,12 +184,11 @@ def test_lstm_files_keep_loading(tmp_path, rng):
                        b=np.zeros(G * H), U=rng.normal(size=(N, H)), c_out=np.zeros(N))
     A = gaussian_matrix(M, N, seed=0)
     path = tmp_path / "l.npz"
-    save_model_file(path, lw, A, ProblemSpec(M=M, N=N, L=L))
+    LSTMCS(lw, A, ProblemSpec(M=M, N=N, L=L)).save(path)
     old = _rewrite(path, tmp_path / "old.npz", meta=_meta(path, arch=None))  # no arch field
     for p in (path, old):
-        w, *_ = load_model_file(p)
-        assert type(w) is LSTMCSWeights
-        assert type(LSTMCS.load(p)) is LSTMCS
+        loaded = LSTMCS.load(p)
+        assert type(loaded) is LSTMCS and type(loaded.weights) is LSTMCSWeights
         with pytest.raises(ModelFileError, match="not a BLSTMCS"):
             BLSTMCS.load(p)
 
@@ -242,7 +241,8 @@ def test_cli_train_blstm(tmp_path, capsys):
                "--epochs", "1", "--problems-per-epoch", "30", "--k-max", "4", "--quiet",
                "--threads", "1", "--out", str(out)])
     assert rc == 0 and "wrote" in capsys.readouterr().out
-    w, _, spec, _ = load_model_file(out)
+    loaded = LSTMCS.load(out)
+    w, spec = loaded.weights, loaded.spec
     assert isinstance(w, BLSTMCSWeights) and w.U.shape == (64, 8)
     assert spec.transform == "dct" and spec.L == 4
 

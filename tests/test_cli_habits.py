@@ -147,7 +147,7 @@ def _train_argv(out):
 
 @requires_torch
 def test_interrupted_train_keeps_the_best_model_so_far(monkeypatch, capsys, tmp_path):
-    from cscore.decoders.learned.weights import load_model_file
+    from cscore import LSTMCS
     from cscore.training import lstm
 
     validate, calls = lstm._validate, []
@@ -163,7 +163,8 @@ def test_interrupted_train_keeps_the_best_model_so_far(monkeypatch, capsys, tmp_
     assert main(_train_argv(out)) == 130
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and "interrupted" in err[0] and str(out) in err[0]
-    w, _, spec, info = load_model_file(out)
+    loaded = LSTMCS.load(out)
+    w, spec, info = loaded.weights, loaded.spec, loaded.info
     history = info["training"]["history"]
     assert len(history) == 2 and w.n_cells == 8 and spec.M == 16
     best = min(range(2), key=lambda i: history[i]["val_loss"]) + 1

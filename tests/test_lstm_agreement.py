@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cscore.decoders.learned import LSTMCSWeights, load_model_file, save_model_file
+from cscore.decoders.learned import LSTMCSWeights
 from cscore.decoders.learned._greedy import normalize_maxabs
 from cscore.decoders.learned.lstm import LSTMCS, lstm_logits_native
 from cscore.problem import ProblemSpec
@@ -40,8 +40,8 @@ def test_torch_forward_equals_cpp_forward(tmp_path, rng, cell):
 
     M, N, L, H = 10, 24, 3, 16
     A = rng.normal(size=(M, N))
-    save_model_file(tmp_path / "m.npz", _weights(rng, cell, M, N, H), A, ProblemSpec(M=M, N=N, L=L))
-    w, *_ = load_model_file(tmp_path / "m.npz")
+    LSTMCS(_weights(rng, cell, M, N, H), A, ProblemSpec(M=M, N=N, L=L)).save(tmp_path / "m.npz")
+    w = LSTMCS.load(tmp_path / "m.npz").weights
     X = normalize_maxabs(rng.normal(size=(7 * L, M))).reshape(7, L, M)
     params = {
         k: torch.from_numpy(np.asarray(getattr(w, k), np.float64))
@@ -83,6 +83,7 @@ def test_torch_driven_greedy_decode_picks_cpp_atoms(rng):
             supports[j].append(int(np.argmax(z[j])))
             coef, *_ = np.linalg.lstsq(A[:, supports[j]], Y[:, j], rcond=None)
             R[:, j] = Y[:, j] - A[:, supports[j]] @ coef
-    res = model.decode(Y, n_nonzero=k, return_result=True, _lstm_dtype=np.float64)
+    res = model._with_kernel_options(lstm_dtype=np.float64).decode(
+        Y, n_nonzero=k, return_result=True)
     for j in range(L):
         assert set(np.flatnonzero(res.support[:, j])) == set(supports[j])

@@ -9,8 +9,8 @@ import pytest
 
 import cscore
 from cscore.datasets import expected_noise_tol
-from cscore.decoders.learned import reference_beam as ref
 from cscore.decoders.learned.beam import search_supports
+from oracles import reference_beam as ref
 
 SIGMA = 0.005
 MNIST = Path(__file__).resolve().parents[2] / "shared" / "data" / "mnist"

@@ -12,9 +12,9 @@ import pytest
 import cscore
 from cscore.cli import main as cli_main
 from cscore.decoders.learned import LSTMCS, LSTMCSWeights, lstm_logits_native
-from cscore.decoders.learned.reference import lstm_logits, reference_decode
 from cscore.models.format import ModelFileError
 from cscore.problem import ProblemSpec
+from oracles.reference import lstm_logits, reference_decode
 
 # the module (the package attribute of the same name is the function)
 pretrained_mod = importlib.import_module("cscore.models.registry")
@@ -111,7 +111,8 @@ def test_decode_matches_reference_n_nonzero(rng, cell, lstm_dtype):
     model = make_model(rng, cell)
     Y = sparse_Y(rng, model.A, 9)
     S_ref, n_ref = reference_decode(model.weights, model.A, Y, n_nonzero=6, tol=None)
-    res = model.decode(Y, n_nonzero=6, return_result=True, _lstm_dtype=lstm_dtype)
+    res = model._with_kernel_options(lstm_dtype=lstm_dtype).decode(
+        Y, n_nonzero=6, return_result=True)
     _check_same(res, S_ref, n_ref)
     assert set(res.stop_reason) == {"n_nonzero"}
     # selection order per channel has n_nonzero distinct atoms, matching the support
@@ -144,7 +145,8 @@ def test_decode_up_to_the_cap(rng):
     model = make_model(rng)
     Y = sparse_Y(rng, model.A, 3)
     S_ref, n_ref = reference_decode(model.weights, model.A, Y, n_nonzero=M, tol=None)
-    res = model.decode(Y, n_nonzero=M, return_result=True, _lstm_dtype=np.float64)
+    res = model._with_kernel_options(lstm_dtype=np.float64).decode(
+        Y, n_nonzero=M, return_result=True)
     _check_same(res, S_ref, n_ref, atol_rel=1e-8)
     np.testing.assert_allclose(np.einsum("mn,bnl->bml", model.A, res.x), Y, atol=1e-9)
 

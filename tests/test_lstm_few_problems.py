@@ -150,8 +150,9 @@ def test_float64_lstm_takes_no_panels():
     model = _model(rng, "lstm")
     assert model._prep(np.float64).panels == {}
     Y = _problems(rng, model.A, 3)
-    a = model.decode(Y, n_nonzero=4, _lstm_dtype=np.float64)
-    alone = [model.decode(y, n_nonzero=4, _lstm_dtype=np.float64) for y in Y]
+    exact = model._with_kernel_options(lstm_dtype=np.float64)
+    a = exact.decode(Y, n_nonzero=4)
+    alone = [exact.decode(y, n_nonzero=4) for y in Y]
     assert np.array_equal(np.stack(alone), a)
 
 

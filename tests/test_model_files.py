@@ -429,3 +429,44 @@ def test_saved_model_files_follow_the_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a.npz").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "b.npz").stat().st_mode) == 0o600
+
+
+def test_every_shipped_model_saves_and_loads_to_the_same_arrays(tmp_path):
+    """The one protocol reads every shipped file unchanged, and what it writes
+    reads back to the same class, parameters, weights (float32) and matrix."""
+    from cscore.models.registry import STORE
+
+    for name, src in STORE.files().items():
+        model = cscore.pretrained(name)
+        model.save(tmp_path / "m.npz")
+        back = cscore.models.load_model(tmp_path / "m.npz")
+        (arrays, params), (arrays2, params2) = model._to_arrays(), back._to_arrays()
+        assert type(back) is type(model) and params2 == params, name
+        with np.load(src, allow_pickle=False) as z:
+            assert sorted(z.files) == sorted(["meta", "A", *arrays]), name
+            for k, v in arrays.items():
+                np.testing.assert_array_equal(z[k].astype(np.float32), v, err_msg=name)
+                assert arrays2[k].dtype == np.float32
+                np.testing.assert_array_equal(arrays2[k], v, err_msg=name)
+            np.testing.assert_array_equal(back.A, z["A"])
+        assert back.info == model.info and back.spec == model.spec
+
+
+def test_lstm_file_functions_are_deprecated_aliases(tmp_path):
+    from cscore.decoders.learned import load_model_file, save_model_file
+
+    model = cscore.pretrained("demo-dct-m32")
+    path = tmp_path / "m.npz"
+    with pytest.warns(DeprecationWarning, match=r"LSTMCS\(weights, A, spec, info\)\.save"):
+        save_model_file(path, model.weights, model.A, model.spec, {"who": "alias"})
+    with pytest.warns(DeprecationWarning, match=r"LSTMCS\.load"):
+        w, A, spec, info = load_model_file(path)
+    assert type(w) is LSTMCSWeights and spec == model.spec and info == {"who": "alias"}
+    np.testing.assert_array_equal(A, model.A)
+    np.testing.assert_array_equal(w.U, model.weights.U)
+    assert cscore.LSTMCS.load(path).info == {"who": "alias"}
+    nw = tmp_path / "nw.npz"
+    cscore.pretrained("nwsomp-mnist-m72").save(nw)
+    with pytest.warns(DeprecationWarning), \
+            pytest.raises(ModelFileError, match=r"holds a NWSOMP model \(arch 'nwsomp'\)"):
+        load_model_file(nw)

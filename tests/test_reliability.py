@@ -291,7 +291,7 @@ def test_lstm_batch_composition_irrelevant():
             start = (7 * n) % (B - n)
             assert np.array_equal(model.decode(Y[start : start + n], **kw), full[start : start + n])
         assert np.array_equal(model.decode(Y[::-1], **kw), full[::-1])
-        assert np.array_equal(model.decode(Y, _chunk=5, **kw), full)
+        assert np.array_equal(model._with_kernel_options(chunk=5).decode(Y, **kw), full)
 
 
 def test_lstm_batch_known_divergent_problems():

@@ -17,7 +17,7 @@ from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 import cscore
 from cscore.datasets import expected_noise_tol
-from cscore.decoders.learned.lstm import _round_to_half
+from cscore.decoders.learned._lstm_common import round_to_half
 
 # --------------------------------------------------------------------------- item 4: scale
 
@@ -215,7 +215,7 @@ def _digit_like(A: np.ndarray, B: int, k: int, seed: int) -> np.ndarray:
 
 def test_float16_weights_reach_the_beam_search(lstm_model):
     """float16 + beam = the float32 decode of a model whose matrices are float16 values."""
-    half = cscore.LSTMCS(_round_to_half(lstm_model.weights), lstm_model.A, lstm_model.spec)
+    half = cscore.LSTMCS(round_to_half(lstm_model.weights), lstm_model.A, lstm_model.spec)
     # a batch where the float32 weights' search ends differently in a few channels
     Y = _digit_like(lstm_model.A, 32, 12, seed=1)
     tol = expected_noise_tol(36, 4, 0.005)
@@ -263,7 +263,7 @@ def test_beam_width_is_capped_by_the_memory_limit(lstm_model, monkeypatch):
 
 
 def test_lamp_bg_theta_beyond_exp_range_is_refused_at_load(tmp_path):
-    from cscore.decoders.learned.unrolled import LAMP
+    from cscore.decoders.learned import LAMP
 
     m = cscore.pretrained("lamp-bg-n500-m250")
     arrays = m.arrays()
@@ -279,7 +279,7 @@ def test_lamp_bg_theta_beyond_exp_range_is_refused_at_load(tmp_path):
 
 @pytest.mark.parametrize("bad", ["zero", "nan"])
 def test_lista_from_ista_needs_a_usable_a(bad):
-    from cscore.decoders.learned.unrolled import LISTA
+    from cscore.decoders.learned import LISTA
 
     m = cscore.pretrained("lista-bg-n500-m250")
     A = np.zeros_like(m.A) if bad == "zero" else np.full_like(m.A, np.nan)

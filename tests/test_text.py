@@ -235,7 +235,9 @@ def test_search_and_analysis_of_cranfield(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-def test_resolve_model_takes_a_name_or_a_file(tmp_path):
+def test_resolve_model_takes_a_name_or_a_file(tmp_path, monkeypatch):
+    import shutil
+
     from cscore.text.pretrained import resolve_model
 
     path = tiny_model("rnn").save(tmp_path / "m.npz")
@@ -243,8 +245,18 @@ def test_resolve_model_takes_a_name_or_a_file(tmp_path):
     assert isinstance(m, RetrievalModel) and m.kind == "rnn"
     assert resolve_model(str(path)).kind == "rnn"
     assert isinstance(resolve_model("cranfield-dssm"), text.RetrievalEnsemble)
-    with pytest.raises(ValueError, match="neither a pretrained text model"):
+    with pytest.raises(FileNotFoundError, match=r"missing\.npz"):
         resolve_model(tmp_path / "missing.npz")
+    # the one rule of every cscore model (cscore.models.registry.is_model_path): a
+    # string without a path separator or .npz is a name, even beside a file so named
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(path, "cranfield-dssm")
+    shutil.copy(path, "mine")
+    assert isinstance(resolve_model("cranfield-dssm"), text.RetrievalEnsemble)
+    assert resolve_model("./cranfield-dssm").kind == "rnn"
+    assert resolve_model("m.npz").kind == "rnn"
+    with pytest.raises(ValueError, match=r"unknown pretrained text model 'mine'.*'\./mine'"):
+        resolve_model("mine")
 
 
 # ----------------------------------------------------------------------------- ensembles

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from cscore.datasets import gaussian_matrix, keep_largest, measure
+from cscore.decoders.learned import LSTMCS
 from cscore.decoders.learned._greedy import normalize_maxabs
-from cscore.decoders.learned.reference import lstm_logits, reference_decode
-from cscore.decoders.learned.weights import load_model_file, save_model_file
 from cscore.problem import ProblemSpec
 from cscore.training.sequences import IGNORE, default_steps, training_sequences
+from oracles.reference import lstm_logits, reference_decode
 
 from conftest import requires_torch
 
@@ -127,7 +127,7 @@ def test_training_is_deterministic():
 
 
 def test_prefetch_returns_what_make_returns_once_per_epoch():
-    from cscore.training.lstm import _Prefetch
+    from cscore.training._epoch_data import Prefetch
 
     calls: list[int] = []
 
@@ -135,12 +135,12 @@ def test_prefetch_returns_what_make_returns_once_per_epoch():
         calls.append(epoch)
         return np.full((2, 1, 1), float(epoch)), np.full((2, 1), epoch)
 
-    with _Prefetch(make, 3) as ahead:
+    with Prefetch(make, 3) as ahead:
         got = [ahead(e) for e in range(4)]
     assert [int(x[0, 0, 0]) for x, _ in got] == [0, 1, 2, 3]
     assert sorted(calls) == [0, 1, 2, 3]  # epoch e + 1 made (once) while e is used
     calls.clear()
-    with _Prefetch(make, 0) as ahead:  # last = 0: nothing made ahead
+    with Prefetch(make, 0) as ahead:  # last = 0: nothing made ahead
         ahead(0)
     assert calls == [0]
 
@@ -151,11 +151,11 @@ def test_prefetched_run_equals_sequential_run(monkeypatch):
 
     res, _, _ = _tiny_fit(epochs=3)
 
-    class Sequential(lstm._Prefetch):
+    class Sequential(lstm.Prefetch):
         def __call__(self, epoch):
             return self.make(epoch)
 
-    monkeypatch.setattr(lstm, "_Prefetch", Sequential)
+    monkeypatch.setattr(lstm, "Prefetch", Sequential)
     res2, _, _ = _tiny_fit(epochs=3)
     assert len(res.history) == len(res2.history) == 3
     for a, b in zip(res.history, res2.history):
@@ -170,17 +170,21 @@ def test_one_validation_pass_gives_loss_and_accuracy(rng):
     import torch
 
     from cscore.training._lstm_steps import init_params
-    from cscore.training.lstm import _loss_and_accuracy, _mean_loss, torch_logits
+    from cscore.training._lstm_torch import loss_and_accuracy
+    from cscore.training.lstm import torch_logits
 
     params = init_params(torch, 6, 9, 5, 3, torch.Generator().manual_seed(0), torch.float32,
                          True)
     X = torch.as_tensor(rng.standard_normal((23, 3, 6)), dtype=torch.float32)
     T = torch.as_tensor(rng.integers(-1, 9, (23, 3)))
-    loss, acc = _loss_and_accuracy(torch, params, X, T, "paper", batch=10)
-    assert loss == _mean_loss(torch, params, X, T, "paper", batch=10)
+    loss, acc = loss_and_accuracy(torch, params, X, T, "paper", batch=10)
     with torch.no_grad():
-        pred = torch_logits(params, X, "paper").argmax(-1)
+        z = torch_logits(params, X, "paper")
+        pred = z.argmax(-1)
     ok = T != IGNORE
+    whole = torch.nn.functional.cross_entropy(z.reshape(-1, 9), T.reshape(-1),
+                                              ignore_index=IGNORE)  # one batch, mean
+    assert loss == pytest.approx(float(whole), rel=1e-6)  # float32 sums in another order
     assert acc == pytest.approx(float(((pred == T) & ok).sum()) / float(ok.sum()))
 
 
@@ -240,8 +244,9 @@ def test_exported_file_loads_and_decodes(tmp_path, tiny):
     res, A, N = tiny
     spec = ProblemSpec(M=12, N=N, L=2, dataset="synthetic")
     path = tmp_path / "m.npz"
-    save_model_file(path, res.weights, A, spec, training_info(res, {"note": "test"}))
-    w, A2, spec2, info = load_model_file(path)
+    LSTMCS(res.weights, A, spec, training_info(res, {"note": "test"})).save(path)
+    loaded = LSTMCS.load(path)
+    w, A2, spec2, info = loaded.weights, loaded.A, loaded.spec, loaded.info
     assert spec2 == spec and info["note"] == "test"
     assert info["training"]["config"]["n_cells"] == 12
     np.testing.assert_array_equal(w.R, res.weights.R.astype(np.float32))
@@ -261,7 +266,8 @@ def test_cli_train(tmp_path, capsys):
                "--problems-per-epoch", "40", "--k-max", "6", "--quiet", "--threads", "1",
                "--out", str(out)])
     assert rc == 0 and "wrote" in capsys.readouterr().out
-    w, _, spec, info = load_model_file(out)
+    loaded = LSTMCS.load(out)
+    w, spec, info = loaded.weights, loaded.spec, loaded.info
     assert (spec.M, spec.N, spec.L, spec.transform) == (16, 64, 4, "dct")
     assert w.n_cells == 8 and info["command"] == "cscore train"
 
@@ -278,7 +284,8 @@ def test_train_lstm_cs_returns_decoder(tmp_path):
     model = cscore.train_lstm_cs(S[:30], S[30:], A, path=path, n_steps=2, n_cells=8,
                                  max_epochs=1, progress=False, info={"who": "test"})
     assert isinstance(model, cscore.LSTMCS)
-    w, _, spec, info = load_model_file(path)
+    loaded = LSTMCS.load(path)
+    w, spec, info = loaded.weights, loaded.spec, loaded.info
     assert (spec.M, spec.N, spec.L) == (12, 16, 2) and info["who"] == "test"
     assert w.n_cells == 8
 
@@ -503,7 +510,8 @@ def test_train_lstm_model_equals_fit_lstm_cs(tmp_path):
                                       getattr(ref.weights, k).astype(np.float32))
     assert model.info["who"] == "test" and model.info["training"]["best_epoch"] == res.best_epoch
     model.save(tmp_path / "m.npz")
-    w, _, spec2, info = load_model_file(tmp_path / "m.npz")
+    loaded = LSTMCS.load(tmp_path / "m.npz")
+    w, spec2, info = loaded.weights, loaded.spec, loaded.info
     assert spec2 == spec and info["who"] == "test"
     np.testing.assert_array_equal(w.Wb, model.weights.Wb)
     with pytest.raises(ValueError, match=r"^A has shape"):

@@ -72,7 +72,7 @@ import numpy as np
 
 from .._tol import column_tol
 from .._validation import as_float_array
-from ..models.registry import file_sha256, is_model_path, model_file_path
+from ..models.registry import file_sha256, is_model_path, resolve_model
 from ._complex import (
     as_array,
     complex_dtype,
@@ -213,21 +213,17 @@ class Decoder:
             raise kind(f"decoder {self._spec.name!r}: {exc}") from None
     def _resolve_model(self, model: Any) -> tuple[Any, Any]:
         spec = self._spec
-        if isinstance(model, (str, os.PathLike)):
-            s = os.fspath(model)
-            if is_model_path(s):
-                if spec.load is None:
-                    raise ValueError(f"decoder {spec.name!r} cannot load model files")
-                path = model_file_path(s)  # a loop, FIFO or folder: ModelFileError
-                return spec.load(path), {"file": str(path), "sha256": file_sha256(path)}
-            assert spec.pretrained is not None
-            loaded = spec.pretrained(s)
-            if spec.model_type is not None and not isinstance(loaded, spec.model_type):
+        if isinstance(model, (str, os.PathLike)):  # the one resolver and its rule
+            if spec.load is None and is_model_path(model):
+                raise ValueError(f"decoder {spec.name!r} cannot load model files")
+            loaded, ref = resolve_model(model, load_file=spec.load, load_name=spec.pretrained)
+            if isinstance(ref, str) and spec.model_type is not None \
+                    and not isinstance(loaded, spec.model_type):
                 raise ValueError(
-                    f"pretrained model {s!r} is a {type(loaded).__name__} model; decoder "
+                    f"pretrained model {ref!r} is a {type(loaded).__name__} model; decoder "
                     f"{spec.name!r} needs a {spec.model_type.__name__} (see `cscore models`)"
                 )
-            return loaded, s
+            return loaded, ref
         if spec.model_type is not None and not isinstance(model, spec.model_type):
             raise TypeError(
                 f"model must be a {spec.model_type.__name__}, a pretrained name or a file, "

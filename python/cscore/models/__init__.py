@@ -5,7 +5,9 @@
   weights a file of each ``arch`` holds, and the class that loads it).
 * :mod:`cscore.models.registry` -- the pretrained models shipped in this folder
   (and in ``CSCORE_MODEL_PATH``), and the one resolver from a name or a path to
-  a model (:func:`resolve_model`, :func:`load_model`).
+  a model (:func:`resolve_model`, :func:`load_model`) with its one rule
+  (:func:`~cscore.models.registry.is_model_path`: a path object, or a string with
+  a path separator or ending in ``.npz``, is a file; any other string a name).
 """
 
 from __future__ import annotations

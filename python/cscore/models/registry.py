@@ -6,6 +6,13 @@ environment variable (separated by ``os.pathsep``; searched first).  A model's
 name is its file name without ``.npz``.  Any model file loads as the class its
 ``arch`` names in :data:`cscore.models.format.ARCHITECTURES` (filled in by the
 decoders' registrations).
+
+One rule tells a file from a name (:func:`is_model_path`), everywhere a model
+is named -- :func:`resolve_model`, ``cscore.decoder(name, model=...)``, decoder
+configs, the bench, and the text models (:func:`cscore.text.pretrained.resolve_model`):
+a path object is a file; a string is a file when it contains a path separator
+or ends in ``.npz``; any other string is a pretrained name, even when a file of
+that name exists in the current folder (write ``./name`` for the file).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -261,9 +269,13 @@ def load_model(path: str | os.PathLike[str]) -> Any:
 
 
 def is_model_path(text: str | os.PathLike[str]) -> bool:
-    """Whether ``text`` names a model file rather than a pretrained model.
+    """Whether ``text`` names a model file rather than a pretrained model (THE rule).
 
-    A path separator, the ``.npz`` suffix or an existing file make it a path.
+    A path object (``os.PathLike``) is a file.  A string is a file when it
+    contains a path separator (``/``, or the platform's) or ends in ``.npz``; any
+    other string is a pretrained name -- also when a file of that name exists
+    in the current folder (``./name`` names that file).  The answer never
+    depends on what is on disk.
 
     Parameters
     ----------
@@ -273,22 +285,39 @@ def is_model_path(text: str | os.PathLike[str]) -> bool:
     -------
     bool
     """
+    if isinstance(text, os.PathLike):
+        return True
     s = os.fspath(text)
-    return os.path.sep in s or s.endswith(".npz") or Path(s).is_file()
+    return any(sep and sep in s for sep in ("/", os.sep, os.altsep)) or s.endswith(".npz")
 
 
-def resolve_model(name_or_path: str | os.PathLike[str]) -> tuple[Any, Any]:
-    """A model from a pretrained name or a model file, and how to name it again.
+def resolve_model(
+    name_or_path: str | os.PathLike[str],
+    *,
+    load_file: Callable[[Path], Any] | None = None,
+    load_name: Callable[[str], Any] | None = None,
+) -> tuple[Any, Any]:
+    """A model from a pretrained name or a model file (the one resolver), and how
+    to name it again.
+
+    Which one ``name_or_path`` is follows :func:`is_model_path` (a path object,
+    or a string with a path separator or ending in ``.npz``, is a file; any
+    other string a name), the rule of every place that takes a model.
 
     Parameters
     ----------
     name_or_path : str or path
-        A name from :func:`list_pretrained`, or a path (see :func:`is_model_path`).
+        A name from :func:`list_pretrained`, or a model file.
+    load_file : callable, optional
+        ``load_file(path) -> model`` for a file (default :func:`load_model`:
+        the class of its ``arch``); the text models pass theirs.
+    load_name : callable, optional
+        ``load_name(name) -> model`` for a name (default :func:`pretrained`).
 
     Returns
     -------
     model : object
-        The loaded model, of the class its file's ``arch`` names.
+        The loaded model.
     ref : str or dict
         The name, or ``{"file": absolute path, "sha256": digest}`` for a file.
 
@@ -297,15 +326,24 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> tuple[Any, Any]:
     FileNotFoundError
         No file at the path.
     ValueError
-        Unknown pretrained name, or a malformed file (``ModelFileError``).
+        Unknown pretrained name (the message lists the known ones, and says how
+        to name a file of that name), or a malformed file (``ModelFileError``).
     """
     if not isinstance(name_or_path, (str, os.PathLike)):
         raise TypeError(f"a model must be named by a str or a path, got "
                         f"{type(name_or_path).__name__}")
-    if not is_model_path(name_or_path):
-        return pretrained(os.fspath(name_or_path)), os.fspath(name_or_path)
-    path = model_file_path(name_or_path)
-    return load_model(path), {"file": str(path), "sha256": file_sha256(path)}
+    if is_model_path(name_or_path):
+        path = model_file_path(name_or_path)
+        model = (load_file or load_model)(path)
+        return model, {"file": str(path), "sha256": file_sha256(path)}
+    name = os.fspath(name_or_path)
+    try:
+        return (load_name or pretrained)(name), name
+    except ValueError as exc:
+        if isinstance(exc, ModelFileError) or not Path(name).is_file():
+            raise
+        raise ValueError(f"{exc} (a string without a path separator or .npz is a pretrained "
+                         f"name; for the file {name!r} write {'./' + name!r})") from None
 
 
 def model_file_path(path: str | os.PathLike[str]) -> Path:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 from ..models.registry import ModelStore
+from ..models.registry import resolve_model as resolve
 from .model import TextModel, load_model
 
 __all__ = ["list_pretrained", "model_dirs", "pretrained", "resolve_model"]
@@ -69,11 +70,15 @@ def pretrained(name: str) -> TextModel:
 def resolve_model(name_or_path: str | os.PathLike[str]) -> TextModel:
     """A text model from a pretrained name or a model file.
 
+    A file or a name by the rule of every cscore model
+    (:func:`cscore.models.registry.is_model_path`): a path object, or a string
+    with a path separator or ending in ``.npz``, is a file; any other string is a
+    pretrained name (``./name`` names a file called ``name``).
+
     Parameters
     ----------
     name_or_path : str or path
-        A name from :func:`list_pretrained` (names win over files), or a
-        model file.
+        A name from :func:`list_pretrained`, or a model file.
 
     Returns
     -------
@@ -81,15 +86,11 @@ def resolve_model(name_or_path: str | os.PathLike[str]) -> TextModel:
 
     Raises
     ------
+    FileNotFoundError
+        No file at the path.
     ValueError
-        Neither a pretrained name nor a file (the message lists the names), or
-        a malformed file (:class:`~cscore.text.model.TextModelFileError`).
+        Unknown name (the message lists the known ones), or a malformed file
+        (:class:`~cscore.text.model.TextModelFileError`).
     """
-    spec = os.fspath(name_or_path)
-    if spec in list_pretrained():
-        return pretrained(spec)
-    path = Path(spec)
-    if path.is_file():
-        return load_model(path)
-    known = ", ".join(list_pretrained())
-    raise ValueError(f"{spec!r} is neither a pretrained text model ({known}) nor a file")
+    model, _ = resolve(name_or_path, load_file=load_model, load_name=pretrained)
+    return model  # type: ignore[no-any-return]

@@ -15,13 +15,13 @@ layers before any training.
 from __future__ import annotations
 
 import itertools
-import math
 from typing import Any
 
 import numpy as np
 
-from ..decoders.learned.unrolled import LISTA
+from ..decoders.learned.lista import LISTA
 from ..problem import ProblemSpec
+from ._unrolled_init import nmse_db
 
 __all__ = ["lista_stepped"]
 
@@ -30,11 +30,6 @@ _GAMMA = (0.5, 0.6, 0.7, 0.85, 1.0)
 _THETA0 = (0.6, 0.9, 1.3)
 _RATIO = (0.65, 0.75, 0.85)
 _FLOOR = (0.005, 0.02)
-
-
-def _nmse_db(X_hat: np.ndarray, X: np.ndarray) -> float:
-    err = float(np.sum((X_hat - X) ** 2))
-    return 10.0 * math.log10(max(err, 1e-300) / max(float(np.sum(X * X)), 1e-300))
 
 
 def lista_stepped(
@@ -85,7 +80,7 @@ def lista_stepped(
         for t in range(T):
             R = By + Xh @ S  # S symmetric
             Xh = np.sign(R) * np.maximum(np.abs(R) - th[t], 0.0)
-        score = _nmse_db(Xh, X2)
+        score = nmse_db(Xh, X2)
         if best is None or score < best[0]:
             best = (score, (gamma, t0 * s, r, fl * s))
     assert best is not None

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._torch import import_torch
-from ..decoders.learned.unrolled import LISTA, UnrolledModel
+from ..decoders.learned import LISTA, UnrolledModel
 
 __all__ = ["grouped", "torch_layers", "torch_net"]
 

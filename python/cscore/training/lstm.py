@@ -33,7 +33,6 @@ clipping) and stop early when the validation loss has not improved for
 from __future__ import annotations
 
 import math
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -44,6 +43,7 @@ from ..decoders.learned.weights import (
     BLSTMCSWeights,
     LSTMCSWeights,
 )
+from ._epoch_data import Prefetch, torch_sampler
 from ._lstm_steps import (
     Clock,
     Progress,
@@ -52,6 +52,7 @@ from ._lstm_steps import (
     nesterov_momentum,
     starting_params,
 )
+from ._lstm_torch import loss_and_accuracy, torch_logits
 from .interrupt import TrainingInterrupted
 from .lstm_config import TrainConfig, TrainResult
 from .sequences import IGNORE, sequences_for_epoch
@@ -64,94 +65,6 @@ __all__ = [
     "torch_logits",
     "training_info",
 ]
-
-
-def _torch_lstm(W: Any, R: Any, b: Any, X: Any, cell: str, reverse: bool = False) -> Any:
-    """LSTM outputs over channels, ``X`` (B, L, M) -> (B, L, H) (zero initial state)."""
-    import torch
-
-    B, L, _ = X.shape
-    H = R.shape[1]
-    xw = X @ W.T + b  # (B, L, G*H)
-    v = X.new_zeros((B, H))
-    c = X.new_zeros((B, H))
-    outs: list[Any] = [None] * L
-    for j in (range(L - 1, -1, -1) if reverse else range(L)):
-        gates = xw[:, j] + v @ R.T
-        if cell == "paper":
-            gi, gg, go = gates.split(H, dim=1)
-            c = c + torch.sigmoid(gi) * torch.tanh(gg)
-        else:
-            gi, gf, gg, go = gates.split(H, dim=1)
-            c = torch.sigmoid(gf) * c + torch.sigmoid(gi) * torch.tanh(gg)
-        v = torch.sigmoid(go) * torch.tanh(c)
-        outs[j] = v
-    return torch.stack(outs, dim=1)
-
-
-def torch_logits(params: dict[str, Any], X: Any, cell: str) -> Any:
-    """Torch forward pass in the contract layout; ``X`` (B, L, M) -> (B, L, N).
-
-    Parameters
-    ----------
-    params : dict
-        Torch tensors ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,), ``U`` (N, H)
-        and ``c_out`` (N,), laid out as :class:`LSTMCSWeights`; with ``Wb``,
-        ``Rb``, ``bb`` too (and ``U`` (N, 2H)) the bidirectional model of
-        :class:`BLSTMCSWeights`.
-    X : torch.Tensor (B, L, M)
-        Normalized residuals, channel j of every problem at ``X[:, j]``.
-    cell : {"paper", "lstm"}
-        Cell type (3 gates without forget gate, or the standard 4).
-
-    Returns
-    -------
-    torch.Tensor (B, L, N)
-        Logits over atoms for every channel (forward state carried from channel
-        j-1; the backward state from channel j+1).
-    """
-    import torch
-
-    V = _torch_lstm(params["W"], params["R"], params["b"], X, cell)  # (B, L, H)
-    if "Wb" in params:
-        Vb = _torch_lstm(params["Wb"], params["Rb"], params["bb"], X, cell, reverse=True)
-        V = torch.cat([V, Vb], dim=2)
-    return V @ params["U"].T + params["c_out"]
-
-
-def _mean_loss(torch: Any, params: dict[str, Any], X: Any, T: Any, cell: str,
-               batch: int = 4096) -> float:
-    total, count = 0.0, 0
-    with torch.no_grad():
-        for i in range(0, X.shape[0], batch):
-            z = torch_logits(params, X[i : i + batch], cell)
-            t = T[i : i + batch]
-            total += float(torch.nn.functional.cross_entropy(
-                z.reshape(-1, z.shape[-1]), t.reshape(-1), ignore_index=IGNORE,
-                reduction="sum"))
-            count += int((t != IGNORE).sum())
-    return total / max(count, 1)
-
-
-def _loss_and_accuracy(torch: Any, params: dict[str, Any], X: Any, T: Any, cell: str,
-                       batch: int = 4096) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy of ``X``, ``T`` in one forward pass per batch.
-
-    The same numbers as :func:`_mean_loss` and a separate accuracy pass (same
-    batches, same sums), at half the cost.
-    """
-    total, hit, count = 0.0, 0, 0
-    with torch.no_grad():
-        for i in range(0, X.shape[0], batch):
-            z = torch_logits(params, X[i : i + batch], cell)
-            t = T[i : i + batch]
-            total += float(torch.nn.functional.cross_entropy(
-                z.reshape(-1, z.shape[-1]), t.reshape(-1), ignore_index=IGNORE,
-                reduction="sum"))
-            ok = t != IGNORE
-            hit += int(((z.argmax(-1) == t) & ok).sum())
-            count += int(ok.sum())
-    return total / max(count, 1), hit / max(count, 1)
 
 
 @dataclass
@@ -225,7 +138,7 @@ def _train_epoch(run: _Run, X: Any, T: Any, perm: np.ndarray, epoch: int,
 
 def _validate(run: _Run, Xv: Any, Tv: Any, epoch: int, train_loss: float) -> dict[str, Any]:
     """The history entry of ``epoch`` (0-based): losses, accuracy, step size and times."""
-    val_loss, val_acc = _loss_and_accuracy(run.torch, run.params, Xv, Tv, run.cfg.cell)
+    val_loss, val_acc = loss_and_accuracy(run.torch, run.params, Xv, Tv, run.cfg.cell)
     entry = {"epoch": epoch + 1, "train_loss": train_loss, "val_loss": val_loss,
              "val_acc": val_acc, "lr": run.lr, "seconds": run.clock.seconds(),
              "cpu_seconds": run.clock.cpu_seconds()}
@@ -312,7 +225,7 @@ def fit_sequences(
     run = _Run(torch, cfg, N, params, trainable, opt, total_updates, Clock(cfg),
                Progress(cfg.progress, total_updates), cfg.step_size)
     run.keep_best(math.inf, 0)
-    val_loss = initial_val_loss = _mean_loss(torch, params, Xv, Tv, cfg.cell)
+    val_loss = initial_val_loss = loss_and_accuracy(torch, params, Xv, Tv, cfg.cell)[0]
     if init is not None:  # continuing: the starting point counts as epoch 0
         run.keep_best(val_loss, 0)
     history: list[dict[str, Any]] = []
@@ -438,7 +351,7 @@ def fit_lstm_cs(
                 "n_val_sequences": int(X_val.shape[0])}
     try:
         if cfg.device != "cpu" or rollout > 0:
-            X_tr, T_tr, policy_resample = _torch_sampler(A, S_train, T, sigma, k_range,
+            X_tr, T_tr, policy_resample = torch_sampler(A, S_train, T, sigma, k_range,
                                                          problems_per_epoch, cfg, rollout)
             settings["n_train_sequences_epoch0"] = int(X_tr.shape[0])
             res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg, init=init,
@@ -450,7 +363,7 @@ def fit_lstm_cs(
 
             # each epoch's sequences depend on the epoch alone: make the next ones
             # while this one trains (the same arrays, sooner)
-            with _Prefetch(make, cfg.max_epochs - 1 if fresh else 0) as ahead:
+            with Prefetch(make, cfg.max_epochs - 1 if fresh else 0) as ahead:
                 X_tr, T_tr = ahead(0)
                 settings["n_train_sequences_epoch0"] = int(X_tr.shape[0])
                 res = fit_sequences(X_tr, T_tr, X_val, T_val, A.shape[1], cfg,
@@ -461,59 +374,6 @@ def fit_lstm_cs(
         raise
     res.extra.update(settings)
     return res
-
-
-class _Prefetch:
-    """``make(epoch)`` for epochs 0..``last``, each made in a thread while the one before trains.
-
-    ``make`` must depend on ``epoch`` alone (as :func:`sequences_for_epoch`
-    with a per-epoch seed does): calling ``self(epoch)`` returns what
-    ``make(epoch)`` returns, and starts ``make(epoch + 1)`` in the background.
-    NumPy releases the GIL in its array loops, so the next epoch's sequences are
-    made while torch trains on this one.  Use as a context manager: leaving it
-    drops a prefetch that early stopping left unused.
-    """
-
-    def __init__(self, make: Callable[[int], tuple[np.ndarray, np.ndarray]], last: int) -> None:
-        self.make = make
-        self.last = last
-        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cscore-sequences")
-        self.pending: dict[int, Future[tuple[np.ndarray, np.ndarray]]] = {}
-
-    def __call__(self, epoch: int) -> tuple[np.ndarray, np.ndarray]:
-        fut = self.pending.pop(epoch, None)
-        out = fut.result() if fut is not None else self.make(epoch)
-        if epoch < self.last and epoch + 1 not in self.pending:
-            self.pending[epoch + 1] = self.pool.submit(self.make, epoch + 1)
-        return out
-
-    def __enter__(self) -> _Prefetch:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.pending.clear()
-        self.pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _torch_sampler(
-    A: np.ndarray, S_train: np.ndarray, T: int, sigma: float, k_range: tuple[int, int] | None,
-    problems_per_epoch: int | None, cfg: TrainConfig, rollout: float,
-) -> tuple[np.ndarray, np.ndarray, Callable[[int, Callable[[Any], Any]], tuple[Any, Any]]]:
-    """The first epoch's sequences (NumPy) and the torch sampler of the later ones."""
-    torch = import_torch()
-    from ._sequences_torch import torch_epoch_sequences
-
-    gen = torch.Generator(device=cfg.device).manual_seed(cfg.seed * 1000 + 7)
-    At = torch.as_tensor(A, dtype=torch.float64, device=cfg.device)
-    St = torch.as_tensor(S_train, dtype=torch.float32, device=cfg.device)
-
-    def sample(epoch: int, logits: Callable[[Any], Any] | None) -> tuple[Any, Any]:
-        frac = rollout if (epoch and logits is not None) else 0.0
-        return torch_epoch_sequences(torch, At, St, T, sigma, k_range, problems_per_epoch, gen,
-                                     policy=logits, rollout=frac)
-
-    X0, T0 = sample(0, None)
-    return X0.cpu().numpy(), T0.cpu().numpy(), sample
 
 
 def training_info(result: TrainResult, info: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -14,8 +14,9 @@ fitting function's result.  ``model.save(path)`` writes the model file.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -47,6 +48,22 @@ def _checked_matrix(A: np.ndarray, spec: ProblemSpec, S_train: np.ndarray) -> np
     if len(shape) != 3 or shape[1:] != (spec.N, spec.L):
         raise ValueError(f"S_train must be (P, {spec.N}, {spec.L}) for spec, got {shape}")
     return A
+
+
+_R = TypeVar("_R")
+_M = TypeVar("_M")
+
+
+def _fit_and_wrap(fit: Callable[[], _R], wrap: Callable[[_R], _M]) -> tuple[_M, _R]:
+    """``(wrap(result), result)`` of ``fit()``; on Ctrl-C the best model so far,
+    wrapped and ready to save, rides on the :class:`TrainingInterrupted`."""
+    try:
+        res = fit()
+    except TrainingInterrupted as stop:
+        if stop.result is not None:
+            stop.model = wrap(stop.result)
+        raise
+    return wrap(res), res
 
 
 def train_lstm_model(
@@ -109,15 +126,10 @@ def train_lstm_model(
             return BLSTMCS(res.weights, A, spec, meta)
         return LSTMCS(res.weights, A, spec, meta)
 
-    try:
-        res = fit_lstm_cs(S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
-                          problems_per_epoch=problems_per_epoch, config=config, init=init,
-                          rollout=rollout, **config_kwargs)
-    except TrainingInterrupted as stop:  # Ctrl-C: the best model so far, ready to save
-        if stop.result is not None:
-            stop.model = wrap(stop.result)
-        raise
-    return wrap(res), res
+    return _fit_and_wrap(lambda: fit_lstm_cs(
+        S_train, S_val, A, n_steps=n_steps, k_range=k_range, sigma=sigma,
+        problems_per_epoch=problems_per_epoch, config=config, init=init, rollout=rollout,
+        **config_kwargs), wrap)
 
 
 def train_nwsomp_model(
@@ -168,13 +180,7 @@ def train_nwsomp_model(
         w = res.weights
         return NWSOMP(w["W1"], w["b1"], w["W2"], w["b2"], A, spec, meta)
 
-    try:
-        res = fit_nwsomp(S_train, S_val, A, **fit_kwargs)
-    except TrainingInterrupted as stop:  # Ctrl-C: the best model so far, ready to save
-        if stop.result is not None:
-            stop.model = wrap(stop.result)
-        raise
-    return wrap(res), res
+    return _fit_and_wrap(lambda: fit_nwsomp(S_train, S_val, A, **fit_kwargs), wrap)
 
 
 def train_cdsn_model(

@@ -26,16 +26,18 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._torch import import_torch
-from ..decoders.learned.unrolled import LAMP, LISTA, UnrolledModel
+from ..decoders.learned import UnrolledModel
 from ..problem import ProblemSpec
+from ._unrolled_init import initial_model, nmse_db
 from ._unrolled_torch import grouped, torch_layers, torch_net
+from .unrolled_config import UnrolledTrainConfig, UnrolledTrainResult
 from .unrolled_data import (
     BG_BENCHMARK,
     BernoulliGaussian,
@@ -60,194 +62,6 @@ __all__ = [
     "train_bg_benchmark",
     "train_unrolled",
 ]
-
-
-def nmse_db(X_hat: np.ndarray, X: np.ndarray) -> float:
-    """NMSE in dB over a whole set: ``10 log10(sum ||x_hat - x||^2 / sum ||x||^2)``.
-
-    Parameters
-    ----------
-    X_hat, X : ndarray, same shape
-        Estimates and ground truths.
-
-    Returns
-    -------
-    float
-    """
-    err = float(np.sum((np.asarray(X_hat, dtype=np.float64) - X) ** 2))
-    return 10.0 * math.log10(max(err, 1e-300) / max(float(np.sum(np.square(X))), 1e-300))
-
-
-# -- configuration and result -------------------------------------------------
-@dataclass
-class UnrolledTrainConfig:
-    """Settings of :func:`train_unrolled` (defaults follow Borgerding et al. where they say).
-
-    Attributes
-    ----------
-    n_layers : int, default 6
-        Layers T of the trained network.
-    n_train : int, default 10000
-        Problems drawn from the source; ``val_fraction`` of them validate.
-    val_fraction : float, default 0.1
-    batch_size : int, default 256
-        Vectors (groups of channels for a joint model) per Adam step.
-    lr : float, default 1e-3
-        Learning rate of a new layer's stage.
-    refine : tuple of float, default (0.5, 0.1, 0.01)
-        Factors of ``lr`` of the fine-tuning stages (all layers).
-    val_every : int, default 20
-        Steps between validations.
-    patience : int, default 10
-        Validations without improvement that end a stage.
-    max_steps : int, default 5000
-        Steps per stage at most.
-    max_seconds : float, optional
-        Wall-clock budget of the training stages, shared out by their cost (the
-        data draw and the untrained network's fit come first, outside it).
-    seed : int, default 0
-        Seed of the data draw (``seed``) and of the minibatches (``seed + 1``).
-    n_threads : int, optional
-        torch threads during training.
-    progress : bool, default True
-        Show a tqdm progress bar with the train/validation NMSE.
-    device : str, default "cpu"
-        torch device of the training (``"cuda"`` for a GPU; its arithmetic
-        and minibatch draws do not reproduce a CPU run's numbers).
-    schedule : {"layerwise", "joint"}, default "layerwise"
-        "layerwise": Borgerding et al.'s growth, one layer at a time; "joint":
-        all ``n_layers`` layers from the first step, at ``lr`` then at each
-        ``lr * refine[i]`` (each rate a stage that ends by validation).
-    matrix_lr : float, default 1.0
-        Factor of the learning rate for the matrices ``B``, ``S`` (Adam moves
-        every entry by about ``lr`` per step, whatever its size: a sign pattern
-        of ``lr`` over an N x N matrix is a change of operator norm up to
-        ``lr * N``, so the matrices may need a smaller rate than the thresholds).
-    online : bool, default False
-        Draw every minibatch fresh from the source (``source.draw(batch_size,
-        seed + 2 + step)``) instead of from the ``n_train`` problems drawn
-        once (which still give the validation split); no over-fitting of a
-        large tied ``S`` to a finite training set.
-    copy_previous : bool, default True
-        Layer-wise: a new layer starts from the previous layer's trained
-        values (else from the untrained network's own values for that layer).
-    """
-
-    n_layers: int = 6
-    n_train: int = 10000
-    val_fraction: float = 0.1
-    batch_size: int = 256
-    lr: float = 1e-3
-    refine: tuple[float, ...] = (0.5, 0.1, 0.01)
-    val_every: int = 20
-    patience: int = 10
-    max_steps: int = 5000
-    max_seconds: float | None = None
-    seed: int = 0
-    n_threads: int | None = None
-    progress: bool = True
-    device: str = "cpu"
-    schedule: str = "layerwise"
-    matrix_lr: float = 1.0
-    online: bool = False
-    copy_previous: bool = True
-
-
-@dataclass
-class UnrolledTrainResult:
-    """A trained model with its record.
-
-    Attributes
-    ----------
-    model : LISTA or LAMP
-        The trained network (its ``info["training"]`` holds this record).
-    initial : LISTA or LAMP
-        The untrained network it started from (ISTA / AMP with tuned parameters).
-    val_nmse_db : list of float
-        Validation NMSE (dB) of the network after training each layer.
-    history : list of dict
-        One entry per stage: layer, stage, lr, steps, train/val NMSE (dB), seconds.
-    seconds : float
-    settings : dict
-    """
-
-    model: UnrolledModel
-    initial: UnrolledModel
-    val_nmse_db: list[float] = field(default_factory=list)
-    history: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    settings: dict[str, Any] = field(default_factory=dict)
-
-
-# -- the untrained networks --------------------------------------------------------
-def _bg_theta(X: np.ndarray) -> tuple[float, float]:
-    """(log psi, logit rho) of a Bernoulli-Gaussian fitted to ground truths X."""
-    nz = X != 0
-    rho = float(np.clip(nz.mean(), 1e-3, 0.9))
-    psi = float(np.sum(X * X) / max(int(nz.sum()), 1))
-    return math.log(max(psi, 1e-12)), math.log(rho / (1 - rho))
-
-
-def initial_model(
-    arch: str, A: np.ndarray, spec: ProblemSpec, X: np.ndarray, Y: np.ndarray, *,
-    n_layers: int, shrinkage: str = "bg", joint: bool = False, untied: bool = True,
-    info: dict[str, Any] | None = None,
-) -> UnrolledModel:
-    """The untrained network, its parameters fitted to training problems (X, Y).
-
-    LISTA: ISTA with the l1 weight that gives the least NMSE after
-    ``n_layers`` iterations on these problems (a grid).  LAMP: AMP (``B_t =
-    A^T``) with, for "soft" and "pwlin", the threshold multiplier that does best
-    after ``n_layers`` iterations (a grid), for "bg" the rate and variance of
-    the nonzero entries of ``X``.
-
-    Parameters
-    ----------
-    arch : {"lista", "lamp"}
-    A : ndarray (M, N)
-    spec : ProblemSpec
-    X : ndarray (n, N, L)
-        Ground truths.
-    Y : ndarray (n, M, L)
-        Their measurements.
-    n_layers : int
-    shrinkage : {"soft", "bg", "pwlin"}, default "bg"
-        LAMP only.
-    joint : bool, default False
-        Row-sparse shrinkage across the channels.
-    untied : bool, default True
-        LISTA: one B, S per layer.
-    info : dict, optional
-
-    Returns
-    -------
-    LISTA or LAMP
-    """
-    if arch == "lista":
-        scale = float(np.median(np.abs(np.einsum("mn,bml->bnl", A, Y)).max(axis=1)))
-        c = float(np.linalg.norm(A, 2) ** 2)
-
-        def lista(lam: float) -> UnrolledModel:
-            return LISTA.from_ista(A, spec, n_layers=n_layers, lam=lam * c, joint=joint,
-                                   untied=untied, info=info)
-
-        grid = [scale * f / c for f in np.geomspace(1e-3, 1.0, 16)]
-        return min((lista(g) for g in grid), key=lambda m: nmse_db(np.asarray(m.decode(Y)), X))
-    if arch != "lamp":
-        raise ValueError(f"arch must be 'lista' or 'lamp', got {arch!r}")
-
-    def lamp(theta: tuple[float, ...], kind: str) -> UnrolledModel:
-        return LAMP.from_amp(A, spec, n_layers=n_layers, shrinkage=kind, theta=theta,
-                             joint=joint, info=info)
-
-    if shrinkage == "bg":
-        return lamp(_bg_theta(X), "bg")
-    best = min((lamp((a, 1.0), "soft") for a in np.linspace(0.5, 3.0, 11)),
-               key=lambda m: nmse_db(np.asarray(m.decode(Y)), X))
-    if shrinkage == "soft":
-        return best
-    alpha = float(best.arrays()["theta"][0, 0])
-    return lamp((alpha, 2 * alpha, 0.0, 1.0, 1.0), "pwlin")
 
 
 # -- training ---------------------------------------------------------------------------

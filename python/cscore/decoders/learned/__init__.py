@@ -10,23 +10,29 @@
 * :class:`LISTA`, :class:`LAMP` -- unrolled networks (learned ISTA, Gregor &
   LeCun 2010; learned AMP, Borgerding et al. 2017): T layers of a linear step and
   a shrinkage, ``decode(Y, *, n_layers=None, return_result=False)``
-  (:mod:`~cscore.decoders.learned.unrolled`; not greedy).
+  (:mod:`~cscore.decoders.learned.lista`, :mod:`~cscore.decoders.learned.lamp` on
+  :mod:`~cscore.decoders.learned.unrolled`; not greedy).
 
-The greedy ones share :class:`~cscore.decoders.learned.base.GreedyModel` (the decode
-skeleton: ``decode(Y, *, n_nonzero=None, tol=None, return_result=False)``) and
-one model file container (:mod:`cscore.models.format`).  Training lives in
-:mod:`cscore.training`.
+The greedy ones share :class:`~cscore.decoders.learned.greedy_model.GreedyModel` (the decode
+skeleton: ``decode(Y, *, n_nonzero=None, tol=None, return_result=False)``).  Every
+one reads and writes its files through the one model-file protocol of
+:class:`~cscore.decoders.learned.base.LearnedModel` (a table of parameters,
+:class:`FileParam`, and of entries, :class:`FileArray`, and two hooks) in the one
+container (:mod:`cscore.models.format`).  Training lives in :mod:`cscore.training`.
 """
 
 from __future__ import annotations
 
-from .base import GreedyModel, LearnedModel
+from .base import FileArray, FileParam, LearnedModel
 from .blstm import BLSTMCS, blstm_logits_native
 from .cdsn import CDSNCS
+from .greedy_model import GreedyModel
+from .lamp import LAMP
+from .lista import LISTA
 from .lstm import LSTMCS, lstm_logits_native
 from .nwsomp import NWSOMP
 from .scored import ScoredGreedyModel
-from .unrolled import LAMP, LISTA, UnrolledModel
+from .unrolled import UnrolledModel
 from .weights import CELL_GATES, BLSTMCSWeights, LSTMCSWeights, load_model_file, save_model_file
 
 __all__ = [
@@ -38,6 +44,8 @@ __all__ = [
     "LSTMCS",
     "NWSOMP",
     "BLSTMCSWeights",
+    "FileArray",
+    "FileParam",
     "GreedyModel",
     "LSTMCSWeights",
     "LearnedModel",

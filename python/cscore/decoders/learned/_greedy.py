@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["checked_weight", "greedy_decode", "lstm_cell", "normalize_maxabs", "sigmoid"]
+__all__ = ["checked_weight", "greedy_decode", "normalize_maxabs", "sigmoid"]
 
 #: stop codes (indices into cscore.result.STOP_REASONS)
 _N_NONZERO, _TOL, _DEPENDENT, _MAX_ITER = 0, 1, 2, 3
@@ -57,33 +57,6 @@ def normalize_maxabs(r: np.ndarray) -> np.ndarray:
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """Logistic function (through tanh: no overflow warnings), for the scoring networks."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
-
-
-def lstm_cell(gates: np.ndarray, c: np.ndarray, cell: str) -> tuple[np.ndarray, np.ndarray]:
-    """An LSTM-CS cell update from its gate pre-activations (weights.py's layout).
-
-    Parameters
-    ----------
-    gates : ndarray (B, G*H)
-        ``W x + R v' + b``, gates in the order of ``cell`` ("paper": i, g, o;
-        "lstm": i, f, g, o).
-    c : ndarray (B, H)
-        The previous cell state.
-    cell : {"paper", "lstm"}
-        The cell type.
-
-    Returns
-    -------
-    v, c : ndarray (B, H)
-        The new output and cell state.
-    """
-    if cell == "paper":
-        i, g, o = np.split(gates, 3, axis=1)
-        c = c + sigmoid(i) * np.tanh(g)
-    else:
-        i, f, g, o = np.split(gates, 4, axis=1)
-        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
-    return sigmoid(o) * np.tanh(c), c
 
 
 def checked_weight(name: str, arr: Any, shape: tuple[int, ...]) -> np.ndarray:

@@ -41,8 +41,8 @@ together, so every LSTM product runs over all their partial supports at once,
 and the recurrent product of the context is computed once per iteration, not
 once per partial support.  Each row of a product is an independent lane, so a
 problem's result does not depend on its batch or the thread count.
-:mod:`~cscore.decoders.learned.reference_beam` is the same search in NumPy
-(the specification the tests compare with).
+``tests/oracles/reference_beam.py`` is the same search in NumPy (the
+specification the tests compare with; a test oracle, not in the package).
 
 This is the beam search over supports of tree-search sparse decoders (e.g. the
 multipath matching pursuit of Kwon, Wang and Shim, IEEE TIT 2014) with the
@@ -60,7 +60,7 @@ from ... import _core
 from ..._blas import single_threaded_blas
 from ..._limits import check_memory
 from ...result import DecodeResult
-from .base import support_from_atoms
+from .greedy_model import support_from_atoms
 
 __all__ = ["CHANNEL_TOL_FACTOR", "BeamOptions", "beam_memory", "beam_result",
            "channel_tolerances", "check_beam_memory", "rescue_channels", "search_supports"]

@@ -16,17 +16,20 @@ channels one after another.)
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
 
-from .lstm import LSTMCS, _native_logits, _panels, _Prepared
-from .weights import BLSTMCSWeights
+from ._lstm_common import Prepared, native_logits, panels
+from .base import FileArray
+from .lstm import LSTMCS
+from .weights import ARCH_ARRAYS, BLSTMCSWeights
 
 __all__ = ["BLSTMCS", "blstm_logits_native"]
 
 
-class _BiPrepared(_Prepared):
+class _BiPrepared(Prepared):
     """BLSTM weights laid out for the compiled kernels, in one precision.
 
     ``args()``: ``(WRf, bf, WRb, bb, U, c_out, cell)``; ``panels``: the decode
@@ -45,8 +48,8 @@ class _BiPrepared(_Prepared):
         """Each direction's ``[W | R]`` and half of ``U`` as panels."""
         H = w.U.shape[1] // 2
         return {
-            "panels_f": (_panels(self.recurrent[0], half), _panels(w.U[:, :H], half)),
-            "panels_b": (_panels(self.recurrent[2], half), _panels(w.U[:, H:], half)),
+            "panels_f": (panels(self.recurrent[0], half), panels(w.U[:, :H], half)),
+            "panels_b": (panels(self.recurrent[2], half), panels(w.U[:, H:], half)),
         }
 
 
@@ -69,7 +72,7 @@ def blstm_logits_native(
     ndarray, shape (B, L, N), of ``dtype``
         The logits ``U [v_fwd; v_bwd] + c_out`` at each channel.
     """
-    return _native_logits("blstm", _BiPrepared, weights, BLSTMCSWeights, X, dtype, n_threads)
+    return native_logits("blstm", _BiPrepared, weights, BLSTMCSWeights, X, dtype, n_threads)
 
 
 class BLSTMCS(LSTMCS):
@@ -106,6 +109,7 @@ class BLSTMCS(LSTMCS):
     """
 
     ARCH: ClassVar[str] = "blstm"
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = ARCH_ARRAYS["blstm"]
     _weights_type: ClassVar[type] = BLSTMCSWeights
     _kernel: ClassVar[str] = "blstm"
-    _prepared_type: ClassVar[type[_Prepared]] = _BiPrepared
+    _prepared_type: ClassVar[type[Prepared]] = _BiPrepared

@@ -25,13 +25,15 @@ The constant 1 appended to ``z`` and ``h`` gives the biases.  File entries:
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...problem import ProblemSpec
 from ._greedy import checked_weight
 from ._greedy import sigmoid as _sigmoid
+from .base import FileArray, FileParam
 from .scored import ScoredGreedyModel
 
 __all__ = ["CDSNCS", "cdsn_forward", "window_inputs", "with_one"]
@@ -131,6 +133,15 @@ class CDSNCS(ScoredGreedyModel):
 
     ARCH = "cdsn"
     JOINT = False
+    FILE_PARAMS: ClassVar[Mapping[str, FileParam]] = {
+        "window": FileParam(),
+        "n_modules": FileParam(hi=64),
+        "n_hidden": FileParam(),
+    }
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = {
+        "W1_{i}": FileArray(("n_hidden", "window*M + i*N + 1"), repeat="n_modules"),
+        "W2_{i}": FileArray(("n_hidden + 1", "N"), repeat="n_modules"),
+    }
 
     def __init__(
         self,
@@ -159,32 +170,12 @@ class CDSNCS(ScoredGreedyModel):
         self._mod64 = [(a.astype(np.float64), b.astype(np.float64)) for a, b in mods]
         self._window = int(window)
 
-    @staticmethod
-    def expected_shapes(spec: ProblemSpec, params: dict[str, int]) -> dict[str, tuple[int, ...]]:
-        """Entry shapes for ``spec`` and ``params`` (window, n_modules, n_hidden).
-
-        Parameters
-        ----------
-        spec : ProblemSpec
-        params : dict
-
-        Returns
-        -------
-        dict of str to tuple
-        """
-        w, n, H = params["window"], params["n_modules"], params["n_hidden"]
-        for name, v in (("window", w), ("n_modules", n), ("n_hidden", H)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if w % 2 == 0:
-            raise ValueError(f"window must be odd, got {w}")
-        if n > 64:
-            raise ValueError(f"n_modules must be <= 64, got {n}")
-        out: dict[str, tuple[int, ...]] = {}
-        for i in range(n):
-            out[f"W1_{i}"] = (H, w * spec.M + i * spec.N + 1)
-            out[f"W2_{i}"] = (H + 1, spec.N)
-        return out
+    @classmethod
+    def _file_dims(cls, params: Mapping[str, Any]) -> dict[str, int]:
+        """No derived dimensions; the window must be odd (centred on the channel)."""
+        if params["window"] % 2 == 0:
+            raise ValueError(f"window must be odd, got {params['window']}")
+        return {}
 
     @property
     def window(self) -> int:

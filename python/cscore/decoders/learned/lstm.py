@@ -6,133 +6,25 @@ arguments, prepares the weights once per model and wraps the result.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
 from ... import _core
 from ..._blas import single_threaded_blas
-from ..._config import instruction_set, resolve_threads
-from ..._validation import as_float_array, check_bool, check_positive_int
-from ...models.format import ARCHITECTURES, ModelFileError
+from ..._config import resolve_threads
+from ..._validation import check_bool, check_positive_int
 from ...problem import ProblemSpec
 from ...result import DecodeResult
-from .base import GreedyModel, GreedyOutput
+from ._lstm_common import WEIGHTS_DTYPES, Prepared, native_logits, round_to_half
+from .base import FileArray, FileParam
 from .beam import BeamOptions, beam_result, channel_tolerances, check_beam_memory
-from .weights import (
-    BLSTMCSWeights,
-    LSTMCSWeights,
-    check_lstm_meta,
-    load_model_file,
-    lstm_file_shapes,
-    save_model_file,
-)
+from .greedy_model import GreedyModel, GreedyOutput
+from .weights import ARCH_ARRAYS, CELL_GATES, BLSTMCSWeights, LSTMCSWeights
 
 __all__ = ["LSTMCS", "lstm_logits_native"]
-
-
-#: Values of ``LSTMCS.decode(weights_dtype=...)``: the precision the LSTM's
-#: matrices (W, R, U) are stored in; the arithmetic stays float32.
-WEIGHTS_DTYPES = ("float32", "float16")
-
-#: The matrices that ``weights_dtype="float16"`` rounds (biases and c_out stay).
-_MATRICES = ("W", "R", "Wb", "Rb", "U")
-
-
-def _round_to_half(w: Any) -> Any:
-    """A copy of the weights ``w`` with every matrix rounded to float16 values
-    (held in ``w``'s dtype); ValueError if one does not fit float16's range."""
-    arrays = {k: getattr(w, k) for k in w._ARRAYS}
-    for k in _MATRICES:
-        if k in arrays:
-            a = arrays[k]
-            if a.size and float(np.max(np.abs(a))) > float(np.finfo(np.float16).max):
-                raise ValueError(
-                    f'weights_dtype="float16": weight {k} exceeds the float16 range (65504)'
-                )
-            arrays[k] = a.astype(np.float16).astype(a.dtype)
-    return type(w)(**arrays, cell=w.cell, extra=dict(w.extra))
-
-
-def _panels(mat: np.ndarray, half: bool) -> np.ndarray:
-    """``mat`` (m, k) in the compiled few-problems layout (``lstm::Weights::WRp``):
-    rows zero-padded to a multiple of ``_core._lstm_panel_step``, cut into panels
-    of ``_core._lstm_panel`` rows (the last one narrower), panel after panel, each
-    stored input-major; 1-D, float32, or the float16 bits as uint16 when ``half``."""
-    P, step = int(_core._lstm_panel), int(_core._lstm_panel_step)
-    m, k = mat.shape
-    padded = np.zeros((-(-m // step) * step, k), dtype=np.float16 if half else np.float32)
-    padded[:m] = mat
-    out = np.concatenate([padded[p : p + P].T.ravel() for p in range(0, len(padded), P)])
-    return out.view(np.uint16) if half else out
-
-
-class _Prepared:
-    """Weights laid out for the compiled kernels, in one precision.
-
-    ``args()`` is what the ``_lstm_*`` kernels take before their own arguments:
-    ``(WR, b, U, c_out, cell)``; :class:`~cscore.decoders.learned.blstm._BiPrepared`
-    overrides :meth:`_recurrent` and :meth:`_panel_args` for the ``_blstm_*`` ones.
-    ``panels`` (keywords of the decode kernels, float32 only) is the second layout
-    of the matrices that decodes of a few problems stream (same results);
-    ``weights_dtype="float16"`` rounds the matrices to float16 values for every
-    path, and stores the panels as float16 where the instruction set converts
-    them (avx2 and above).
-    """
-
-    def __init__(self, weights: Any, dtype: type, weights_dtype: str = "float32") -> None:
-        w = weights.astype(dtype)
-        half = weights_dtype == "float16"
-        if half:
-            w = _round_to_half(w)
-        self.recurrent = self._recurrent(w)
-        self.U = w.U
-        self.c_out = w.c_out
-        self.cell = weights.cell
-        self.suffix = "f32" if dtype == np.float32 else "f64"
-        self.panels: dict[str, Any] = {}
-        if dtype == np.float32:
-            self.panels = self._panel_args(w, half and instruction_set() != "generic")
-
-    @staticmethod
-    def _recurrent(w: Any) -> tuple[np.ndarray, ...]:
-        """The LSTM's input and recurrent weights side by side, and its bias."""
-        return (np.ascontiguousarray(np.hstack([w.W, w.R])), w.b)
-
-    def _panel_args(self, w: Any, half: bool) -> dict[str, Any]:
-        """The decode kernel's ``panels`` keyword: ``[W | R]`` and ``U`` as panels."""
-        return {"panels": (_panels(self.recurrent[0], half), _panels(w.U, half))}
-
-    def args(self) -> tuple[Any, ...]:
-        return (*self.recurrent, self.U, self.c_out, self.cell)
-
-
-def _native_logits(
-    kernel: str,
-    prepared_type: type[_Prepared],
-    weights: Any,
-    weights_type: type[Any],
-    X: np.ndarray,
-    dtype: type,
-    n_threads: int,
-    hint: str = "",
-) -> np.ndarray:
-    """Check the arguments of ``{lstm,blstm}_logits_native`` and run the kernel."""
-    dtype = np.dtype(dtype).type
-    if dtype not in (np.float32, np.float64):
-        raise TypeError(f"dtype must be float32 or float64, got {dtype}")
-    if not isinstance(weights, weights_type):
-        raise TypeError(
-            f"weights must be {weights_type.__name__}, got {type(weights).__name__}{hint}"
-        )
-    X = as_float_array("X", X, ndim=3, dtype=dtype)
-    weights.validate(X.shape[2], weights.U.shape[0])
-    prep = prepared_type(weights, dtype)
-    fn = getattr(_core, f"_{kernel}_logits_{prep.suffix}")
-    with single_threaded_blas():
-        return np.asarray(fn(*prep.args(), X, resolve_threads(n_threads)))
 
 
 def lstm_logits_native(
@@ -154,8 +46,8 @@ def lstm_logits_native(
     ndarray, shape (B, L, N), of ``dtype``
         The logits ``U v + c_out`` after each channel.
     """
-    return _native_logits(
-        "lstm", _Prepared, weights, LSTMCSWeights, X, dtype, n_threads,
+    return native_logits(
+        "lstm", Prepared, weights, LSTMCSWeights, X, dtype, n_threads,
         hint=" (blstm_logits_native runs BLSTMCSWeights)",
     )  # fmt: skip
 
@@ -194,10 +86,22 @@ class LSTMCS(GreedyModel):
     """
 
     ARCH: ClassVar[str] = "lstm"
+    #: ``cell`` and ``n_cells`` sit at the top of the metadata (files before arch_params)
+    PARAMS_FIELD: ClassVar[str | None] = None
+    FILE_PARAMS: ClassVar[Mapping[str, FileParam]] = {
+        "cell": FileParam("str", choices=tuple(CELL_GATES)),
+        "n_cells": FileParam(),
+    }
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = ARCH_ARRAYS["lstm"]
     #: weights class this decoder takes, and the compiled kernels' name prefix
     _weights_type: ClassVar[type] = LSTMCSWeights
     _kernel: ClassVar[str] = "lstm"
-    _prepared_type: ClassVar[type[_Prepared]] = _Prepared
+    _prepared_type: ClassVar[type[Prepared]] = Prepared
+    #: The LSTM's arithmetic in the compiled kernel (float64: the tests' exact
+    #: comparisons with the NumPy oracle), and the problems per kernel chunk; set on
+    #: a copy by :meth:`_with_kernel_options` (not decode settings).
+    _lstm_dtype: type = np.float32
+    _chunk: int = 64
 
     def __init__(
         self,
@@ -241,68 +145,33 @@ class LSTMCS(GreedyModel):
             f"transform={s.transform!r}, dataset={s.dataset!r})"
         )
 
-    # -- files ----------------------------------------------------------------
+    # -- files (the protocol of LearnedModel) ------------------------------------
     @classmethod
-    def file_shapes(cls, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-        """Weight entries of an ``arch = ARCH`` file, from its ``cell`` and ``n_cells``."""
-        return lstm_file_shapes(cls.ARCH, meta)
-
-    @classmethod
-    def check_file_meta(cls, meta: Mapping[str, Any]) -> str | None:
-        """What is wrong with a file's ``cell`` / ``n_cells``, or None."""
-        return check_lstm_meta(meta)
+    def _file_dims(cls, params: Mapping[str, Any]) -> dict[str, int]:
+        """``G`` (gates of the cell type) and ``H`` (cells) of :data:`ARCH_ARRAYS`."""
+        return {"G": len(CELL_GATES[params["cell"]]), "H": int(params["n_cells"])}
 
     @classmethod
-    def load(cls, path: str | Path) -> LSTMCS:
-        """Load a model file written by :meth:`save` (no pickle involved).
+    def _from_arrays(
+        cls, arrays: dict[str, np.ndarray], A: np.ndarray, spec: ProblemSpec,
+        params: dict[str, Any], info: dict[str, Any],
+    ) -> LSTMCS:
+        return cls(cls._weights_type(**arrays, cell=params["cell"]), A, spec, info)
 
-        ``LSTMCS.load`` returns the class of the file's architecture: a
-        :class:`~cscore.BLSTMCS` for a bidirectional model.
+    def _to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        w = self._weights
+        return {k: getattr(w, k) for k in w._ARRAYS}, {"cell": w.cell, "n_cells": w.n_cells}
 
-        Parameters
-        ----------
-        path : path
-            The ``.npz`` model file.
-
-        Returns
-        -------
-        LSTMCS
-
-        Raises
-        ------
-        FileNotFoundError
-            No file at ``path``.
-        ModelFileError
-            Malformed, of another format or version, or inconsistent.
-        """
-        weights, A, spec, info = load_model_file(path)
-        registered = ARCHITECTURES[weights.arch].model_class
-        model_cls: type[LSTMCS] = registered if registered is not None else LSTMCS
-        # a user's subclass of the file's class loads as itself (unless it derives
-        # from the class of a more specific architecture, as BLSTMCS does)
-        others = [a.model_class for a in ARCHITECTURES.values() if a.model_class is not None]
-        if issubclass(cls, model_cls) and not any(
-            o is not model_cls and issubclass(o, model_cls) and issubclass(cls, o) for o in others
-        ):
-            model_cls = cls
-        if not issubclass(model_cls, cls):
-            raise ModelFileError(
-                f"{path} holds a {model_cls.__name__} model, not a {cls.__name__} one"
-            )
-        try:
-            return model_cls(weights, A, spec, info)
-        except ValueError as exc:
-            raise ModelFileError(f"{path}: {exc}") from exc
-
-    def save(self, path: str | Path) -> None:
-        """Write the model to ``path`` (``.npz``, see :mod:`cscore.decoders.learned.weights`).
-
-        Parameters
-        ----------
-        path : path
-            File to write (overwritten).
-        """
-        save_model_file(path, self._weights, self._A, self._spec, self._info)
+    def _with_kernel_options(self, *, lstm_dtype: type | None = None,
+                             chunk: int | None = None) -> LSTMCS:
+        """A copy (sharing the weights) whose compiled decode runs the LSTM in
+        ``lstm_dtype`` over chunks of ``chunk`` problems (tests and benchmarks)."""
+        out = copy.copy(self)  # shallow: the weights and their prepared layouts stay shared
+        if lstm_dtype is not None:
+            out._lstm_dtype = lstm_dtype
+        if chunk is not None:
+            out._chunk = int(chunk)
+        return out
 
     # -- decoding -------------------------------------------------------------
     def _prep(self, dtype: type, weights_dtype: str = "float32") -> Any:
@@ -325,8 +194,6 @@ class LSTMCS(GreedyModel):
         beam_candidates: int = 4,
         channel_tol: float | np.ndarray | None = None,
         device: Any = None,
-        _lstm_dtype: type = np.float32,
-        _chunk: int = 64,
     ) -> np.ndarray | DecodeResult:
         """Recover sparse ``S`` from ``Y = A S`` with Algorithm 2 (LSTM-CS).
 
@@ -430,8 +297,7 @@ class LSTMCS(GreedyModel):
 
             check_device(device)
         opts = {"exclude_selected": exclude_selected, "n_threads": n_threads,
-                "weights_dtype": weights_dtype, "_lstm_dtype": _lstm_dtype, "_chunk": _chunk,
-                "device": device}
+                "weights_dtype": weights_dtype, "device": device}
         if isinstance(beam_width, (int, np.integer)) and not isinstance(beam_width, bool) \
                 and beam_width == 0:
             return self._decode(Y, n_nonzero, tol, return_result, **opts)
@@ -495,16 +361,16 @@ class LSTMCS(GreedyModel):
         if options.get("device") is not None:
             from ..torch_backend.lstm import lstm_greedy
 
-            w = self._weights if wdt == "float32" else _round_to_half(self._weights)
+            w = self._weights if wdt == "float32" else round_to_half(self._weights)
             return lstm_greedy(w, self._A, self._norms, Y, k_max, tol, exclude, k_from_user,
                                options["device"], rule=rule)
-        prep = self._prep(options["_lstm_dtype"], wdt)
+        prep = self._prep(self._lstm_dtype, wdt)
         fn = getattr(_core, f"_{self._kernel}_decode_{prep.suffix}")
         extra = {} if rule is None else {"rrt": rule}
         with single_threaded_blas():
             out = fn(
                 *prep.args(), self._At, self._norms, Y, k_max, tol, exclude, k_from_user,
-                threads, options["_chunk"], **prep.panels, **extra,
+                threads, self._chunk, **prep.panels, **extra,
             )  # fmt: skip
         return tuple(out)
 

@@ -21,13 +21,15 @@ File entries: ``W1`` (H, M), ``b1`` (H,), ``W2`` (N, H), ``b2`` (N,) (float32),
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ...problem import ProblemSpec
 from ._greedy import checked_weight
 from ._greedy import sigmoid as _sigmoid
+from .base import FileArray, FileParam
 from .scored import ScoredGreedyModel
 
 __all__ = ["NWSOMP", "nwsomp_probs"]
@@ -89,6 +91,13 @@ class NWSOMP(ScoredGreedyModel):
 
     ARCH = "nwsomp"
     JOINT = True
+    FILE_PARAMS: ClassVar[Mapping[str, FileParam]] = {"n_hidden": FileParam()}
+    FILE_ARRAYS: ClassVar[Mapping[str, FileArray]] = {
+        "W1": FileArray(("n_hidden", "M")),
+        "b1": FileArray(("n_hidden",)),
+        "W2": FileArray(("N", "n_hidden")),
+        "b2": FileArray(("N",)),
+    }
 
     def __init__(
         self,
@@ -108,24 +117,6 @@ class NWSOMP(ScoredGreedyModel):
         self._w = {name: checked_weight(name, w[name], shape)
                    for name, shape in self.expected_shapes(spec, {"n_hidden": H}).items()}
         self._w64 = {k: v.astype(np.float64) for k, v in self._w.items()}
-
-    @staticmethod
-    def expected_shapes(spec: ProblemSpec, params: dict[str, int]) -> dict[str, tuple[int, ...]]:
-        """Entry shapes for ``spec`` and ``params = {"n_hidden": H}``.
-
-        Parameters
-        ----------
-        spec : ProblemSpec
-        params : dict
-
-        Returns
-        -------
-        dict of str to tuple
-        """
-        H = params["n_hidden"]
-        if not isinstance(H, int) or H < 1:
-            raise ValueError(f"n_hidden must be a positive int, got {H!r}")
-        return {"W1": (H, spec.M), "b1": (H,), "W2": (spec.N, H), "b2": (spec.N,)}
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The weights (float32), named as in the file."""

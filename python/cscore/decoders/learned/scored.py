@@ -1,50 +1,36 @@
-"""What NWSOMP and CDSN-CS share: a NumPy scoring network in the greedy loop, and
-their model files (weights named by the network, sizes in ``arch_params``)."""
+"""What NWSOMP and CDSN-CS share: a NumPy scoring network in the greedy loop.
+
+Their files follow the one model-file protocol of
+:class:`~cscore.decoders.learned.base.LearnedModel` (weights named by the
+network, sizes in ``arch_params``).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ...models.format import MAX_DIM, ModelFileError, load_model_arrays, save_model
 from ...problem import ProblemSpec
 from ...result import DecodeResult
 from ._greedy import greedy_decode
-from .base import GreedyModel, GreedyOutput
+from .greedy_model import GreedyModel, GreedyOutput
 
 __all__ = ["ScoredGreedyModel"]
-
-
-def _arch_params(meta: Mapping[str, Any]) -> dict[str, int]:
-    params = meta.get("arch_params")
-    if not isinstance(params, dict) or not all(
-        isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DIM
-        for v in params.values()
-    ):
-        raise ValueError(f"bad arch_params {params!r}")
-    return dict(params)
 
 
 class ScoredGreedyModel(GreedyModel):
     """Base class: a NumPy network scores atoms from residuals inside a greedy loop.
 
-    Subclasses set :attr:`ARCH` and :attr:`JOINT` and implement :meth:`_score`,
-    :meth:`expected_shapes`, :meth:`arrays`, :meth:`arch_params` and
-    :meth:`_from_arrays`.
+    Subclasses set :attr:`ARCH`, :attr:`JOINT`, :attr:`FILE_PARAMS` and
+    :attr:`FILE_ARRAYS`, and implement :meth:`_score`, :meth:`arrays`,
+    :meth:`arch_params` and :meth:`_from_arrays`.
     """
 
     def __init__(self, A: np.ndarray, spec: ProblemSpec, info: dict[str, Any] | None) -> None:
         self._set_spec(A, spec, info)
 
     # -- subclass hooks -------------------------------------------------------
-    @staticmethod
-    def expected_shapes(spec: ProblemSpec, params: dict[str, int]) -> dict[str, tuple[int, ...]]:
-        """Entry name -> shape of the weights for ``spec`` and ``params``."""
-        raise NotImplementedError
-
     def arrays(self) -> dict[str, np.ndarray]:
         """The weights as named float32 arrays (the file's entries)."""
         raise NotImplementedError
@@ -53,62 +39,11 @@ class ScoredGreedyModel(GreedyModel):
         """The architecture sizes stored in the metadata."""
         raise NotImplementedError
 
-    @classmethod
-    def _from_arrays(
-        cls, arrays: dict[str, np.ndarray], A: np.ndarray, spec: ProblemSpec,
-        params: dict[str, int], info: dict[str, Any],
-    ) -> Any:
-        raise NotImplementedError
-
     def _score(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
-    # -- files ----------------------------------------------------------------
-    @classmethod
-    def file_shapes(cls, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-        """Weight entries of a file, from its ``spec`` and ``arch_params``."""
-        spec = ProblemSpec(**meta["spec"])
-        shapes = cls.expected_shapes(spec, _arch_params(meta))
-        return {k: tuple(int(v) for v in s) for k, s in shapes.items()}
-
-    @classmethod
-    def load(cls, path: str | Path) -> Any:
-        """Load a model file written by :meth:`save` (no pickle involved).
-
-        Parameters
-        ----------
-        path : path
-            The ``.npz`` model file.
-
-        Returns
-        -------
-        The model.
-
-        Raises
-        ------
-        FileNotFoundError
-            No file at ``path``.
-        ModelFileError
-            Malformed, of another architecture, or inconsistent.
-        """
-        meta, arrays, A, spec = load_model_arrays(path, (cls.ARCH,))
-        w = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in arrays.items()}
-        try:
-            return cls._from_arrays(w, A, spec, _arch_params(meta), dict(meta["info"]))
-        except (ValueError, TypeError) as exc:
-            raise ModelFileError(f"{path}: {exc}") from exc
-
-    def save(self, path: str | Path) -> None:
-        """Write the model to ``path`` (``.npz``, see :mod:`cscore.models.format`).
-
-        Parameters
-        ----------
-        path : path
-            File to write (overwritten).
-        """
-        params = {k: int(v) for k, v in self.arch_params().items()}
-        save_model(path, self.ARCH, self.arrays(), self._A, self._spec,
-                   {"arch_params": params}, self._info)
+    def _to_arrays(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return self.arrays(), self.arch_params()
 
     # -- decoding -------------------------------------------------------------
     def _run(

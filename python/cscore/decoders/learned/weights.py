@@ -24,7 +24,8 @@ Arrays (all float32 in the file): ``W`` (G*H, M), ``R`` (G*H, H), ``b`` (G*H,),
 ``U`` (N, H), ``c_out`` (N,).
 
 Architectures (``arch`` in the metadata; "lstm" when absent, as in files written
-before the field existed), with the arrays each needs (:data:`ARCH_ARRAYS`):
+before the field existed), with the arrays each needs (:data:`ARCH_ARRAYS`, the
+table :class:`~cscore.LSTMCS` and :class:`~cscore.BLSTMCS` declare their files by):
 
 * ``"lstm"``: the unidirectional LSTM-CS above.
 * ``"blstm"``: bidirectional LSTM-CS (thesis section 4.6).  A forward LSTM
@@ -40,34 +41,30 @@ channel j.
 
 
 Files: the common container of :mod:`cscore.models.format`, with ``cell`` and
-``n_cells`` in the metadata and the arrays above as entries.
+``n_cells`` in the metadata and the arrays above as entries, read and written by
+the one model-file protocol (:meth:`cscore.LSTMCS.load`, :meth:`~cscore.LSTMCS.save`);
+:func:`load_model_file` and :func:`save_model_file` are deprecated aliases.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from ...models.format import (
-    MAX_DIM,
-    ModelFileError,
-    load_model_arrays,
-    save_model,
-)
+from ...models.format import ARCHITECTURES, ModelFileError
 from ...problem import ProblemSpec
+from .base import FileArray
 
 __all__ = [
     "ARCH_ARRAYS",
     "CELL_GATES",
     "BLSTMCSWeights",
     "LSTMCSWeights",
-    "check_lstm_meta",
     "load_model_file",
-    "lstm_file_shapes",
     "save_model_file",
 ]
 
@@ -77,15 +74,25 @@ CELL_GATES: dict[str, str] = {"paper": "igo", "lstm": "ifgo"}
 _W = TypeVar("_W", bound="_WeightsMixin")
 
 
+@dataclass
 class _WeightsMixin:
-    """What LSTMCSWeights and BLSTMCSWeights share: the gate count, validation, casting.
+    """What LSTMCSWeights and BLSTMCSWeights share: the cell type and free ``extra``
+    (keyword-only fields), the gate and cell counts, validation, casting.
 
-    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields).
+    Subclasses (dataclasses) set ``arch`` and ``_ARRAYS`` (their array fields, in
+    the order of their positional parameters).
     """
 
     arch: ClassVar[str]
     _ARRAYS: ClassVar[tuple[str, ...]]
-    cell: str
+    cell: str = field(default="paper", kw_only=True)
+    extra: dict[str, Any] = field(default_factory=dict, kw_only=True)
+
+    @property
+    def n_cells(self) -> int:
+        """Number of LSTM cells H (of each direction; 0 if ``R`` is not 2-D)."""
+        R = np.asarray(getattr(self, "R"))  # noqa: B009 (a field of every subclass)
+        return int(R.shape[1]) if R.ndim == 2 else 0
 
     @property
     def n_gates(self) -> int:
@@ -115,8 +122,8 @@ class _WeightsMixin:
         LSTMCSWeights or BLSTMCSWeights
             Of the same class.
         """
-        extra = dict(getattr(self, "extra", {}))
-        return type(self)(**self._cast_arrays(dtype), cell=self.cell, extra=extra)  # type: ignore[call-arg]
+        return type(self)(**self._cast_arrays(dtype), cell=self.cell,  # type: ignore[call-arg]
+                          extra=dict(self.extra))
 
     def _cast_arrays(self, dtype: Any) -> dict[str, np.ndarray]:
         """Every array of ``_ARRAYS`` cast to ``dtype`` (C-contiguous), by name."""
@@ -132,16 +139,9 @@ class LSTMCSWeights(_WeightsMixin):
     b: np.ndarray
     U: np.ndarray
     c_out: np.ndarray
-    cell: str = "paper"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     arch: ClassVar[str] = "lstm"
     _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "U", "c_out")
-
-    @property
-    def n_cells(self) -> int:
-        """Number of LSTM cells H."""
-        return int(self.R.shape[1])
 
 
 def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
@@ -154,9 +154,9 @@ def _check_weight_arrays(weights: Any, arch: str, M: int, N: int) -> None:
         raise ModelFileError(f"weight R must be 2-D (G*H, H), got shape {shape}")
     G, H = len(CELL_GATES[weights.cell]), int(R.shape[1])
     dims = {"G": G, "H": H, "M": M, "N": N}
-    for name, rule in ARCH_ARRAYS[arch].items():
+    for name, entry in ARCH_ARRAYS[arch].items():
         arr = getattr(weights, name)
-        shape = rule(dims)
+        shape = entry.shapes(name, dims)[name]
         if not isinstance(arr, np.ndarray) or arr.dtype.kind != "f":
             raise ModelFileError(f"weight {name} must be a float array")
         if arr.shape != shape:
@@ -184,17 +184,9 @@ class BLSTMCSWeights(_WeightsMixin):
     bb: np.ndarray
     U: np.ndarray
     c_out: np.ndarray
-    cell: str = "paper"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     arch: ClassVar[str] = "blstm"
     _ARRAYS: ClassVar[tuple[str, ...]] = ("W", "R", "b", "Wb", "Rb", "bb", "U", "c_out")
-
-    @property
-    def n_cells(self) -> int:
-        """Cells H of each direction (0 if ``R`` is not 2-D)."""
-        R = np.asarray(self.R)
-        return int(R.shape[1]) if R.ndim == 2 else 0
 
     def direction(self, backward: bool) -> LSTMCSWeights:
         """One direction as unidirectional weights (its half of ``U``, ``c_out`` zero).
@@ -216,85 +208,24 @@ class BLSTMCSWeights(_WeightsMixin):
                              c_out=np.zeros_like(self.c_out), cell=self.cell)
 
 
-def weights_arch(weights: LSTMCSWeights | BLSTMCSWeights) -> str:
-    """The architecture name of a weights object ("lstm" or "blstm")."""
-    return "blstm" if isinstance(weights, BLSTMCSWeights) else "lstm"
-
-
-#: Shape rule of one array: a function of the dimensions ``M, N, H, G`` returning
-#: the exact shape the array must have.
-ShapeRule = Callable[[Mapping[str, int]], tuple[int, ...]]
-
-#: hold besides ``meta`` and :data:`COMMON_ARRAYS`, each with its shape rule.
-#: The loader reads exactly these entries (nothing else is allowed in the file)
-#: and checks each declared shape before reading any data; a new architecture is
-#: one entry here (with its dimensions in ``meta``, see :func:`model_dims`).
-ARCH_ARRAYS: dict[str, dict[str, ShapeRule]] = {
-    "lstm": {
-        "W": lambda d: (d["G"] * d["H"], d["M"]),
-        "R": lambda d: (d["G"] * d["H"], d["H"]),
-        "b": lambda d: (d["G"] * d["H"],),
-        "U": lambda d: (d["N"], d["H"]),
-        "c_out": lambda d: (d["N"],),
-    },
+#: The entries of each LSTM architecture's file, in the dimensions ``M``, ``N``,
+#: ``H`` (cells) and ``G`` (gates of the cell type): the table
+#: :attr:`cscore.LSTMCS.FILE_ARRAYS` and :attr:`cscore.BLSTMCS.FILE_ARRAYS` are,
+#: and the shapes :meth:`LSTMCSWeights.validate` checks.
+_ONE_DIRECTION: dict[str, FileArray] = {
+    "W": FileArray(("G*H", "M")),
+    "R": FileArray(("G*H", "H")),
+    "b": FileArray(("G*H",)),
+}
+ARCH_ARRAYS: dict[str, dict[str, FileArray]] = {
+    "lstm": {**_ONE_DIRECTION, "U": FileArray(("N", "H")), "c_out": FileArray(("N",))},
     "blstm": {
-        "W": lambda d: (d["G"] * d["H"], d["M"]),
-        "R": lambda d: (d["G"] * d["H"], d["H"]),
-        "b": lambda d: (d["G"] * d["H"],),
-        "Wb": lambda d: (d["G"] * d["H"], d["M"]),
-        "Rb": lambda d: (d["G"] * d["H"], d["H"]),
-        "bb": lambda d: (d["G"] * d["H"],),
-        "U": lambda d: (d["N"], 2 * d["H"]),
-        "c_out": lambda d: (d["N"],),
+        **_ONE_DIRECTION,
+        **{k + "b": v for k, v in _ONE_DIRECTION.items()},
+        "U": FileArray(("N", "2*H")),
+        "c_out": FileArray(("N",)),
     },
 }
-
-#: Architectures whose arrays depend on their metadata (a stack of modules, say):
-#: ``arch -> shapes(meta) -> {entry name: shape}``, with ``meta`` already checked
-#: by the loader.  Registered by the module that defines the architecture
-
-
-def check_lstm_meta(meta: Mapping[str, Any]) -> str | None:
-    """What is wrong with an LSTM-CS file's own metadata fields, or None.
-
-    Parameters
-    ----------
-    meta : mapping
-        The file's metadata (generic checks already passed).
-
-    Returns
-    -------
-    str or None
-        A message for ``cell`` / ``n_cells`` values this format cannot use.
-    """
-    if "cell" in meta and meta["cell"] not in CELL_GATES:
-        return f"unknown cell type {meta['cell']!r}; known: {list(CELL_GATES)}"
-    n = meta.get("n_cells")
-    if "n_cells" in meta and not (isinstance(n, int) and not isinstance(n, bool)
-                                  and 1 <= n <= MAX_DIM):
-        return f"n_cells must be an int in [1, {MAX_DIM}], got {n!r}"
-    if "cell" not in meta or "n_cells" not in meta:
-        return "metadata lacks 'cell' or 'n_cells'"
-    return None
-
-
-def lstm_file_shapes(arch: str, meta: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
-    """Weight entries (name -> shape) of an "lstm" or "blstm" file, from its metadata.
-
-    Parameters
-    ----------
-    arch : {"lstm", "blstm"}
-    meta : mapping
-        Checked metadata (``spec``, ``cell``, ``n_cells``).
-
-    Returns
-    -------
-    dict of str to tuple of int
-    """
-    spec = meta["spec"]
-    dims = {"M": int(spec["M"]), "N": int(spec["N"]), "H": int(meta["n_cells"]),
-            "G": len(CELL_GATES[meta["cell"]])}
-    return {name: rule(dims) for name, rule in ARCH_ARRAYS[arch].items()}
 
 
 def save_model_file(
@@ -304,76 +235,47 @@ def save_model_file(
     spec: ProblemSpec,
     info: dict[str, Any] | None = None,
 ) -> None:
-    """Write a model file (see the module docstring for the format), atomically.
+    """Deprecated: ``LSTMCS(weights, A, spec, info).save(path)`` (or ``BLSTMCS``).
 
     Parameters
     ----------
     path : path
-        File to write (``.npz``; replaced atomically, see :func:`save_npz_atomic`).
+        File to write (replaced atomically).
     weights : LSTMCSWeights or BLSTMCSWeights
-        The weights (stored as float32); their class sets ``arch``.
+        The weights; their class sets ``arch``.
     A : ndarray (M, N)
-        The sensing matrix the model was trained with (stored as float64).
+        The sensing matrix the model was trained with.
     spec : ProblemSpec
         What the model was trained for.
     info : dict, optional
         JSON-serializable provenance.
-
-    Raises
-    ------
-    ValueError
-        ``A`` does not match ``spec``.
-    ModelFileError
-        The weights do not match ``spec``.
     """
-    A = np.ascontiguousarray(A, dtype=np.float64)
-    if A.shape != (spec.M, spec.N):
-        raise ValueError(f"A has shape {A.shape}, spec says ({spec.M}, {spec.N})")
-    weights.validate(spec.M, spec.N)
-    arch = weights_arch(weights)
-    w32 = weights.astype(np.float32)
-    arrays = {k: getattr(w32, k) for k in ARCH_ARRAYS[arch]}
-    save_model(path, arch, arrays, A, spec, {"cell": weights.cell, "n_cells": weights.n_cells},
-               info)
+    warnings.warn("save_model_file is deprecated: use LSTMCS(weights, A, spec, info).save(path) "
+                  "(BLSTMCS for BLSTMCSWeights)", DeprecationWarning, stacklevel=2)
+    if not isinstance(weights, (LSTMCSWeights, BLSTMCSWeights)):
+        raise TypeError(f"weights must be LSTMCSWeights or BLSTMCSWeights, got "
+                        f"{type(weights).__name__}")
+    ARCHITECTURES[weights.arch].model_class(weights, A, spec, info).save(path)  # type: ignore[misc]
 
 
 def load_model_file(
     path: str | Path,
 ) -> tuple[LSTMCSWeights | BLSTMCSWeights, np.ndarray, ProblemSpec, dict[str, Any]]:
-    """Read and check an LSTM-CS or BLSTM-CS model file; return ``(weights, A, spec, info)``.
-
-    Reading is bounded (see :func:`read_model_arrays`): a damaged or hostile
-    file raises :class:`ModelFileError` quickly, whatever it declares.
+    """Deprecated: ``LSTMCS.load(path)`` (its ``weights``, ``A``, ``spec``, ``info``).
 
     Parameters
     ----------
     path : path
-        A file written by :func:`save_model_file`.
+        An LSTM-CS or BLSTM-CS model file.
 
     Returns
     -------
     weights : LSTMCSWeights or BLSTMCSWeights
-        float32 weights (by the file's ``arch``, "lstm" when absent).
     A : ndarray (M, N) float64
-        The sensing matrix.
     spec : ProblemSpec
-        What the model was trained for.
     info : dict
-        Free-form provenance.
-
-    Raises
-    ------
-    FileNotFoundError
-        The file does not exist.
-    ModelFileError
-        Not an LSTM-CS model file, an unsupported version or architecture, or
-        inconsistent contents (shapes, dtypes, sizes, non-finite values).
     """
-    meta, arrays, A, spec = load_model_arrays(path, ("lstm", "blstm"))
-    arch = meta["arch"]
-    cls = BLSTMCSWeights if arch == "blstm" else LSTMCSWeights
-    kw: dict[str, Any] = {k: arrays[k] for k in ARCH_ARRAYS[arch]}
-    weights = cls(**kw, cell=str(meta["cell"]))
-    weights.validate(spec.M, spec.N)
-    return weights, np.ascontiguousarray(A, dtype=np.float64), spec, dict(meta["info"])
-
+    warnings.warn("load_model_file is deprecated: use LSTMCS.load(path) and its weights, A, "
+                  "spec and info", DeprecationWarning, stacklevel=2)
+    model = ARCHITECTURES["lstm"].model_class.load(path)  # type: ignore[union-attr]
+    return model.weights, np.array(model.A), model.spec, dict(model.info)

@@ -1,17 +1,53 @@
 """A plain NumPy LSTM-CS decoder (Algorithm 2), the specification for the C++ one.
 
 Slow (a least-squares solve per atom), but short enough to read against the
-paper.  Tests compare the compiled decoder with it; it is not a public API.
+paper.  Tests compare the compiled decoder with it (a test oracle: it lives under
+``tests/``, not in the package; a benchmark imports it with ``tests/`` on
+``sys.path``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._greedy import lstm_cell, normalize_maxabs
-from .weights import BLSTMCSWeights, LSTMCSWeights
+from cscore.decoders.learned._greedy import normalize_maxabs, sigmoid
+from cscore.decoders.learned.weights import BLSTMCSWeights, LSTMCSWeights
 
-__all__ = ["blstm_logits", "lstm_logits", "lstm_step", "normalize_maxabs", "reference_decode"]
+__all__ = [
+    "blstm_logits",
+    "lstm_cell",
+    "lstm_logits",
+    "lstm_step",
+    "normalize_maxabs",
+    "reference_decode",
+]
+
+
+def lstm_cell(gates: np.ndarray, c: np.ndarray, cell: str) -> tuple[np.ndarray, np.ndarray]:
+    """An LSTM-CS cell update from its gate pre-activations (weights.py's layout).
+
+    Parameters
+    ----------
+    gates : ndarray (B, G*H)
+        ``W x + R v' + b``, gates in the order of ``cell`` ("paper": i, g, o;
+        "lstm": i, f, g, o).
+    c : ndarray (B, H)
+        The previous cell state.
+    cell : {"paper", "lstm"}
+        The cell type.
+
+    Returns
+    -------
+    v, c : ndarray (B, H)
+        The new output and cell state.
+    """
+    if cell == "paper":
+        i, g, o = np.split(gates, 3, axis=1)
+        c = c + sigmoid(i) * np.tanh(g)
+    else:
+        i, f, g, o = np.split(gates, 4, axis=1)
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+    return sigmoid(o) * np.tanh(c), c
 
 
 def lstm_logits(weights: LSTMCSWeights, X: np.ndarray) -> np.ndarray:

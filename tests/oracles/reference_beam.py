@@ -3,7 +3,7 @@
 :mod:`cscore.decoders.learned.beam` runs the search in C++
 (``cpp/include/cscore/lstm_beam.hpp``); this module is the same method in
 plain float32/float64 NumPy, short enough to read against the description in
-``beam.py``.  Tests compare the two; it is not a public API.
+``beam.py``.  Tests compare the two (a test oracle, under ``tests/``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._greedy import lstm_cell, normalize_maxabs
-from .weights import LSTMCSWeights
+from cscore.decoders.learned._greedy import normalize_maxabs
+from cscore.decoders.learned.weights import LSTMCSWeights
+
+from .reference import lstm_cell
 
 __all__ = ["Contexts", "Net", "search", "search_channels"]
 
