@@ -58,9 +58,9 @@ class Solver {
 public:
     Solver(int M, int N, int L, const V* A, const V* Y, const Params& prm)
         : M_(M), N_(N), L_(L), Y_(Y), prm_(prm), Phi_(A, A + static_cast<idx>(M) * N),
-          gamma_(static_cast<std::size_t>(N), 1.0),
-          mu_(static_cast<std::size_t>(static_cast<idx>(N) * L), V(0)),
-          keep_(static_cast<std::size_t>(N)), B_(static_cast<std::size_t>(static_cast<idx>(L) * L), V(0)),
+          gamma_(uz(N), 1.0),
+          mu_(uz(static_cast<idx>(N) * L), V(0)),
+          keep_(uz(N)), B_(uz(static_cast<idx>(L) * L), V(0)),
           Binv_(B_.size()), lam_(prm.lam), K_(N), fixed_(!prm.exact && prm.fixed_b != nullptr) {
         std::iota(keep_.begin(), keep_.end(), 0);
         set_identity(B_);
@@ -69,7 +69,7 @@ public:
         // form, whose value is the same (B^-1 = I exactly) at L times less work.
         fixed_identity_ = true;
         for (idx q = 0; q < static_cast<idx>(L) * L; ++q) {
-            B_[static_cast<std::size_t>(q)] = V(prm.fixed_b[q]);
+            B_[uz(q)] = V(prm.fixed_b[q]);
             fixed_identity_ = fixed_identity_ && prm.fixed_b[q] == (q % (L + 1) == 0 ? 1.0 : 0.0);
         }
         herm_inverse(L, B_.data(), Binv_.data(), eig_);
@@ -89,8 +89,8 @@ public:
                 break;
             }
             mu_old_.swap(mu_);
-            mu_.assign(static_cast<std::size_t>(static_cast<idx>(K_) * L_), V(0));
-            sig_.resize(static_cast<std::size_t>(K_));
+            mu_.assign(uz(static_cast<idx>(K_) * L_), V(0));
+            sig_.resize(uz(K_));
             if constexpr (is_real<V>) {
                 if (prm_.exact) {
                     tsbl_mean();
@@ -131,11 +131,11 @@ private:
     // Removes the rows whose gamma fell below prune (their columns of Phi); K shrinks.
     void prune() {
         double gmin = std::numeric_limits<double>::infinity();
-        for (int i = 0; i < K_; ++i) gmin = std::min(gmin, gamma_[static_cast<std::size_t>(i)]);
+        for (int i = 0; i < K_; ++i) gmin = std::min(gmin, gamma_[uz(i)]);
         if (K_ == 0 || !(gmin < prm_.prune)) return;
         int k = 0;
         for (int i = 0; i < K_; ++i) {
-            const auto ui = static_cast<std::size_t>(i), uk = static_cast<std::size_t>(k);
+            const auto ui = uz(i), uk = uz(k);
             if (!(gamma_[ui] > prm_.prune)) continue;
             if (k != i) {
                 std::copy(Phi_.begin() + static_cast<idx>(i) * M_, Phi_.begin() + static_cast<idx>(i + 1) * M_,
@@ -174,10 +174,10 @@ private:
     void lambda_update(double r2) {
         double t;
         if (prm_.enhance_lambda) {
-            p_.assign(static_cast<std::size_t>(M_), 0.0);
+            p_.assign(uz(M_), 0.0);
             for (int i = 0; i < K_; ++i) {
                 const V* col = Phi_.data() + static_cast<idx>(i) * M_;
-                for (int r = 0; r < M_; ++r) p_[static_cast<std::size_t>(r)] += abs2(col[r]) * gamma_[static_cast<std::size_t>(i)];
+                for (int r = 0; r < M_; ++r) p_[uz(r)] += abs2(col[r]) * gamma_[uz(i)];
             }
             t = 0.0;
             for (double x : p_) t += x / (lam_ + x);
@@ -198,8 +198,8 @@ private:
             }
         }
         spec_.build(M_, K_, Phi_.data(), gamma_.data());
-        T_.resize(static_cast<std::size_t>(static_cast<idx>(spec_.n) * L_));
-        c_.assign(static_cast<std::size_t>(L_), lamp);
+        T_.resize(uz(static_cast<idx>(spec_.n) * L_));
+        c_.assign(uz(L_), lamp);
         spec_.project(Y_, L_, T_.data());
         spec_.mean(T_.data(), L_, c_.data(), mu_.data());
         spec_.post_var(lamp, sig_.data());
@@ -215,7 +215,7 @@ private:
                 for (int r = 0; r < L_; ++r) {
                     V s(prm_.matrix_reg ? prm_.matrix_reg[at(r, c, L_)] : 0.0);
                     for (int i = 0; i < K_; ++i)
-                        s += mul(conj(mu_[at(i, r, K_)]), mu_[at(i, c, K_)]) / gamma_[static_cast<std::size_t>(i)];
+                        s += mul(conj(mu_[at(i, r, K_)]), mu_[at(i, c, K_)]) / gamma_[uz(i)];
                     B_[at(r, c, L_)] = s;
                 }
             normalize_and_invert(L_, B_, Binv_, eig_);
@@ -231,54 +231,54 @@ private:
                     q += re(mul(conj(mu_[at(i, c, K_)]), s));
                 }
             }
-            gamma_[static_cast<std::size_t>(i)] = q / L_ + sig_[static_cast<std::size_t>(i)];
+            gamma_[uz(i)] = q / L_ + sig_[uz(i)];
         }
     }
 
     // T-SBL (real): the mean and the per-channel diagonals S in the eigenbasis Q of B.
     void tsbl_mean() {
         Q_ = B_;
-        bq_.resize(static_cast<std::size_t>(L_));
+        bq_.resize(uz(L_));
         eig_(L_, Q_.data(), bq_.data(), true);
         const double bmax = std::max(bq_.back(), std::numeric_limits<double>::min());
-        c_.resize(static_cast<std::size_t>(L_));
+        c_.resize(uz(L_));
         for (int j = 0; j < L_; ++j) {
-            const auto uj = static_cast<std::size_t>(j);
+            const auto uj = uz(j);
             bq_[uj] = std::max(bq_[uj], std::numeric_limits<double>::epsilon() * bmax);
             c_[uj] = lam_ / bq_[uj];
         }
-        Yq_.resize(static_cast<std::size_t>(static_cast<idx>(M_) * L_));
+        Yq_.resize(uz(static_cast<idx>(M_) * L_));
         blas::gemm<double>(false, false, M_, L_, L_, 1.0, Y_, M_, Q_.data(), L_, 0.0, Yq_.data(), M_);
-        mut_.resize(static_cast<std::size_t>(static_cast<idx>(K_) * L_));
+        mut_.resize(uz(static_cast<idx>(K_) * L_));
         S_.resize(mut_.size());
         bool ok = true;  // one Cholesky factorization per decoupled channel
         for (int j = 0; j < L_ && ok; ++j) {
-            ok = chol_.factor(M_, K_, Phi_.data(), gamma_.data(), c_[static_cast<std::size_t>(j)]);
+            ok = chol_.factor(M_, K_, Phi_.data(), gamma_.data(), c_[uz(j)]);
             if (!ok) break;
             chol_.mean(Yq_.data() + static_cast<idx>(j) * M_, 1, mut_.data() + static_cast<idx>(j) * K_, K_);
             chol_.post_var(S_.data() + static_cast<idx>(j) * K_);
         }
         if (!ok) {  // numerically singular: one eigendecomposition serves all channels
             spec_.build(M_, K_, Phi_.data(), gamma_.data());
-            T_.resize(static_cast<std::size_t>(static_cast<idx>(spec_.n) * L_));
+            T_.resize(uz(static_cast<idx>(spec_.n) * L_));
             spec_.project(Yq_.data(), L_, T_.data());
             spec_.mean(T_.data(), L_, c_.data(), mut_.data());
-            for (int j = 0; j < L_; ++j) spec_.post_var(c_[static_cast<std::size_t>(j)], S_.data() + static_cast<idx>(j) * K_);
+            for (int j = 0; j < L_; ++j) spec_.post_var(c_[uz(j)], S_.data() + static_cast<idx>(j) * K_);
         }
         for (int j = 0; j < L_; ++j)
-            for (int i = 0; i < K_; ++i) S_[at(i, j, K_)] *= bq_[static_cast<std::size_t>(j)];
+            for (int i = 0; i < K_; ++i) S_[at(i, j, K_)] *= bq_[uz(j)];
         blas::gemm<double>(false, true, K_, L_, L_, 1.0, mut_.data(), K_, Q_.data(), L_, 0.0, mu_.data(), K_);
     }
 
     // T-SBL (real): B (I while K <= M) and gamma from the mean and S.
     void tsbl_gamma() {
-        const auto L = static_cast<std::size_t>(L_);
+        const auto L = uz(L_);
         Binv_rot_.assign(L, 1.0);
-        quad_.assign(static_cast<std::size_t>(K_), 0.0);
+        quad_.assign(uz(K_), 0.0);
         if (K_ <= M_) {
             set_identity(B_);
             for (int r = 0; r < L_; ++r)
-                for (int i = 0; i < K_; ++i) quad_[static_cast<std::size_t>(i)] += mu_[at(i, r, K_)] * mu_[at(i, r, K_)];
+                for (int i = 0; i < K_; ++i) quad_[uz(i)] += mu_[at(i, r, K_)] * mu_[at(i, r, K_)];
         } else {
             tsbl_learn_b();
             for (int i = 0; i < K_; ++i) {
@@ -288,27 +288,27 @@ private:
                     for (int r = 0; r < L_; ++r) v += mu_[at(i, r, K_)] * Binv_[at(r, c, L_)];
                     q += v * mu_[at(i, c, K_)];
                 }
-                quad_[static_cast<std::size_t>(i)] = q;
+                quad_[uz(i)] = q;
             }
         }
         for (int i = 0; i < K_; ++i) {
-            double v = quad_[static_cast<std::size_t>(i)];
-            for (int j = 0; j < L_; ++j) v += S_[at(i, j, K_)] * Binv_rot_[static_cast<std::size_t>(j)];
-            gamma_[static_cast<std::size_t>(i)] = v / L_;
+            double v = quad_[uz(i)];
+            for (int j = 0; j < L_; ++j) v += S_[at(i, j, K_)] * Binv_rot_[uz(j)];
+            gamma_[uz(i)] = v / L_;
         }
     }
 
     // T-SBL (real, K > M): B = Q diag(sum_i S_ij / gamma_i) Q' + sum_i mu_i' mu_i / gamma_i,
     // normalized and inverted, and the diagonal of Q' B^-1 Q.
     void tsbl_learn_b() {
-        std::vector<double> s(static_cast<std::size_t>(L_), 0.0);
+        std::vector<double> s(uz(L_), 0.0);
         for (int j = 0; j < L_; ++j)
-            for (int i = 0; i < K_; ++i) s[static_cast<std::size_t>(j)] += S_[at(i, j, K_)] / gamma_[static_cast<std::size_t>(i)];
+            for (int i = 0; i < K_; ++i) s[uz(j)] += S_[at(i, j, K_)] / gamma_[uz(i)];
         for (int c = 0; c < L_; ++c)
             for (int r = 0; r <= c; ++r) {
                 double v = 0.0;
-                for (int k = 0; k < L_; ++k) v += Q_[at(r, k, L_)] * Q_[at(c, k, L_)] * s[static_cast<std::size_t>(k)];
-                for (int i = 0; i < K_; ++i) v += mu_[at(i, r, K_)] * mu_[at(i, c, K_)] / gamma_[static_cast<std::size_t>(i)];
+                for (int k = 0; k < L_; ++k) v += Q_[at(r, k, L_)] * Q_[at(c, k, L_)] * s[uz(k)];
+                for (int i = 0; i < K_; ++i) v += mu_[at(i, r, K_)] * mu_[at(i, c, K_)] / gamma_[uz(i)];
                 B_[at(r, c, L_)] = v;
                 B_[at(c, r, L_)] = v;
             }
@@ -317,7 +317,7 @@ private:
             double v = 0.0;
             for (int r = 0; r < L_; ++r)
                 for (int c = 0; c < L_; ++c) v += Q_[at(r, j, L_)] * Binv_[at(r, c, L_)] * Q_[at(c, j, L_)];
-            Binv_rot_[static_cast<std::size_t>(j)] = v;
+            Binv_rot_[uz(j)] = v;
         }
     }
 
@@ -332,8 +332,8 @@ private:
         std::fill(X, X + static_cast<idx>(N_) * L_, V(0));
         std::fill(gamma_out, gamma_out + N_, 0.0);
         for (int i = 0; i < K_; ++i) {
-            const int row = keep_[static_cast<std::size_t>(i)];
-            gamma_out[row] = gamma_[static_cast<std::size_t>(i)];
+            const int row = keep_[uz(i)];
+            gamma_out[row] = gamma_[uz(i)];
             for (int j = 0; j < L_; ++j) X[at(row, j, N_)] = mu_[at(i, j, K_)];
         }
         std::copy(B_.begin(), B_.end(), B_out);

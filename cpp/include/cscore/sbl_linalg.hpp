@@ -35,8 +35,9 @@ using cx = std::complex<double>;
 template <class V>
 inline constexpr bool is_real = !blas::is_complex<V>;
 
-// Column-major offset of (i, j) with leading dimension ld.
+// Column-major offset of (i, j) with leading dimension ld, and an index as a size.
 inline std::size_t at(idx i, idx j, idx ld) { return static_cast<std::size_t>(i + j * ld); }
+inline std::size_t uz(idx i) { return static_cast<std::size_t>(i); }
 
 // |a|^2 and a * b, written out for complex (no NaN-recovering library call).
 inline double abs2(double a) { return a * a; }
@@ -148,12 +149,12 @@ struct Spectral {
         const auto sz = [](idx a, idx b) { return static_cast<std::size_t>(a * b); };
         tmp.resize(sz(M, K));
         E.resize(sz(n, n));
-        e.resize(static_cast<std::size_t>(n));
+        e.resize(uz(n));
         if (gram) {  // E = (Phi G)^H (Phi G)
-            g.resize(static_cast<std::size_t>(K));
-            for (int i = 0; i < K; ++i) g[static_cast<std::size_t>(i)] = std::sqrt(gamma[i]);
+            g.resize(uz(K));
+            for (int i = 0; i < K; ++i) g[uz(i)] = std::sqrt(gamma[i]);
             for (int i = 0; i < K; ++i) {
-                const double gi = g[static_cast<std::size_t>(i)];
+                const double gi = g[uz(i)];
                 for (int r = 0; r < M; ++r) tmp[at(r, i, M)] = Phi[at(r, i, M)] * gi;
             }
             blas::gemm<V>(true, false, K, K, M, V(1), tmp.data(), M, tmp.data(), M, V(0), E.data(), K);
@@ -169,8 +170,8 @@ struct Spectral {
             emax = std::max(emax, x);
         }
         const double cut = 16.0 * K * std::numeric_limits<double>::epsilon() * emax;
-        keep.resize(static_cast<std::size_t>(n));
-        for (int k = 0; k < n; ++k) keep[static_cast<std::size_t>(k)] = e[static_cast<std::size_t>(k)] > cut;
+        keep.resize(uz(n));
+        for (int k = 0; k < n; ++k) keep[uz(k)] = e[uz(k)] > cut;
         if (vectors && !gram) {  // Z = W^H Phi (M x K)
             Z.resize(sz(M, K));
             blas::gemm<V>(true, false, M, K, M, V(1), E.data(), M, Phi, M, V(0), Z.data(), M);
@@ -180,10 +181,10 @@ struct Spectral {
     // T (n x m) = eigen-coordinates of R (M x m, ld M).
     void project(const V* R, int m, V* T) {
         if (gram) {
-            tmp.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(m));
+            tmp.resize(uz(K) * uz(m));
             blas::gemm<V>(true, false, K, m, M, V(1), Phi, M, R, M, V(0), tmp.data(), K);
             for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) tmp[at(i, j, K)] *= g[static_cast<std::size_t>(i)];
+                for (int i = 0; i < K; ++i) tmp[at(i, j, K)] *= g[uz(i)];
             blas::gemm<V>(true, false, K, m, K, V(1), E.data(), K, tmp.data(), K, V(0), T, n);
         } else {
             blas::gemm<V>(true, false, M, m, M, V(1), E.data(), M, R, M, V(0), T, n);
@@ -192,16 +193,16 @@ struct Spectral {
 
     // out (K x m, ld K) = Gamma Phi^H (P + c_j I)^-1 R[:, j], from T = project(R).
     void mean(const V* T, int m, const double* c, V* out) {
-        Td.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(m));
+        Td.resize(uz(n) * uz(m));
         for (int j = 0; j < m; ++j)
             for (int k = 0; k < n; ++k) {
-                const auto kk = static_cast<std::size_t>(k);
+                const auto kk = uz(k);
                 Td[at(k, j, n)] = keep[kk] ? T[at(k, j, n)] / (e[kk] + c[j]) : V(0);
             }
         if (gram) {
             blas::gemm<V>(false, false, K, m, K, V(1), E.data(), K, Td.data(), K, V(0), out, K);
             for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) out[at(i, j, K)] *= g[static_cast<std::size_t>(i)];
+                for (int i = 0; i < K; ++i) out[at(i, j, K)] *= g[uz(i)];
         } else {
             blas::gemm<V>(true, false, K, m, M, V(1), Z.data(), M, Td.data(), M, V(0), out, K);
             for (int j = 0; j < m; ++j)
@@ -211,24 +212,24 @@ struct Spectral {
 
     // out[i] = gamma_i - gamma_i^2 phi_i^H (P + c I)^-1 phi_i.
     void post_var(double c, double* out) {
-        d.resize(static_cast<std::size_t>(n));
+        d.resize(uz(n));
         for (int k = 0; k < n; ++k) {
-            const auto kk = static_cast<std::size_t>(k);
+            const auto kk = uz(k);
             d[kk] = 1.0 / (e[kk] + c);
         }
         if (gram) {
             for (int i = 0; i < K; ++i) {
                 double s = 0.0;  // sum_k |V_ik|^2 d_k
-                for (int k = 0; k < K; ++k) s += abs2(E[at(i, k, K)]) * d[static_cast<std::size_t>(k)];
+                for (int k = 0; k < K; ++k) s += abs2(E[at(i, k, K)]) * d[uz(k)];
                 out[i] = gamma[i] * c * s;
             }
         } else {
             for (int k = 0; k < n; ++k)
-                if (!keep[static_cast<std::size_t>(k)]) d[static_cast<std::size_t>(k)] = 0.0;
+                if (!keep[uz(k)]) d[uz(k)] = 0.0;
             for (int i = 0; i < K; ++i) {
                 double s = 0.0;
                 const V* z = Z.data() + static_cast<idx>(i) * M;
-                for (int k = 0; k < M; ++k) s += abs2(z[k]) * d[static_cast<std::size_t>(k)];
+                for (int k = 0; k < M; ++k) s += abs2(z[k]) * d[uz(k)];
                 out[i] = gamma[i] - gamma[i] * gamma[i] * s;
             }
         }
@@ -350,7 +351,7 @@ struct Chol {
 template <class V>
 inline void herm_inverse(int L, const V* B, V* Binv, Eig<V>& eig) {
     std::vector<V> Q(B, B + static_cast<idx>(L) * L);
-    std::vector<double> b(static_cast<std::size_t>(L));
+    std::vector<double> b(uz(L));
     eig(L, Q.data(), b.data(), true);
     const double bmax = std::max(b.back(), std::numeric_limits<double>::min());
     for (auto& x : b) x = std::max(x, std::numeric_limits<double>::epsilon() * bmax);
@@ -358,7 +359,7 @@ inline void herm_inverse(int L, const V* B, V* Binv, Eig<V>& eig) {
         for (int r = 0; r < L; ++r) {
             V s(0);
             for (int k = 0; k < L; ++k)
-                s += mul(Q[at(r, k, L)], conj(Q[at(c, k, L)])) / b[static_cast<std::size_t>(k)];
+                s += mul(Q[at(r, k, L)], conj(Q[at(c, k, L)])) / b[uz(k)];
             Binv[at(r, c, L)] = s;
         }
 }
