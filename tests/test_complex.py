@@ -11,6 +11,7 @@ import pytest
 
 import cscore
 from cscore.decoders import sbl as sbl_mod
+from oracles.sbl_numpy import solve_numpy
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -130,7 +131,7 @@ def test_threaded_equals_serial_and_batch_equals_single():
 def test_tmsbl_core_matches_numpy_reference(kw, monkeypatch):
     A, _, Y = _problem(9, M=16, N=40, noise=0.05)
     core = cscore.tmsbl(A, Y, return_result=True, rtol=1e-7, **kw)
-    monkeypatch.setattr(sbl_mod, "_BACKEND", "numpy")
+    monkeypatch.setattr(sbl_mod, "_SOLVE", solve_numpy)
     ref = cscore.tmsbl(A, Y, return_result=True, rtol=1e-7, **kw)
     assert core.n_iter == ref.n_iter and core.stop_reason == ref.stop_reason
     np.testing.assert_allclose(core.x, ref.x, atol=1e-9)

@@ -1,5 +1,4 @@
-// Bindings for T-SBL / T-MSBL (cpp/include/cscore/sbl.hpp) and complex T-MSBL
-// (cpp/include/cscore/sbl_complex.hpp).
+// Bindings for T-SBL / T-MSBL, real and complex (cpp/include/cscore/sbl.hpp).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -8,7 +7,6 @@
 #include <vector>
 
 #include "cscore/sbl.hpp"
-#include "cscore/sbl_complex.hpp"
 #include "common.hpp"
 #include "register.hpp"
 
@@ -37,6 +35,8 @@ py::tuple solve_batch(const char* fn, const py::array_t<S, py::array::f_style | 
     const auto L = static_cast<int>(Yt.shape(1));
     require(static_cast<int>(Yt.shape(2)) == M, fn, "Y rows != A rows");
     require(max_iter >= 1 && n_threads >= 1, fn, "bad max_iter/n_threads");
+    if constexpr (!std::is_same_v<S, double>)
+        require(sbl::complex_supported(), fn, "LAPACK zheevd not registered (cscore._blas.register)");
     std::vector<double> reg, fb;
     auto take = [L, fn](const py::object& o, std::vector<double>& dst) {
         if (o.is_none()) return false;
@@ -70,14 +70,8 @@ py::tuple solve_batch(const char* fn, const py::array_t<S, py::array::f_style | 
     int* it = n_iter.mutable_data();
     int* st = stop.mutable_data();
     for_each_problem(nb, n_threads, [&](std::ptrdiff_t b) {
-        const auto info = [&] {
-            if constexpr (std::is_same_v<S, double>)
-                return sbl::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N,
-                                  bo + b * L * L);
-            else
-                return sbl_complex::solve(M, N, L, a, y + b * M * L, prm, x + b * N * L,
-                                          g + b * N, bo + b * L * L);
-        }();
+        const auto info = sbl::solve<S>(M, N, L, a, y + b * M * L, prm, x + b * N * L, g + b * N,
+                                         bo + b * L * L);
         lo[b] = info.lam;
         it[b] = info.n_iter;
         st[b] = static_cast<int>(info.stop);

@@ -21,6 +21,7 @@ from . import _core
 BLAS_ROUTINES: tuple[str, ...] = (
     "sgemm",
     "dgemm",
+    "zgemm",
     "sgemv",
     "dgemv",
     "dsyrk",
@@ -39,6 +40,7 @@ LAPACK_ROUTINES: tuple[str, ...] = (
     "dpotri",
     "dsyev",
     "dsyevd",
+    "zheevd",
     "dgesv",
     "dgeqrf",
 )

@@ -441,6 +441,170 @@ inline void apply_move(Engine& e, idx_t idx, bool keep, double alpha, Info& info
     }
 }
 
+// Each iteration's candidate moves: per atom the likelihood gain (ml), whether
+// the atom would be kept (grow: added or re-estimated; else deleted) and the
+// precision it would get.
+struct Moves {
+    std::vector<double> ml, alpha;
+    std::vector<char> grow;
+    explicit Moves(idx_t N)
+        : ml(static_cast<std::size_t>(N)), alpha(static_cast<std::size_t>(N)),
+          grow(static_cast<std::size_t>(N)) {}
+};
+
+// The loop both algorithms share, for iterations first..opt.max_iter: make the
+// state sane, score every atom (score(j) returns atom j's gain and fills
+// mv.grow[j], mv.alpha[j]), take the best move, stop when the change of the
+// gain falls below opt.tol * tol_scale(info.ml, the largest gain so far), else
+// carry the move out.  Sets info.stop; returns the iteration counter at exit
+// (opt.max_iter when the cap ended the loop).
+template <class Score, class Scale>
+inline long run_moves(Engine& e, long first, const Options& opt, Info& info, Moves& mv,
+                      Score&& score, Scale&& tol_scale) {
+    double mlmax = -kInf;
+    for (double v : info.ml) mlmax = std::max(mlmax, v);
+    for (long count = first; count <= opt.max_iter; ++count) {
+        if (!ensure_sane(e, info.n_refresh)) {
+            info.stop = StopReason::dependent;
+            return count;
+        }
+        for (std::size_t j = 0; j < mv.ml.size(); ++j) mv.ml[j] = score(static_cast<idx_t>(j));
+        double best;
+        const idx_t idx = argmax(mv.ml, best);
+        if (idx < 0) {  // nothing can change any more
+            info.stop = StopReason::exhausted;
+            return count;
+        }
+        info.ml.push_back(best);
+        mlmax = std::max(mlmax, best);
+        const std::size_t c = info.ml.size();
+        if (count > 2 && std::fabs(info.ml[c - 1] - info.ml[c - 2]) < tol_scale(info.ml, mlmax) * opt.tol) {
+            info.stop = StopReason::tol;
+            return count;
+        }
+        apply_move(e, idx, mv.grow[idx] != 0, mv.alpha[idx], info);
+    }
+    info.stop = StopReason::max_iter;
+    return opt.max_iter;
+}
+
+// BCS: the gain of the best move on atom j (Tipping & Faul's add, re-estimate or
+// delete), its direction and its precision in mv.
+inline double bcs_score(const Engine& e, idx_t j, Moves& mv) {
+    const idx_t p = e.pos_[j];
+    double S = e.S_[j], Q = e.Q_[j], s = S, q = Q;
+    if (p >= 0) {
+        const auto im = e.in_model(p);
+        S = im.S;
+        s = im.s;
+        Q = e.Q_in(0, p);
+        q = e.q_in(0, p);
+    }
+    const double theta = q * q - s;
+    mv.grow[j] = theta > 0.0;
+    if (theta > 0.0) {
+        const double Alpha = s * s / theta;
+        mv.alpha[j] = Alpha;
+        if (p >= 0) {
+            const double a = e.alpha_[p];
+            const double d = (a - Alpha) / (Alpha * a);
+            return Q * Q * d / (S * d + 1.0) - std::log(1.0 + S * d);
+        }
+        return (Q * Q - S) / S + std::log(S / (Q * Q));
+    }
+    if (p >= 0) {
+        const double a = e.alpha_[p];
+        const double as = a * e.in_model(p).sig;  // = 1 - S/a
+        return Q * Q / (S - a) - std::log(as);
+    }
+    return -kInf;
+}
+
+// MT-BCS's initial atom: the largest likelihood gain (from G2_l = t_l't_l + 2b)
+// with a positive precision.  Returns the atom (-1 when none) and its precision
+// and gain in alpha0, ml0; uses mv.ml as scratch.
+inline idx_t mt_first_atom(const Engine& e, const std::vector<double>& G2, double K, Moves& mv,
+                           double& alpha0, double& ml0) {
+    const idx_t N = static_cast<idx_t>(mv.ml.size()), L = static_cast<idx_t>(G2.size());
+    for (idx_t j = 0; j < N; ++j) {
+        double v = 0.0;
+        for (idx_t l = 0; l < L; ++l) {
+            const double pt = e.PHIt_[l * N + j];
+            const double X = G2[l] * e.PHI2_[j] / (pt * pt);
+            v += K * std::log(X / K) - (K - 1.0) * std::log((X - 1.0) / (K - 1.0));
+        }
+        mv.ml[j] = v;
+    }
+    for (;;) {
+        double best;
+        const idx_t j = argmax(mv.ml, best);
+        if (j < 0) return -1;
+        double den = 0.0;
+        for (idx_t l = 0; l < L; ++l) {
+            const double pt = e.PHIt_[l * N + j], p2 = e.PHI2_[j];
+            den += (K * pt * pt / G2[l] - p2) / (p2 * (p2 - pt * pt / G2[l]));
+        }
+        const double al = static_cast<double>(L) / den;
+        if (al > 0.0) {
+            alpha0 = al;
+            ml0 = best;
+            return j;
+        }
+        mv.ml[j] = -kInf;  // mt_CS.m sets 0 here, which can loop forever
+    }
+}
+
+// MT-BCS: the gain of the best move on atom j over the L tasks (K = M + 2a),
+// its direction and its precision (theta) in mv.
+inline double mt_score(const Engine& e, idx_t j, idx_t L, double K, Moves& mv) {
+    const idx_t N = static_cast<idx_t>(mv.ml.size());
+    const idx_t p = e.pos_[j];
+    const auto im = p >= 0 ? e.in_model(p) : Engine::InModel{e.S_[j], e.S_[j], 0.0, 0.0};
+    const double S = im.S, s = im.s, al = im.alpha;
+    // per task: Q, q and g (g = G + Q^2/(alpha - S) = G + mu_i^2/Sig_ii in the model)
+    const auto Qf = [&](idx_t l) { return p >= 0 ? e.Q_in(l, p) : e.Q_[l * N + j]; };
+    const auto qf = [&](idx_t l) { return p >= 0 ? e.q_in(l, p) : e.Q_[l * N + j]; };
+    const auto gf = [&](idx_t l) {
+        if (p < 0) return e.G_[l];
+        const double mui = e.mu_[l * e.cap_ + p];
+        return e.G_[l] + mui * mui / im.sig;
+    };
+    double den = 0.0;
+    for (idx_t l = 0; l < L; ++l) {
+        const double q = qf(l), g = gf(l);
+        const double q2g = q * q / g;
+        den += (K * q2g - s) / (s * (s - q2g));
+    }
+    const double th = static_cast<double>(L) / den;
+    mv.alpha[j] = th;
+    mv.grow[j] = th > 0.0;
+    double v = 0.0;
+    if (th > 0.0) {
+        if (p >= 0) {  // re-estimate: Alpha1 = theta, Alpha0 = alpha
+            const double d = 1.0 / th - 1.0 / al;
+            for (idx_t l = 0; l < L; ++l) {
+                const double q = qf(l), g = gf(l);
+                v += (K - 1.0) * rlog(1.0 + S * d) +
+                     K * rlog(((al + s) * g - q * q) * th / (((th + s) * g - q * q) * al));
+            }
+        } else {  // add
+            for (idx_t l = 0; l < L; ++l) {
+                const double q = e.Q_[l * N + j];
+                const double g = e.G_[l];
+                v += rlog(th / (th + s)) - K * rlog(1.0 - (q * q / g) / (th + s));
+            }
+        }
+        return v;
+    }
+    if (p < 0) return -kInf;
+    const double as = al * im.sig;  // delete; = 1 - S/alpha = (alpha - S)/alpha
+    for (idx_t l = 0; l < L; ++l) {
+        const double Q = Qf(l);
+        v += -rlog(as) - K * rlog(1.0 + Q * Q / (e.G_[l] * al * as));
+    }
+    return v;
+}
+
 }  // namespace detail
 
 // One BCS problem (BCS_fast_rvm.m).  A: (M, N) row-major and At: the same matrix
@@ -468,69 +632,10 @@ inline Info bcs_solve(const double* A, const double* At, idx_t M, idx_t N, const
         return info;
     }
     e.init(j0, e.PHI2_[j0] / (maxr - sigma2), 0.0);
-
-    std::vector<double> ml(static_cast<std::size_t>(N)), newalpha(static_cast<std::size_t>(N));
-    std::vector<char> grow(static_cast<std::size_t>(N));
-    bool done = false;
-    long count = 0;
-    for (count = 1; count <= opt.max_iter; ++count) {
-        if (!detail::ensure_sane(e, info.n_refresh)) {
-            info.stop = StopReason::dependent;
-            done = true;
-            break;
-        }
-        for (idx_t j = 0; j < N; ++j) {
-            const idx_t p = e.pos_[j];
-            double S = e.S_[j], Q = e.Q_[j], s = S, q = Q;
-            if (p >= 0) {
-                const auto im = e.in_model(p);
-                S = im.S;
-                s = im.s;
-                Q = e.Q_in(0, p);
-                q = e.q_in(0, p);
-            }
-            const double theta = q * q - s;
-            grow[j] = theta > 0.0;
-            double v = -kInf;
-            if (theta > 0.0) {
-                const double Alpha = s * s / theta;
-                newalpha[j] = Alpha;
-                if (p >= 0) {
-                    const double a = e.alpha_[p];
-                    const double d = (a - Alpha) / (Alpha * a);
-                    v = Q * Q * d / (S * d + 1.0) - std::log(1.0 + S * d);
-                } else {
-                    v = (Q * Q - S) / S + std::log(S / (Q * Q));
-                }
-            } else if (p >= 0) {
-                const double a = e.alpha_[p];
-                const double as = a * e.in_model(p).sig;  // = 1 - S/a
-                v = Q * Q / (S - a) - std::log(as);
-            }
-            ml[j] = v;
-        }
-        double best;
-        const idx_t idx = detail::argmax(ml, best);
-        if (idx < 0) {  // nothing can change any more
-            info.stop = StopReason::exhausted;
-            done = true;
-            break;
-        }
-        info.ml.push_back(best);
-        const std::size_t c = info.ml.size();
-        if (count > 2 &&
-            std::fabs(info.ml[c - 1] - info.ml[c - 2]) < std::fabs(info.ml[c - 1] - info.ml[0]) * opt.tol) {
-            info.stop = StopReason::tol;
-            done = true;
-            break;
-        }
-        detail::apply_move(e, idx, grow[idx] != 0, newalpha[idx], info);
-    }
-    if (!done) {
-        info.stop = StopReason::max_iter;
-        count = opt.max_iter;
-    }
-    info.n_iter = count;
+    detail::Moves mv(N);
+    info.n_iter = detail::run_moves(
+        e, 1, opt, info, mv, [&](idx_t j) { return detail::bcs_score(e, j, mv); },
+        [](const std::vector<double>& ml, double) { return std::fabs(ml.back() - ml.front()); });
     e.refresh(false);
     e.write_weights(x);
     const idx_t m = e.m();
@@ -553,51 +658,19 @@ inline Info bcs_solve(const double* A, const double* At, idx_t M, idx_t N, const
 // x: (L, N) outputs.  a, b: Gamma prior on the noise precision.
 inline Info mtbcs_solve(const double* A, const double* At, idx_t M, idx_t N, const double* T,
                         idx_t L, double a, double b, const Options& opt, double* x) {
-    using detail::kInf;
-    using detail::rlog;
     Info info;
     std::fill(x, x + N * L, 0.0);
     info.noise_var.assign(static_cast<std::size_t>(L), 0.0);
     detail::Engine e(A, At, M, N, T, L, 1.0);
     const double K = static_cast<double>(M) + 2.0 * a;
-    const double dL = static_cast<double>(L);
     std::vector<double> G2(static_cast<std::size_t>(L));
     for (idx_t l = 0; l < L; ++l) G2[l] = detail::dot(T + l * M, T + l * M, M) + 2.0 * b;
     const auto finish_noise = [&]() {
         for (idx_t l = 0; l < L; ++l) info.noise_var[l] = K > 2.0 ? e.G_[l] / (K - 2.0) : 0.0;
     };
-
-    // initial atom: the largest likelihood gain, with a positive precision
-    std::vector<double> ml(static_cast<std::size_t>(N));
-    for (idx_t j = 0; j < N; ++j) {
-        double v = 0.0;
-        for (idx_t l = 0; l < L; ++l) {
-            const double pt = e.PHIt_[l * N + j];
-            const double X = G2[l] * e.PHI2_[j] / (pt * pt);
-            v += K * std::log(X / K) - (K - 1.0) * std::log((X - 1.0) / (K - 1.0));
-        }
-        ml[j] = v;
-    }
-    idx_t j0 = -1;
+    detail::Moves mv(N);
     double alpha0 = 0.0, ml0 = 0.0;
-    for (;;) {
-        double best;
-        const idx_t j = detail::argmax(ml, best);
-        if (j < 0) break;
-        double den = 0.0;
-        for (idx_t l = 0; l < L; ++l) {
-            const double pt = e.PHIt_[l * N + j], p2 = e.PHI2_[j];
-            den += (K * pt * pt / G2[l] - p2) / (p2 * (p2 - pt * pt / G2[l]));
-        }
-        const double al = dL / den;
-        if (al > 0.0) {
-            j0 = j;
-            alpha0 = al;
-            ml0 = best;
-            break;
-        }
-        ml[j] = -kInf;  // mt_CS.m sets 0 here, which can loop forever
-    }
+    const idx_t j0 = detail::mt_first_atom(e, G2, K, mv, alpha0, ml0);
     if (j0 < 0) {
         info.stop = StopReason::exhausted;
         for (idx_t l = 0; l < L; ++l) e.G_[l] = G2[l];
@@ -606,86 +679,9 @@ inline Info mtbcs_solve(const double* A, const double* At, idx_t M, idx_t N, con
     }
     e.init(j0, alpha0, 2.0 * b);
     info.ml.push_back(ml0);
-    double mlmax = ml0;
-
-    std::vector<double> theta(static_cast<std::size_t>(N));
-    bool done = false;
-    long count = 0;
-    for (count = 2; count <= opt.max_iter; ++count) {
-        if (!detail::ensure_sane(e, info.n_refresh)) {
-            info.stop = StopReason::dependent;
-            done = true;
-            break;
-        }
-        for (idx_t j = 0; j < N; ++j) {
-            const idx_t p = e.pos_[j];
-            const auto im = p >= 0 ? e.in_model(p) : detail::Engine::InModel{e.S_[j], e.S_[j], 0.0, 0.0};
-            const double S = im.S, s = im.s, al = im.alpha;
-            // per task: Q, q and g (g = G + Q^2/(alpha - S) = G + mu_i^2/Sig_ii in the model)
-            const auto Qf = [&](idx_t l) { return p >= 0 ? e.Q_in(l, p) : e.Q_[l * N + j]; };
-            const auto qf = [&](idx_t l) { return p >= 0 ? e.q_in(l, p) : e.Q_[l * N + j]; };
-            const auto gf = [&](idx_t l) {
-                if (p < 0) return e.G_[l];
-                const double mui = e.mu_[l * e.cap_ + p];
-                return e.G_[l] + mui * mui / im.sig;
-            };
-            double den = 0.0;
-            for (idx_t l = 0; l < L; ++l) {
-                const double q = qf(l), g = gf(l);
-                const double q2g = q * q / g;
-                den += (K * q2g - s) / (s * (s - q2g));
-            }
-            const double th = dL / den;
-            theta[j] = th;
-            double v = -kInf;
-            if (th > 0.0) {
-                v = 0.0;
-                if (p >= 0) {  // re-estimate: Alpha1 = theta, Alpha0 = alpha
-                    const double d = 1.0 / th - 1.0 / al;
-                    for (idx_t l = 0; l < L; ++l) {
-                        const double q = qf(l), g = gf(l);
-                        v += (K - 1.0) * rlog(1.0 + S * d) +
-                             K * rlog(((al + s) * g - q * q) * th / (((th + s) * g - q * q) * al));
-                    }
-                } else {  // add
-                    for (idx_t l = 0; l < L; ++l) {
-                        const double q = e.Q_[l * N + j];
-                        const double g = e.G_[l];
-                        v += rlog(th / (th + s)) - K * rlog(1.0 - (q * q / g) / (th + s));
-                    }
-                }
-            } else if (p >= 0) {  // delete
-                v = 0.0;
-                const double as = al * im.sig;  // = 1 - S/alpha = (alpha - S)/alpha
-                for (idx_t l = 0; l < L; ++l) {
-                    const double Q = Qf(l);
-                    v += -rlog(as) - K * rlog(1.0 + Q * Q / (e.G_[l] * al * as));
-                }
-            }
-            ml[j] = v;
-        }
-        double best;
-        const idx_t idx = detail::argmax(ml, best);
-        if (idx < 0) {
-            info.stop = StopReason::exhausted;
-            done = true;
-            break;
-        }
-        info.ml.push_back(best);
-        mlmax = std::max(mlmax, best);
-        const std::size_t c = info.ml.size();
-        if (count > 2 && std::fabs(info.ml[c - 1] - info.ml[c - 2]) < (mlmax - info.ml[c - 1]) * opt.tol) {
-            info.stop = StopReason::tol;
-            done = true;
-            break;
-        }
-        detail::apply_move(e, idx, theta[idx] > 0.0, theta[idx], info);
-    }
-    if (!done) {
-        info.stop = StopReason::max_iter;
-        count = opt.max_iter;
-    }
-    info.n_iter = count;
+    info.n_iter = detail::run_moves(
+        e, 2, opt, info, mv, [&](idx_t j) { return detail::mt_score(e, j, L, K, mv); },
+        [](const std::vector<double>& ml, double mlmax) { return mlmax - ml.back(); });
     e.refresh(true);
     e.write_weights(x);
     info.index = e.index_;

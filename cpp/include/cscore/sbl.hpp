@@ -1,33 +1,39 @@
-// T-SBL and T-MSBL (Zhang & Rao 2011) on plain column-major buffers.
+// T-SBL and T-MSBL (Zhang & Rao 2011) on plain column-major buffers, written
+// once over the scalar type V: double, or std::complex<double> for complex
+// T-MSBL (T-SBL is real only).
 //
 // The algorithm, the order of its updates and the spectral formulation are
-// described in python/cscore/sbl.py (module docstring); this header is the same
-// computation without Python overhead.  Each iteration needs one symmetric
-// eigendecomposition of min(M, K) x min(M, K) (K = rows still kept): of
-// P = Phi Gamma Phi' when K > M, of G Phi' Phi G when K <= M.  T-SBL's
-// (M L) x (M L) system decouples through the eigendecomposition of the L x L
-// matrix B into L systems that all share that one decomposition.
+// described in python/cscore/decoders/sbl.py (module docstring); this header is
+// the same computation without Python overhead.  Each iteration needs one
+// symmetric (Hermitian) eigendecomposition of min(M, K) x min(M, K) (K = rows
+// still kept): of P = Phi Gamma Phi^H when K > M, of G Phi^H Phi G when K <= M
+// (sbl_linalg.hpp).  Real T-MSBL replaces it with a Cholesky factorization when
+// it can.  T-SBL's (M L) x (M L) system decouples through the
+// eigendecomposition of the L x L matrix B into L systems that all share that
+// one decomposition.
 //
-// Eigendecompositions use LAPACK dsyevd when registered (see blas.hpp) and a
-// cyclic Jacobi method otherwise.
+// The complex form is the circular Gaussian model: rows of S are CN(0, gamma_i B)
+// with B Hermitian, and every transpose of the real updates becomes a conjugate
+// transpose (the factors of 2 cancel); gamma_i = Re(mu_i B^-1 mu_i^H) / L + Sigma_ii.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <cstddef>
 #include <limits>
 #include <numeric>
+#include <stdexcept>
 #include <vector>
 
 #include "cscore/blas.hpp"
 #include "cscore/result.hpp"
+#include "cscore/sbl_linalg.hpp"
 
 namespace cscore::sbl {
 
-using idx = std::ptrdiff_t;
-
 struct Params {
-    bool exact = false;          // true: T-SBL, false: T-MSBL
+    bool exact = false;          // true: T-SBL (real only), false: T-MSBL
     double prune = 1e-3;         // pruning threshold on gamma
     double lam = 1e-3;           // initial (or fixed) lambda
     bool learn_lambda = true;
@@ -46,562 +52,328 @@ struct Info {
 
 namespace detail {
 
-using dsyevd_fn = void(const char*, const char*, const int*, double*, const int*, double*,
-                       double*, const int*, int*, const int*, int*);
+// One problem's iteration state and its steps, in the originals' order.
+template <class V>
+class Solver {
+public:
+    Solver(int M, int N, int L, const V* A, const V* Y, const Params& prm)
+        : M_(M), N_(N), L_(L), Y_(Y), prm_(prm), Phi_(A, A + static_cast<idx>(M) * N),
+          gamma_(uz(N), 1.0),
+          mu_(uz(static_cast<idx>(N) * L), V(0)),
+          keep_(uz(N)), B_(uz(static_cast<idx>(L) * L), V(0)),
+          Binv_(B_.size()), lam_(prm.lam), K_(N), fixed_(!prm.exact && prm.fixed_b != nullptr) {
+        std::iota(keep_.begin(), keep_.end(), 0);
+        set_identity(B_);
+        if (!fixed_) return;
+        // A fixed B = I (the rule for L >= 10) takes the identity's quadratic
+        // form, whose value is the same (B^-1 = I exactly) at L times less work.
+        fixed_identity_ = true;
+        for (idx q = 0; q < static_cast<idx>(L) * L; ++q) {
+            B_[uz(q)] = V(prm.fixed_b[q]);
+            fixed_identity_ = fixed_identity_ && prm.fixed_b[q] == (q % (L + 1) == 0 ? 1.0 : 0.0);
+        }
+        herm_inverse(L, B_.data(), Binv_.data(), eig_);
+    }
 
-// Cyclic Jacobi eigensolver (fallback when LAPACK is not registered).
-inline void jacobi_eig(int n, double* a, double* w, std::vector<double>& v) {
-    v.assign(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0.0);
-    for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i) * static_cast<std::size_t>(n + 1)] = 1.0;
-    auto at = [n](double* m, int r, int c) -> double& { return m[r + static_cast<idx>(c) * n]; };
-    for (int sweep = 0; sweep < 100; ++sweep) {
-        double off = 0.0, tot = 0.0;
-        for (int c = 0; c < n; ++c)
-            for (int r = 0; r < n; ++r) {
-                const double x = at(a, r, c) * at(a, r, c);
-                tot += x;
-                if (r != c) off += x;
+    // Iterates to the stopping rule; writes X (N x L), gamma (N, zero for pruned
+    // rows) and B (L x L).
+    Info run(V* X, double* gamma_out, V* B_out) {
+        Info info;
+        int count = 0, K_old = N_;
+        while (true) {
+            if (prm_.exact) ++count;
+            prune();
+            if (K_ == 0) {
+                info.stop = StopReason::exhausted;
+                mu_.clear();
+                break;
             }
-        if (off <= 1e-30 * tot || off == 0.0) break;
-        for (int p = 0; p < n - 1; ++p)
-            for (int q = p + 1; q < n; ++q) {
-                const double apq = at(a, p, q);
-                if (apq == 0.0) continue;
-                const double theta = (at(a, q, q) - at(a, p, p)) / (2.0 * apq);
-                const double t = (theta >= 0 ? 1.0 : -1.0) /
-                                 (std::fabs(theta) + std::sqrt(theta * theta + 1.0));
-                const double cs = 1.0 / std::sqrt(t * t + 1.0), sn = t * cs;
-                for (int k = 0; k < n; ++k) {  // columns p, q
-                    const double akp = at(a, k, p), akq = at(a, k, q);
-                    at(a, k, p) = cs * akp - sn * akq;
-                    at(a, k, q) = sn * akp + cs * akq;
+            mu_old_.swap(mu_);
+            mu_.assign(uz(static_cast<idx>(K_) * L_), V(0));
+            sig_.resize(uz(K_));
+            if constexpr (is_real<V>) {
+                if (prm_.exact) {
+                    tsbl_mean();
+                    tsbl_gamma();
+                    if (prm_.learn_lambda) lambda_update(residual2());
                 }
-                for (int k = 0; k < n; ++k) {  // rows p, q
-                    const double apk = at(a, p, k), aqk = at(a, q, k);
-                    at(a, p, k) = cs * apk - sn * aqk;
-                    at(a, q, k) = sn * apk + cs * aqk;
-                }
-                for (int k = 0; k < n; ++k) {
-                    const double vkp = at(v.data(), k, p), vkq = at(v.data(), k, q);
-                    at(v.data(), k, p) = cs * vkp - sn * vkq;
-                    at(v.data(), k, q) = sn * vkp + cs * vkq;
-                }
             }
-    }
-    std::vector<int> order(static_cast<std::size_t>(n));
-    std::iota(order.begin(), order.end(), 0);
-    std::vector<double> diag(static_cast<std::size_t>(n));
-    for (int i = 0; i < n; ++i) diag[static_cast<std::size_t>(i)] = at(a, i, i);
-    std::sort(order.begin(), order.end(), [&](int x, int y) {
-        return diag[static_cast<std::size_t>(x)] < diag[static_cast<std::size_t>(y)];
-    });
-    for (int i = 0; i < n; ++i) {
-        const int o = order[static_cast<std::size_t>(i)];
-        w[i] = diag[static_cast<std::size_t>(o)];
-        for (int k = 0; k < n; ++k) at(a, k, i) = at(v.data(), k, o);
-    }
-}
-
-// Eigendecomposition of the symmetric n x n column-major `a` (lower triangle
-// read): ascending eigenvalues in w, eigenvectors overwrite a when `vectors`.
-struct Eig {
-    std::vector<double> work, jv;
-    std::vector<int> iwork;
-    void operator()(int n, double* a, double* w, bool vectors) {
-        if (n <= 0) return;
-        static dsyevd_fn* f = reinterpret_cast<dsyevd_fn*>(blas::lookup("dsyevd"));
-        if (f != nullptr && n > 8) {  // tiny (L x L) matrices: Jacobi is faster
-            const char jobz = vectors ? 'V' : 'N', uplo = 'L';
-            const int lwork = vectors ? 1 + 6 * n + 2 * n * n : 2 * n + 1;
-            const int liwork = vectors ? 3 + 5 * n : 1;
-            work.resize(static_cast<std::size_t>(lwork));
-            iwork.resize(static_cast<std::size_t>(liwork));
-            int info = 0;
-            std::vector<double> backup(a, a + static_cast<idx>(n) * n);
-            f(&jobz, &uplo, &n, a, &n, w, work.data(), &lwork, iwork.data(), &liwork, &info);
-            if (info == 0) return;
-            std::copy(backup.begin(), backup.end(), a);  // LAPACK failed: use Jacobi
-        }
-        for (int c = 0; c < n; ++c)  // symmetrize from the lower triangle
-            for (int r = 0; r < c; ++r) a[r + static_cast<idx>(c) * n] = a[c + static_cast<idx>(r) * n];
-        jacobi_eig(n, a, w, jv);
-    }
-};
-
-// The spectral kernel: eigendecomposition of P = Phi Gamma Phi' on its smaller side.
-struct Spectral {
-    int M = 0, K = 0, n = 0;
-    bool gram = false;
-    const double* Phi = nullptr;    // M x K, ld M
-    const double* gamma = nullptr;  // K
-    std::vector<double> g, tmp, E, e, Z, Td;
-    std::vector<char> keep;
-    Eig eig;
-
-    void build(int M_, int K_, const double* Phi_, const double* gamma_, bool vectors = true) {
-        M = M_; K = K_; Phi = Phi_; gamma = gamma_;
-        gram = K <= M;
-        n = gram ? K : M;
-        const auto sz = [](idx a, idx b) { return static_cast<std::size_t>(a * b); };
-        tmp.resize(sz(M, K));
-        E.resize(sz(n, n));
-        e.resize(static_cast<std::size_t>(n));
-        if (gram) {
-            g.resize(static_cast<std::size_t>(K));
-            for (int i = 0; i < K; ++i) g[static_cast<std::size_t>(i)] = std::sqrt(gamma[i]);
-            for (int i = 0; i < K; ++i) {
-                const double gi = g[static_cast<std::size_t>(i)];
-                for (int r = 0; r < M; ++r) tmp[r + static_cast<idx>(i) * M] = Phi[r + static_cast<idx>(i) * M] * gi;
+            if (!prm_.exact) {
+                tmsbl_mean();
+                if (prm_.learn_lambda) lambda_update(residual2());
+                tmsbl_gamma();
+                ++count;
             }
-            blas::gemm<double>(true, false, K, K, M, 1.0, tmp.data(), M, tmp.data(), M, 0.0, E.data(), K);
-        } else {
-            for (int i = 0; i < K; ++i)
-                for (int r = 0; r < M; ++r) tmp[r + static_cast<idx>(i) * M] = Phi[r + static_cast<idx>(i) * M] * gamma[i];
-            blas::gemm<double>(false, true, M, M, K, 1.0, tmp.data(), M, Phi, M, 0.0, E.data(), M);
-        }
-        eig(n, E.data(), e.data(), vectors);
-        double emax = 0.0;
-        for (auto& x : e) {
-            x = std::max(x, 0.0);
-            emax = std::max(emax, x);
-        }
-        const double cut = 16.0 * K * std::numeric_limits<double>::epsilon() * emax;
-        keep.resize(static_cast<std::size_t>(n));
-        for (int k = 0; k < n; ++k) keep[static_cast<std::size_t>(k)] = e[static_cast<std::size_t>(k)] > cut;
-        if (vectors && !gram) {  // Z = W' Phi (M x K)
-            Z.resize(sz(M, K));
-            blas::gemm<double>(true, false, M, K, M, 1.0, E.data(), M, Phi, M, 0.0, Z.data(), M);
-        }
-    }
-
-    // T (n x m) = eigen-coordinates of R (M x m, ld M).
-    void project(const double* R, int m, double* T) {
-        if (gram) {
-            tmp.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(m));
-            blas::gemm<double>(true, false, K, m, M, 1.0, Phi, M, R, M, 0.0, tmp.data(), K);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) tmp[i + static_cast<idx>(j) * K] *= g[static_cast<std::size_t>(i)];
-            blas::gemm<double>(true, false, K, m, K, 1.0, E.data(), K, tmp.data(), K, 0.0, T, n);
-        } else {
-            blas::gemm<double>(true, false, M, m, M, 1.0, E.data(), M, R, M, 0.0, T, n);
-        }
-    }
-
-    // out (K x m, ld K) = Gamma Phi' (P + c_j I)^-1 R[:, j], from T = project(R).
-    void mean(const double* T, int m, const double* c, double* out) {
-        Td.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(m));
-        for (int j = 0; j < m; ++j)
-            for (int k = 0; k < n; ++k) {
-                const auto kk = static_cast<std::size_t>(k);
-                Td[kk + static_cast<std::size_t>(j) * static_cast<std::size_t>(n)] =
-                    keep[kk] ? T[k + static_cast<idx>(j) * n] / (e[kk] + c[j]) : 0.0;
+            // stopping rule (as in the originals: cap first, then the mean's change)
+            if (count >= prm_.max_iter) {
+                info.stop = StopReason::max_iter;
+                break;
             }
-        if (gram) {
-            blas::gemm<double>(false, false, K, m, K, 1.0, E.data(), K, Td.data(), K, 0.0, out, K);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * K] *= g[static_cast<std::size_t>(i)];
-        } else {
-            blas::gemm<double>(true, false, K, m, M, 1.0, Z.data(), M, Td.data(), M, 0.0, out, K);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * K] *= gamma[i];
+            if (K_ == K_old && settled()) {
+                info.stop = StopReason::tol;
+                break;
+            }
+            K_old = K_;
         }
+        write(X, gamma_out, B_out);
+        info.n_iter = count;
+        info.lam = lam_;
+        return info;
     }
 
-    // out[i] = gamma_i - gamma_i^2 phi_i' (P + c I)^-1 phi_i.
-    void post_var(double c, double* out) {
-        std::vector<double>& d = Td;
-        d.resize(static_cast<std::size_t>(n));
-        for (int k = 0; k < n; ++k) {
-            const auto kk = static_cast<std::size_t>(k);
-            d[kk] = 1.0 / (e[kk] + c);
-        }
-        if (gram) {
-            for (int i = 0; i < K; ++i) {
-                double s = 0.0;  // sum_k V_ik^2 d_k
-                for (int k = 0; k < K; ++k) {
-                    const double v = E[i + static_cast<idx>(k) * K];
-                    s += v * v * d[static_cast<std::size_t>(k)];
-                }
-                out[i] = gamma[i] * c * s;
-            }
-        } else {
-            for (int k = 0; k < n; ++k)
-                if (!keep[static_cast<std::size_t>(k)]) d[static_cast<std::size_t>(k)] = 0.0;
-            for (int i = 0; i < K; ++i) {
-                double s = 0.0;
-                const double* z = Z.data() + static_cast<idx>(i) * M;
-                for (int k = 0; k < M; ++k) s += z[k] * z[k] * d[static_cast<std::size_t>(k)];
-                out[i] = gamma[i] - gamma[i] * gamma[i] * s;
-            }
-        }
+private:
+    // B (L x L) = I.
+    void set_identity(std::vector<V>& B) const {
+        std::fill(B.begin(), B.end(), V(0));
+        for (int j = 0; j < L_; ++j) B[at(j, j, L_)] = V(1);
     }
 
-    double trace_ratio(double lam) const {
+    // Removes the rows whose gamma fell below prune (their columns of Phi); K shrinks.
+    void prune() {
+        double gmin = std::numeric_limits<double>::infinity();
+        for (int i = 0; i < K_; ++i) gmin = std::min(gmin, gamma_[uz(i)]);
+        if (K_ == 0 || !(gmin < prm_.prune)) return;
+        int k = 0;
+        for (int i = 0; i < K_; ++i) {
+            const auto ui = uz(i), uk = uz(k);
+            if (!(gamma_[ui] > prm_.prune)) continue;
+            if (k != i) {
+                std::copy(Phi_.begin() + static_cast<idx>(i) * M_, Phi_.begin() + static_cast<idx>(i + 1) * M_,
+                          Phi_.begin() + static_cast<idx>(k) * M_);
+                gamma_[uk] = gamma_[ui];
+                keep_[uk] = keep_[ui];
+            }
+            ++k;
+        }
+        K_ = k;
+    }
+
+    // ||Y - Phi mu||_F^2.
+    double residual2() {
+        res_.assign(Y_, Y_ + static_cast<idx>(M_) * L_);
+        blas::gemm<V>(false, false, M_, L_, K_, V(-1), Phi_.data(), M_, mu_.data(), K_, V(1), res_.data(), M_);
         double s = 0.0;
-        for (double x : e) s += x / (x + lam);
+        for (const V& x : res_) s += abs2(x);
         return s;
     }
-};
 
-// The same quantities as Spectral for one value of c, through a Cholesky
-// factorization (several times cheaper than an eigendecomposition):
-//  * K <= M: C = G Phi' Phi G + c I (K x K); Gamma Phi' (P + c I)^-1 R =
-//    G C^-1 G Phi' R and gamma_i - gamma_i^2 phi_i'(P + c I)^-1 phi_i = gamma_i c (C^-1)_ii;
-//  * K > M:  C = P + c I (M x M); with H = C^-1 Phi, Gamma H' R and
-//    gamma_i - gamma_i^2 (Phi' H)_ii (the originals' form).
-// tr(P (P + c I)^-1) = n - c tr(C^-1).  factor() returns false (callers then use
-// Spectral) when LAPACK is not registered or C is numerically singular: a squared
-// pivot of its factor below 16 n eps max diag C.
-struct Chol {
-    using potr_fn = void(const char*, const int*, double*, const int*, int*);
-    int M = 0, K = 0, n = 0;
-    bool gram = false;
-    double c = 0.0;
-    const double* Phi = nullptr;
-    const double* gamma = nullptr;
-    std::vector<double> C, g, H, tmp;
-
-    double& at(int i, int j) { return C[static_cast<std::size_t>(i + static_cast<idx>(j) * n)]; }
-
-    bool factor(int M_, int K_, const double* Phi_, const double* gamma_, double c_) {
-        static potr_fn* potrf = reinterpret_cast<potr_fn*>(blas::lookup("dpotrf"));
-        static potr_fn* potri = reinterpret_cast<potr_fn*>(blas::lookup("dpotri"));
-        if (potrf == nullptr || potri == nullptr) return false;
-        M = M_; K = K_; Phi = Phi_; gamma = gamma_; c = c_;
-        gram = K <= M;
-        n = gram ? K : M;
-        const auto un = static_cast<std::size_t>(n);
-        C.resize(un * un);
-        if (gram) {
-            g.resize(static_cast<std::size_t>(K));
-            for (int i = 0; i < K; ++i) g[static_cast<std::size_t>(i)] = std::sqrt(gamma[i]);
-            blas::gemm<double>(true, false, K, K, M, 1.0, Phi, M, Phi, M, 0.0, C.data(), K);
-            for (int j = 0; j < K; ++j)
-                for (int i = j; i < K; ++i) at(i, j) *= g[static_cast<std::size_t>(i)] * g[static_cast<std::size_t>(j)];
-        } else {
-            H.resize(static_cast<std::size_t>(M) * static_cast<std::size_t>(K));
-            for (int i = 0; i < K; ++i)
-                for (int r = 0; r < M; ++r) H[static_cast<std::size_t>(r + static_cast<idx>(i) * M)] = Phi[r + static_cast<idx>(i) * M] * gamma[i];
-            blas::gemm<double>(false, true, M, M, K, 1.0, H.data(), M, Phi, M, 0.0, C.data(), M);
-        }
-        double dmax = 0.0;
-        for (int i = 0; i < n; ++i) {
-            at(i, i) += c;
-            dmax = std::max(dmax, at(i, i));
-        }
-        const char uplo = 'L';
-        int info = 0;
-        potrf(&uplo, &n, C.data(), &n, &info);
-        if (info != 0) return false;
-        const double floor = 16.0 * n * std::numeric_limits<double>::epsilon() * dmax;
-        for (int i = 0; i < n; ++i)
-            if (!(at(i, i) * at(i, i) > floor)) return false;
-        potri(&uplo, &n, C.data(), &n, &info);
-        if (info != 0) return false;
-        for (int j = 0; j < n; ++j)  // mirror the lower triangle
-            for (int i = 0; i < j; ++i) at(i, j) = at(j, i);
-        if (!gram)  // H = C^-1 Phi
-            blas::gemm<double>(false, false, M, K, M, 1.0, C.data(), M, Phi, M, 0.0, H.data(), M);
-        return true;
-    }
-
-    // out (K x m, leading dimension ldo) = Gamma Phi' (P + c I)^-1 R, R: M x m (ld M).
-    void mean(const double* R, int m, double* out, int ldo) {
-        if (gram) {
-            tmp.resize(static_cast<std::size_t>(K) * static_cast<std::size_t>(m));
-            blas::gemm<double>(true, false, K, m, M, 1.0, Phi, M, R, M, 0.0, tmp.data(), K);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) tmp[static_cast<std::size_t>(i + static_cast<idx>(j) * K)] *= g[static_cast<std::size_t>(i)];
-            blas::gemm<double>(false, false, K, m, K, 1.0, C.data(), K, tmp.data(), K, 0.0, out, ldo);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * ldo] *= g[static_cast<std::size_t>(i)];
-        } else {
-            blas::gemm<double>(true, false, K, m, M, 1.0, H.data(), M, R, M, 0.0, out, ldo);
-            for (int j = 0; j < m; ++j)
-                for (int i = 0; i < K; ++i) out[i + static_cast<idx>(j) * ldo] *= gamma[i];
-        }
-    }
-
-    // out[i] = gamma_i - gamma_i^2 phi_i' (P + c I)^-1 phi_i.
-    void post_var(double* out) {
-        if (gram) {
-            for (int i = 0; i < K; ++i) out[i] = gamma[i] * c * at(i, i);
-            return;
-        }
-        for (int i = 0; i < K; ++i) {
-            double d = 0.0;
-            const double* ph = Phi + static_cast<idx>(i) * M;
-            const double* h = H.data() + static_cast<idx>(i) * M;
-            for (int r = 0; r < M; ++r) d += ph[r] * h[r];
-            out[i] = gamma[i] - gamma[i] * gamma[i] * d;
-        }
-    }
-
-    // tr(P (P + c I)^-1).
+    // tr(P (P + lam I)^-1) for the current gamma.
     double trace_ratio() {
-        double t = 0.0;
-        for (int i = 0; i < n; ++i) t += at(i, i);
-        return n - c * t;
-    }
-};
-
-// Inverse of a symmetric positive definite L x L matrix through its eigendecomposition.
-inline void sym_inverse(int L, const double* B, double* Binv, Eig& eig) {
-    std::vector<double> Q(B, B + static_cast<idx>(L) * L), b(static_cast<std::size_t>(L));
-    eig(L, Q.data(), b.data(), true);
-    const double bmax = std::max(b.back(), std::numeric_limits<double>::min());
-    for (auto& x : b) x = std::max(x, std::numeric_limits<double>::epsilon() * bmax);
-    for (int c = 0; c < L; ++c)
-        for (int r = 0; r < L; ++r) {
-            double s = 0.0;
-            for (int k = 0; k < L; ++k)
-                s += Q[r + static_cast<idx>(k) * L] * Q[c + static_cast<idx>(k) * L] / b[static_cast<std::size_t>(k)];
-            Binv[r + static_cast<idx>(c) * L] = s;
+        if constexpr (is_real<V>) {
+            if (lam_ > 0 && chol2_.factor(M_, K_, Phi_.data(), gamma_.data(), lam_))
+                return chol2_.trace_ratio();  // T-SBL: the new gamma; T-MSBL: the current one
+            spec2_.build(M_, K_, Phi_.data(), gamma_.data(), false);
+            return spec2_.trace_ratio(lam_);
+        } else {
+            return spec_.trace_ratio(lam_);  // built this iteration from the current gamma
         }
-}
+    }
 
-// Scale B (L x L) to unit Frobenius norm, as both originals do after each
-// update of B, then write its inverse into Binv.
-inline void normalize_and_invert(int L, std::vector<double>& B, std::vector<double>& Binv,
-                                 Eig& eig) {
-    double fro = 0.0;
-    for (double x : B) fro += x * x;
-    fro = std::sqrt(fro);
-    if (fro > 0)
-        for (auto& x : B) x /= fro;
-    sym_inverse(L, B.data(), Binv.data(), eig);
-}
+    // The noise variance's update: the enhanced sum_m p_m / (lam + p_m), p =
+    // diag(P), or the paper's tr(P (P + lam I)^-1).
+    void lambda_update(double r2) {
+        double t;
+        if (prm_.enhance_lambda) {
+            p_.assign(uz(M_), 0.0);
+            for (int i = 0; i < K_; ++i) {
+                const V* col = Phi_.data() + static_cast<idx>(i) * M_;
+                for (int r = 0; r < M_; ++r) p_[uz(r)] += abs2(col[r]) * gamma_[uz(i)];
+            }
+            t = 0.0;
+            for (double x : p_) t += x / (lam_ + x);
+        } else {
+            t = trace_ratio();
+        }
+        lam_ = r2 / (static_cast<double>(M_) * L_) + lam_ * t / M_;
+    }
+
+    // T-MSBL: mu = Gamma Phi^H (P + lam' I)^-1 Y and Sigma_ii.
+    void tmsbl_mean() {
+        const double lamp = lam_ + 1e-16;  // the originals add 1e-16
+        if constexpr (is_real<V>) {
+            if (chol_.factor(M_, K_, Phi_.data(), gamma_.data(), lamp)) {
+                chol_.mean(Y_, L_, mu_.data(), K_);
+                chol_.post_var(sig_.data());
+                return;
+            }
+        }
+        spec_.build(M_, K_, Phi_.data(), gamma_.data());
+        T_.resize(uz(static_cast<idx>(spec_.n) * L_));
+        c_.assign(uz(L_), lamp);
+        spec_.project(Y_, L_, T_.data());
+        spec_.mean(T_.data(), L_, c_.data(), mu_.data());
+        spec_.post_var(lamp, sig_.data());
+    }
+
+    // T-MSBL: B (I while K <= M, or fixed) and gamma_i = Re(mu_i B^-1 mu_i^H) / L + Sigma_ii.
+    void tmsbl_gamma() {
+        const bool identity = fixed_identity_ || (!fixed_ && K_ <= M_);
+        if (identity && !fixed_) {
+            set_identity(B_);
+        } else if (!fixed_) {
+            for (int c = 0; c < L_; ++c)
+                for (int r = 0; r < L_; ++r) {
+                    V s(prm_.matrix_reg ? prm_.matrix_reg[at(r, c, L_)] : 0.0);
+                    for (int i = 0; i < K_; ++i)
+                        s += mul(conj(mu_[at(i, r, K_)]), mu_[at(i, c, K_)]) / gamma_[uz(i)];
+                    B_[at(r, c, L_)] = s;
+                }
+            normalize_and_invert(L_, B_, Binv_, eig_);
+        }
+        for (int i = 0; i < K_; ++i) {
+            double q = 0.0;
+            if (identity) {
+                for (int r = 0; r < L_; ++r) q += abs2(mu_[at(i, r, K_)]);
+            } else {
+                for (int c = 0; c < L_; ++c) {
+                    V s(0);
+                    for (int r = 0; r < L_; ++r) s += mul(mu_[at(i, r, K_)], Binv_[at(r, c, L_)]);
+                    q += re(mul(conj(mu_[at(i, c, K_)]), s));
+                }
+            }
+            gamma_[uz(i)] = q / L_ + sig_[uz(i)];
+        }
+    }
+
+    // T-SBL (real): the mean and the per-channel diagonals S in the eigenbasis Q of B.
+    void tsbl_mean() {
+        Q_ = B_;
+        bq_.resize(uz(L_));
+        eig_(L_, Q_.data(), bq_.data(), true);
+        const double bmax = std::max(bq_.back(), std::numeric_limits<double>::min());
+        c_.resize(uz(L_));
+        for (int j = 0; j < L_; ++j) {
+            const auto uj = uz(j);
+            bq_[uj] = std::max(bq_[uj], std::numeric_limits<double>::epsilon() * bmax);
+            c_[uj] = lam_ / bq_[uj];
+        }
+        Yq_.resize(uz(static_cast<idx>(M_) * L_));
+        blas::gemm<double>(false, false, M_, L_, L_, 1.0, Y_, M_, Q_.data(), L_, 0.0, Yq_.data(), M_);
+        mut_.resize(uz(static_cast<idx>(K_) * L_));
+        S_.resize(mut_.size());
+        bool ok = true;  // one Cholesky factorization per decoupled channel
+        for (int j = 0; j < L_ && ok; ++j) {
+            ok = chol_.factor(M_, K_, Phi_.data(), gamma_.data(), c_[uz(j)]);
+            if (!ok) break;
+            chol_.mean(Yq_.data() + static_cast<idx>(j) * M_, 1, mut_.data() + static_cast<idx>(j) * K_, K_);
+            chol_.post_var(S_.data() + static_cast<idx>(j) * K_);
+        }
+        if (!ok) {  // numerically singular: one eigendecomposition serves all channels
+            spec_.build(M_, K_, Phi_.data(), gamma_.data());
+            T_.resize(uz(static_cast<idx>(spec_.n) * L_));
+            spec_.project(Yq_.data(), L_, T_.data());
+            spec_.mean(T_.data(), L_, c_.data(), mut_.data());
+            for (int j = 0; j < L_; ++j) spec_.post_var(c_[uz(j)], S_.data() + static_cast<idx>(j) * K_);
+        }
+        for (int j = 0; j < L_; ++j)
+            for (int i = 0; i < K_; ++i) S_[at(i, j, K_)] *= bq_[uz(j)];
+        blas::gemm<double>(false, true, K_, L_, L_, 1.0, mut_.data(), K_, Q_.data(), L_, 0.0, mu_.data(), K_);
+    }
+
+    // T-SBL (real): B (I while K <= M) and gamma from the mean and S.
+    void tsbl_gamma() {
+        const auto L = uz(L_);
+        Binv_rot_.assign(L, 1.0);
+        quad_.assign(uz(K_), 0.0);
+        if (K_ <= M_) {
+            set_identity(B_);
+            for (int r = 0; r < L_; ++r)
+                for (int i = 0; i < K_; ++i) quad_[uz(i)] += mu_[at(i, r, K_)] * mu_[at(i, r, K_)];
+        } else {
+            tsbl_learn_b();
+            for (int i = 0; i < K_; ++i) {
+                double q = 0.0;
+                for (int c = 0; c < L_; ++c) {
+                    double v = 0.0;
+                    for (int r = 0; r < L_; ++r) v += mu_[at(i, r, K_)] * Binv_[at(r, c, L_)];
+                    q += v * mu_[at(i, c, K_)];
+                }
+                quad_[uz(i)] = q;
+            }
+        }
+        for (int i = 0; i < K_; ++i) {
+            double v = quad_[uz(i)];
+            for (int j = 0; j < L_; ++j) v += S_[at(i, j, K_)] * Binv_rot_[uz(j)];
+            gamma_[uz(i)] = v / L_;
+        }
+    }
+
+    // T-SBL (real, K > M): B = Q diag(sum_i S_ij / gamma_i) Q' + sum_i mu_i' mu_i / gamma_i,
+    // normalized and inverted, and the diagonal of Q' B^-1 Q.
+    void tsbl_learn_b() {
+        std::vector<double> s(uz(L_), 0.0);
+        for (int j = 0; j < L_; ++j)
+            for (int i = 0; i < K_; ++i) s[uz(j)] += S_[at(i, j, K_)] / gamma_[uz(i)];
+        for (int c = 0; c < L_; ++c)
+            for (int r = 0; r <= c; ++r) {
+                double v = 0.0;
+                for (int k = 0; k < L_; ++k) v += Q_[at(r, k, L_)] * Q_[at(c, k, L_)] * s[uz(k)];
+                for (int i = 0; i < K_; ++i) v += mu_[at(i, r, K_)] * mu_[at(i, c, K_)] / gamma_[uz(i)];
+                B_[at(r, c, L_)] = v;
+                B_[at(c, r, L_)] = v;
+            }
+        normalize_and_invert(L_, B_, Binv_, eig_);
+        for (int j = 0; j < L_; ++j) {
+            double v = 0.0;
+            for (int r = 0; r < L_; ++r)
+                for (int c = 0; c < L_; ++c) v += Q_[at(r, j, L_)] * Binv_[at(r, c, L_)] * Q_[at(c, j, L_)];
+            Binv_rot_[uz(j)] = v;
+        }
+    }
+
+    // max |mu - mu_old| < tol (called only when no row was pruned).
+    bool settled() const {
+        double dmu = 0.0;
+        for (std::size_t q = 0; q < mu_.size(); ++q) dmu = std::max(dmu, std::abs(mu_[q] - mu_old_[q]));
+        return dmu < prm_.tol;
+    }
+
+    void write(V* X, double* gamma_out, V* B_out) const {
+        std::fill(X, X + static_cast<idx>(N_) * L_, V(0));
+        std::fill(gamma_out, gamma_out + N_, 0.0);
+        for (int i = 0; i < K_; ++i) {
+            const int row = keep_[uz(i)];
+            gamma_out[row] = gamma_[uz(i)];
+            for (int j = 0; j < L_; ++j) X[at(row, j, N_)] = mu_[at(i, j, K_)];
+        }
+        std::copy(B_.begin(), B_.end(), B_out);
+    }
+
+    const int M_, N_, L_;
+    const V* Y_;
+    const Params& prm_;
+    std::vector<V> Phi_;
+    std::vector<double> gamma_;
+    std::vector<V> mu_, mu_old_;
+    std::vector<int> keep_;
+    std::vector<V> B_, Binv_, res_, T_;
+    std::vector<double> sig_, p_, c_;
+    double lam_;
+    int K_;
+    const bool fixed_;
+    bool fixed_identity_ = false;
+    Spectral<V> spec_, spec2_;
+    Chol chol_, chol2_;  // real only
+    Eig<V> eig_;
+    std::vector<double> Q_, bq_, Yq_, mut_, S_, quad_, Binv_rot_;  // T-SBL (real)
+};
 
 }  // namespace detail
 
 // Solve one problem.  A: M x N column-major; Y: M x L column-major.  Writes
-// X (N x L column-major), gamma (N, zero for pruned rows) and B (L x L).
-inline Info solve(int M, int N, int L, const double* A, const double* Y, const Params& prm,
-                  double* X, double* gamma_out, double* B_out) {
-
-    const auto usz = [](idx a) { return static_cast<std::size_t>(a); };
-    std::vector<double> Phi(A, A + static_cast<idx>(M) * N);
-    std::vector<double> gamma(usz(N), 1.0), mu(usz(static_cast<idx>(N) * L), 0.0), mu_old;
-    std::vector<int> keep(usz(N));
-    std::iota(keep.begin(), keep.end(), 0);
-    std::vector<double> B(usz(static_cast<idx>(L) * L), 0.0), Binv(B.size()), T, sig, S, Yq, Q, bq,
-        mut, res, p, quad, Binv_rot;
-    for (int j = 0; j < L; ++j) B[usz(j + static_cast<idx>(j) * L)] = 1.0;
-    const bool fixed = !prm.exact && prm.fixed_b != nullptr;
-    if (fixed) std::copy(prm.fixed_b, prm.fixed_b + static_cast<idx>(L) * L, B.begin());
-    detail::Spectral spec, spec2;
-    detail::Chol chol, chol2;
-    detail::Eig eig;
-    if (fixed) detail::sym_inverse(L, B.data(), Binv.data(), eig);
-    double lam = prm.lam;
-    int K = N, K_old = N;
-    Info info;
-    int count = 0;
-
-    auto residual2 = [&]() {
-        res.assign(Y, Y + static_cast<idx>(M) * L);
-        blas::gemm<double>(false, false, M, L, K, -1.0, Phi.data(), M, mu.data(), K, 1.0, res.data(), M);
-        double s = 0.0;
-        for (double x : res) s += x * x;
-        return s;
-    };
-    auto lambda_update = [&](double r2) {
-        double t;
-        if (prm.enhance_lambda) {
-            p.assign(usz(M), 0.0);
-            for (int i = 0; i < K; ++i) {
-                const double* col = Phi.data() + static_cast<idx>(i) * M;
-                for (int r = 0; r < M; ++r) p[usz(r)] += col[r] * col[r] * gamma[usz(i)];
-            }
-            t = 0.0;
-            for (double x : p) t += x / (lam + x);
-        } else if (lam > 0 && chol2.factor(M, K, Phi.data(), gamma.data(), lam)) {
-            t = chol2.trace_ratio();  // T-SBL: the new gamma; T-MSBL: the current one
-        } else {
-            spec2.build(M, K, Phi.data(), gamma.data(), false);
-            t = spec2.trace_ratio(lam);
-        }
-        lam = r2 / (static_cast<double>(M) * L) + lam * t / M;
-    };
-
-    while (true) {
-        if (prm.exact) ++count;
-        // ---- prune
-        double gmin = std::numeric_limits<double>::infinity();
-        for (int i = 0; i < K; ++i) gmin = std::min(gmin, gamma[usz(i)]);
-        if (K > 0 && gmin < prm.prune) {
-            int k = 0;
-            for (int i = 0; i < K; ++i) {
-                if (gamma[usz(i)] > prm.prune) {
-                    if (k != i) {
-                        std::copy(Phi.begin() + static_cast<idx>(i) * M, Phi.begin() + static_cast<idx>(i + 1) * M,
-                                  Phi.begin() + static_cast<idx>(k) * M);
-                        gamma[usz(k)] = gamma[usz(i)];
-                        keep[usz(k)] = keep[usz(i)];
-                    }
-                    ++k;
-                }
-            }
-            K = k;
-        }
-        if (K == 0) {
-            info.stop = StopReason::exhausted;
-            mu.clear();
-            break;
-        }
-        mu_old.swap(mu);
-        mu.assign(usz(static_cast<idx>(K) * L), 0.0);
-        sig.resize(usz(K));
-        if (!prm.exact) {
-            // ================= T-MSBL
-            const double lamp = lam + 1e-16;  // the originals add 1e-16
-            if (chol.factor(M, K, Phi.data(), gamma.data(), lamp)) {
-                chol.mean(Y, L, mu.data(), K);
-                chol.post_var(sig.data());
-            } else {
-                spec.build(M, K, Phi.data(), gamma.data());
-                T.resize(usz(static_cast<idx>(spec.n) * L));
-                std::vector<double> c(usz(L), lamp);
-                spec.project(Y, L, T.data());
-                spec.mean(T.data(), L, c.data(), mu.data());
-                spec.post_var(lamp, sig.data());
-            }
-            if (prm.learn_lambda) lambda_update(residual2());
-            bool identity = false;
-            if (!fixed) {
-                if (K <= M) {
-                    identity = true;
-                    std::fill(B.begin(), B.end(), 0.0);
-                    for (int j = 0; j < L; ++j) B[usz(j + static_cast<idx>(j) * L)] = 1.0;
-                } else {
-                    for (int c2 = 0; c2 < L; ++c2)
-                        for (int r = 0; r < L; ++r) {
-                            double s = prm.matrix_reg ? prm.matrix_reg[r + static_cast<idx>(c2) * L] : 0.0;
-                            for (int i = 0; i < K; ++i)
-                                s += mu[usz(i + static_cast<idx>(r) * K)] * mu[usz(i + static_cast<idx>(c2) * K)] / gamma[usz(i)];
-                            B[usz(r + static_cast<idx>(c2) * L)] = s;
-                        }
-                    detail::normalize_and_invert(L, B, Binv, eig);
-                }
-            }
-            for (int i = 0; i < K; ++i) {
-                double q = 0.0;
-                if (identity) {
-                    for (int r = 0; r < L; ++r) q += mu[usz(i + static_cast<idx>(r) * K)] * mu[usz(i + static_cast<idx>(r) * K)];
-                } else {
-                    for (int c2 = 0; c2 < L; ++c2) {
-                        double s = 0.0;
-                        for (int r = 0; r < L; ++r) s += mu[usz(i + static_cast<idx>(r) * K)] * Binv[usz(r + static_cast<idx>(c2) * L)];
-                        q += s * mu[usz(i + static_cast<idx>(c2) * K)];
-                    }
-                }
-                gamma[usz(i)] = q / L + sig[usz(i)];
-            }
-            ++count;
-        } else {
-            // ================= T-SBL
-            Q = B;
-            bq.resize(usz(L));
-            eig(L, Q.data(), bq.data(), true);
-            const double bmax = std::max(bq.back(), std::numeric_limits<double>::min());
-            std::vector<double> c(usz(L));
-            for (int j = 0; j < L; ++j) {
-                bq[usz(j)] = std::max(bq[usz(j)], std::numeric_limits<double>::epsilon() * bmax);
-                c[usz(j)] = lam / bq[usz(j)];
-            }
-            Yq.resize(usz(static_cast<idx>(M) * L));
-            blas::gemm<double>(false, false, M, L, L, 1.0, Y, M, Q.data(), L, 0.0, Yq.data(), M);
-            mut.resize(usz(static_cast<idx>(K) * L));
-            S.resize(usz(static_cast<idx>(K) * L));
-            bool ok = true;  // one Cholesky factorization per decoupled channel
-            for (int j = 0; j < L && ok; ++j) {
-                ok = chol.factor(M, K, Phi.data(), gamma.data(), c[usz(j)]);
-                if (!ok) break;
-                chol.mean(Yq.data() + static_cast<idx>(j) * M, 1, mut.data() + static_cast<idx>(j) * K, K);
-                chol.post_var(S.data() + static_cast<idx>(j) * K);
-            }
-            if (!ok) {  // numerically singular: one eigendecomposition serves all channels
-                spec.build(M, K, Phi.data(), gamma.data());
-                T.resize(usz(static_cast<idx>(spec.n) * L));
-                spec.project(Yq.data(), L, T.data());
-                spec.mean(T.data(), L, c.data(), mut.data());
-                for (int j = 0; j < L; ++j) spec.post_var(c[usz(j)], S.data() + static_cast<idx>(j) * K);
-            }
-            for (int j = 0; j < L; ++j)
-                for (int i = 0; i < K; ++i) S[usz(i + static_cast<idx>(j) * K)] *= bq[usz(j)];
-            blas::gemm<double>(false, true, K, L, L, 1.0, mut.data(), K, Q.data(), L, 0.0, mu.data(), K);
-            Binv_rot.assign(usz(L), 1.0);
-            quad.assign(usz(K), 0.0);
-            if (K <= M) {
-                std::fill(B.begin(), B.end(), 0.0);
-                for (int j = 0; j < L; ++j) B[usz(j + static_cast<idx>(j) * L)] = 1.0;
-                for (int r = 0; r < L; ++r)
-                    for (int i = 0; i < K; ++i) quad[usz(i)] += mu[usz(i + static_cast<idx>(r) * K)] * mu[usz(i + static_cast<idx>(r) * K)];
-            } else {
-                std::vector<double> s(usz(L), 0.0);
-                for (int j = 0; j < L; ++j)
-                    for (int i = 0; i < K; ++i) s[usz(j)] += S[usz(i + static_cast<idx>(j) * K)] / gamma[usz(i)];
-                for (int c2 = 0; c2 < L; ++c2)
-                    for (int r = 0; r <= c2; ++r) {
-                        double v = 0.0;
-                        for (int k = 0; k < L; ++k)
-                            v += Q[usz(r + static_cast<idx>(k) * L)] * Q[usz(c2 + static_cast<idx>(k) * L)] * s[usz(k)];
-                        for (int i = 0; i < K; ++i)
-                            v += mu[usz(i + static_cast<idx>(r) * K)] * mu[usz(i + static_cast<idx>(c2) * K)] / gamma[usz(i)];
-                        B[usz(r + static_cast<idx>(c2) * L)] = v;
-                        B[usz(c2 + static_cast<idx>(r) * L)] = v;
-                    }
-                detail::normalize_and_invert(L, B, Binv, eig);
-                for (int j = 0; j < L; ++j) {
-                    double v = 0.0;
-                    for (int r = 0; r < L; ++r)
-                        for (int c2 = 0; c2 < L; ++c2)
-                            v += Q[usz(r + static_cast<idx>(j) * L)] * Binv[usz(r + static_cast<idx>(c2) * L)] *
-                                 Q[usz(c2 + static_cast<idx>(j) * L)];
-                    Binv_rot[usz(j)] = v;
-                }
-                for (int i = 0; i < K; ++i) {
-                    double q = 0.0;
-                    for (int c2 = 0; c2 < L; ++c2) {
-                        double v = 0.0;
-                        for (int r = 0; r < L; ++r) v += mu[usz(i + static_cast<idx>(r) * K)] * Binv[usz(r + static_cast<idx>(c2) * L)];
-                        q += v * mu[usz(i + static_cast<idx>(c2) * K)];
-                    }
-                    quad[usz(i)] = q;
-                }
-            }
-            for (int i = 0; i < K; ++i) {
-                double v = quad[usz(i)];
-                for (int j = 0; j < L; ++j) v += S[usz(i + static_cast<idx>(j) * K)] * Binv_rot[usz(j)];
-                gamma[usz(i)] = v / L;
-            }
-            if (prm.learn_lambda) lambda_update(residual2());
-        }
-        // ---- stopping rule (as in the originals: cap first, then the mean's change)
-        if (count >= prm.max_iter) {
-            info.stop = StopReason::max_iter;
-            break;
-        }
-        if (K == K_old) {
-            double dmu = 0.0;
-            for (std::size_t q = 0; q < mu.size(); ++q) dmu = std::max(dmu, std::fabs(mu[q] - mu_old[q]));
-            if (dmu < prm.tol) {
-                info.stop = StopReason::tol;
-                break;
-            }
-        }
-        K_old = K;
-    }
-    std::fill(X, X + static_cast<idx>(N) * L, 0.0);
-    std::fill(gamma_out, gamma_out + N, 0.0);
-    for (int i = 0; i < K; ++i) {
-        gamma_out[keep[usz(i)]] = gamma[usz(i)];
-        for (int j = 0; j < L; ++j) X[keep[usz(i)] + static_cast<idx>(j) * N] = mu[usz(i + static_cast<idx>(j) * K)];
-    }
-    std::copy(B.begin(), B.end(), B_out);
-    info.n_iter = count;
-    info.lam = lam;
-    return info;
+// X (N x L column-major), gamma (N, zero for pruned rows) and B (L x L,
+// Hermitian for complex V).  prm.exact (T-SBL) needs real V; matrix_reg and
+// fixed_b are real L x L.  Complex V needs LAPACK zheevd (std::runtime_error
+// otherwise; see complex_supported).
+template <class V>
+inline Info solve(int M, int N, int L, const V* A, const V* Y, const Params& prm, V* X,
+                  double* gamma_out, V* B_out) {
+    if constexpr (!detail::is_real<V>)
+        if (prm.exact) throw std::invalid_argument("T-SBL (exact) takes real data only");
+    return detail::Solver<V>(M, N, L, A, Y, prm).run(X, gamma_out, B_out);
 }
+
+// True when the LAPACK routines complex T-MSBL needs were registered.
+inline bool complex_supported() { return blas::Eigh<std::complex<double>>::available(); }
 
 }  // namespace cscore::sbl

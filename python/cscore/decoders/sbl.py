@@ -76,12 +76,12 @@ or ``C = P + c I`` (K > M) by Cholesky and reads the mean and the diagonal from
 ``C^-1`` -- several times cheaper than an eigendecomposition.  It falls back to
 the eigendecomposition when a squared pivot drops below ``16 n eps max diag C``.
 
-The compiled kernel (``cpp/include/cscore/sbl.hpp``) runs batches on threads
-with the GIL released; the NumPy code in :mod:`cscore.decoders._sbl_numpy` is
-the reference it is tested against and the fallback when the core lacks it
-(argument checks and result assembly, shared by both, are in
-:mod:`cscore.decoders._sbl_common`).  BLAS is limited to one thread
-during a call (via threadpoolctl when installed): these matrices are small.
+The compiled kernel (``cpp/include/cscore/sbl.hpp``, one template for real and
+complex data) runs batches on threads with the GIL released; the tests check it
+against a NumPy oracle (``tests/oracles/sbl_numpy.py``, not installed).
+Argument checks and result assembly are in :mod:`cscore.decoders._sbl_common`.
+BLAS is limited to one thread during a call (via threadpoolctl when
+installed): these matrices are small.
 
 The noise (lambda) rules, from the originals:
 
@@ -111,8 +111,8 @@ I)^-1 Y``, ``Sigma_ii = gamma_i - gamma_i^2 phi_i^H (P + lam' I)^-1 phi_i``,
 snapshots is part of the model (``extra["B"]`` is then complex); the same rules
 apply (``I`` while ``K <= M`` and for ``L >= 10``, Frobenius-normalized).
 ``matrix_reg`` and ``fix_b`` stay real symmetric.  The iteration runs in
-complex128 (``cpp/include/cscore/sbl_complex.hpp``, a portable Hermitian Jacobi
-eigensolver in place of LAPACK) and the output is complex64 when every input is
+complex128 (the kernel's complex instantiation, with LAPACK's Hermitian
+eigensolver ``zheevd`` from SciPy) and the output is complex64 when every input is
 complex64 or float32, else complex128.  T-SBL (:func:`tsbl`) is real only.
 
 Differences from the originals
@@ -141,7 +141,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .. import _core
 from .._blas import single_threaded_blas
 from .._config import resolve_threads
 from .._tol import resolve_rtol, warn_scale
@@ -163,7 +162,6 @@ from ._sbl_common import (
     solve_core,
     tmsbl_matrices,
 )
-from ._sbl_numpy import solve_numpy
 
 __all__ = ["TMSBL_PRESETS", "TSBL_PRESETS", "tmsbl", "tsbl"]
 
@@ -193,8 +191,9 @@ TSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
 }
 
 
-#: "core" (compiled kernel) or "numpy" (the pure-NumPy reference); tests switch it.
-_BACKEND = "core" if hasattr(_core, "_sbl_solve") else "numpy"
+#: The batch solver ``(A, Y, kw, threads) -> list[SblOut]``: the compiled kernel.
+#: The tests put their NumPy oracle here to compare the two.
+_SOLVE = solve_core
 
 
 def _run(
@@ -212,12 +211,8 @@ def _run(
     batch = Y.ndim == 3
     if batch and Y.shape[0] == 0:  # a batch of zero problems
         return empty_result(A, Y, out_dtype, return_result)
-    solve = solve_core if _BACKEND == "core" else solve_numpy
-    try:
-        with single_threaded_blas(), np.errstate(all="ignore"):
-            outs = solve(A, Y, kw, threads)
-    except np.linalg.LinAlgError as err:  # the NumPy reference on overflowed data
-        raise FloatingPointError(overflow_message(name, Y)) from err
+    with single_threaded_blas(), np.errstate(all="ignore"):
+        outs = _SOLVE(A, Y, kw, threads)
     if not all(np.all(np.isfinite(o.x)) for o in outs):
         raise FloatingPointError(overflow_message(name, Y))
     Ys = Y if batch else Y[None]

@@ -1,11 +1,13 @@
-"""The pure-NumPy reference of T-SBL and T-MSBL (:mod:`cscore.decoders.sbl`).
+"""The pure-NumPy test oracle of T-SBL and T-MSBL (:mod:`cscore.decoders.sbl`).
 
 The compiled kernel (``cpp/include/cscore/sbl.hpp``) is tested against this
-code and it is the fallback when the core lacks the kernel.  The algorithm, the
+code (tests/test_sbl.py, tests/test_complex.py put :func:`solve_numpy` in place
+of the kernel, ``cscore.decoders.sbl._SOLVE``); it is not part of the installed
+package.  The algorithm, the
 shared spectral kernel and the notation (``Phi``, ``Gamma``, ``P``, ``K``) are
 described in the module docstring of :mod:`cscore.decoders.sbl`.  T-MSBL also
 takes complex ``A`` and ``Y`` (the Hermitian form: every ``'`` is a conjugate
-transpose, as in ``cpp/include/cscore/sbl_complex.hpp``); real input runs the
+transpose, as in the kernel's complex instantiation); real input runs the
 real expressions unchanged.
 """
 
@@ -16,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ._sbl_common import SblOut
+from cscore.decoders._sbl_common import SblOut
 
 __all__ = ["solve_numpy"]
 
@@ -265,7 +267,12 @@ def solve_numpy(A: np.ndarray, Y: np.ndarray, kw: dict[str, Any], threads: int) 
     """
     def one(y: np.ndarray) -> SblOut:
         with np.errstate(all="ignore"):  # overflow is reported by the caller
-            return one_(y)
+            try:
+                return one_(y)
+            except np.linalg.LinAlgError:  # overflowed data: a non-finite result, as the kernel's
+                nan = np.full((A.shape[1], y.shape[1]), np.nan, dtype=np.result_type(A, y))
+                return SblOut(nan, np.full(A.shape[1], np.nan), np.eye(y.shape[1]), np.nan, 0,
+                              "max_iter")
 
     def one_(y: np.ndarray) -> SblOut:
         if kw["exact"]:
