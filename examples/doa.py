@@ -107,7 +107,7 @@ def run_trial(seed: int, *, M: int = 16, L: int = 30, snr_db: float = 15.0,
     trial.estimates["SOMP"] = np.sort(GRID[np.flatnonzero(power)])
 
     t = time.perf_counter()
-    S = cscore.tmsbl(A, Y, tol=1e-4, max_iter=1000, n_threads=1)
+    S = cscore.tmsbl(A, Y, rtol=1e-4, max_iter=1000, n_threads=1)
     trial.seconds["T-MSBL"] = time.perf_counter() - t
     power = np.sum(np.abs(S) ** 2, axis=1)
     trial.spectra["T-MSBL"] = power

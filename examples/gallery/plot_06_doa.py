@@ -41,7 +41,7 @@ A = steering(grid)  # (16, 181), complex128
 # ------------------------------------------------
 
 S_somp = cscore.somp(A, Y, n_nonzero=2)
-S_tmsbl = cscore.tmsbl(A, Y, tol=1e-4, max_iter=1000)
+S_tmsbl = cscore.tmsbl(A, Y, rtol=1e-4, max_iter=1000)
 
 # MUSIC: the noise subspace of the sample covariance, and 1 / ||E_n^H a(theta)||^2.
 _, U = np.linalg.eigh(Y @ Y.conj().T / L)
