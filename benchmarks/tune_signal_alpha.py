@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 import cscore
-import cscore.decoders.stopping as stopping
+import cscore.decoders._rrt as rrt  # SIGNAL_ALPHA is read there (step 2b's level)
 from cscore.datasets import (
     expected_noise_tol,
     load_mnist,
@@ -93,7 +93,7 @@ def main() -> None:
         Y = scale * rng.standard_normal((args.noise_problems, M, 4))
         cells = []
         for lv in levels:
-            stopping.SIGNAL_ALPHA = lv
+            rrt.SIGNAL_ALPHA = lv
             cells.append(f"{np.mean(decode(args.decoder, A, Y, model)[1] > 1):.3f}")
         print(f"  noise x{scale:g}: " + " ".join(cells), flush=True)
     print("auto / oracle NMSE:")
@@ -106,7 +106,7 @@ def main() -> None:
             e_orc = float(np.nanmean(nmse_per_item(ref, S, zero="nan")))
             cells = []
             for i, lv in enumerate(levels):
-                stopping.SIGNAL_ALPHA = lv
+                rrt.SIGNAL_ALPHA = lv
                 e = float(np.nanmean(nmse_per_item(decode(args.decoder, A, Y, model)[0], S,
                                                    zero="nan")))  # fmt: skip
                 worst[i] = max(worst[i], e / e_orc)
