@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .greedy_operator import is_operator
+from ._operator_products import is_operator
 from .registry import decoder_specs
 
 

@@ -108,8 +108,9 @@ from .._validation import check_matrix, common_float_dtype
 from ..result import DecodeResult
 from ._amp_common import as_measurements, check_options, minimax_alpha
 from ._amp_driver import decode, kernel_for
+from ._operator_products import is_operator
 from ._vamp import VAMPSolver, vamp
-from .amp_operator import OperatorProducts, amp_operator_kernel, is_operator
+from .amp_operator import OperatorProducts, amp_operator_kernel
 
 __all__ = ["VAMPSolver", "amp", "minimax_alpha", "vamp"]
 
