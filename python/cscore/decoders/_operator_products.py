@@ -21,7 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from .._validation import as_float_array, check_finite
+from .._validation import as_float_array, check_finite, check_no_zero_column
 
 #: Columns drawn to check the equal-norm assumption of an operator.
 _NORM_SAMPLES = 4
@@ -258,11 +258,7 @@ def _check_no_zero_column(norms: np.ndarray, S: Any = None) -> None:
                 "the largest entry of A (columns of extreme scale, e.g. 1e-300 next to 1, "
                 "are not rescaled on the sparse path); scale that column"
             )
-    if zero.size:
-        raise ValueError(
-            f"A has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
-            "a zero column can never be selected and makes the problem ill-posed"
-        )
+    check_no_zero_column("A", norms != 0)
 
 
 def column_norms_of(op: OperatorColumns, column_norms: Any) -> np.ndarray:
