@@ -90,7 +90,7 @@ from .._validation import check_positive_int, transposed_hint
 from ..result import DecodeResult
 from ._auto_cut import AutoStop, auto_stop, mmv_result, result_extra
 from ._rrt import ALPHA, REDO_FRACTION, path_length, rrt_tables, rrt_thresholds, signal_tables
-from ._rrt import SIGNAL_ALPHA as SIGNAL_ALPHA  # the level of step 2b, read from here too
+from ._rrt import SIGNAL_ALPHA as SIGNAL_ALPHA  # step 2b's level (read in _rrt)
 
 __all__ = [
     "AUTO",
