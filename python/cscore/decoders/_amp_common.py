@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -27,6 +27,25 @@ from .._validation import (
 )
 
 __all__ = ["minimax_alpha"]
+
+
+class AMPOptions(TypedDict, total=False):
+    """The keyword options of :func:`~cscore.decoders.amp.amp` and ``vamp`` (typing only)."""
+
+    denoiser: str
+    joint: bool
+    max_iter: int
+    rtol: float
+    damping: float
+    alpha: float | str | None
+    sparsity: float | None
+    slab_var: float | None
+    noise_var: float | None
+    snr0: float
+    n_threads: int | None
+    return_result: bool
+    tol: float | None
+    device: Any
 
 
 #: Stop codes of the compiled kernel (``amp::Stop``), by code.

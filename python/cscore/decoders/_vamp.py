@@ -12,14 +12,14 @@ import hashlib
 import math
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from .._tol import resolve_rtol
 from .._validation import check_matrix
 from ..result import DecodeResult
-from ._amp_common import as_measurements, check_options
+from ._amp_common import AMPOptions, as_measurements, check_options
 from ._amp_driver import decode, kernel_for
 
 __all__ = ["VAMPSolver", "vamp"]
@@ -80,7 +80,7 @@ class VAMPSolver:
         """The singular values of ``A`` (a copy), descending."""
         return self._s.copy()
 
-    def __call__(self, Y: Any, **options: Any) -> np.ndarray | DecodeResult:
+    def __call__(self, Y: Any, **options: Unpack[AMPOptions]) -> np.ndarray | DecodeResult:
         """Decode ``Y`` with this matrix: ``vamp(self, Y, **options)``.
 
         Parameters
