@@ -96,7 +96,7 @@ class OperatorColumns:
             self.in_dtype = self.dtype
         self.cache: dict[int, np.ndarray] = {}
         self.norms_seen: list[float] = []
-        #: The loop uses A / 2**shift (see "Scale" in the module docstring).
+        #: The loop uses A / 2**shift (see "Scale" in :mod:`cscore.decoders.greedy_operator`).
         self.shift = 0
         if self.sparse:
             self.S = sp.csc_matrix(A, dtype=self.in_dtype)
@@ -262,7 +262,7 @@ def _check_no_zero_column(norms: np.ndarray, S: Any = None) -> None:
 
 
 def column_norms_of(op: OperatorColumns, column_norms: Any) -> np.ndarray:
-    """The N column norms used for the selection (see the module docstring)."""
+    """The N column norms the selection uses ("Column norms" in ``greedy_operator``)."""
     if column_norms is not None:
         norms = as_float_array("column_norms", column_norms, ndim=1, dtype=np.float64)
         if norms.shape != (op.N,):

@@ -17,11 +17,12 @@ from scipy import special
 #: Default false-alarm level of the residual-ratio test.
 ALPHA = 0.1
 
-#: Level of the test that the measurements hold any signal (step 2b of the module
-#: docstring): a path with no step below the residual-ratio threshold takes the
-#: fallback step only if one of two tests rejects pure Gaussian noise, which they
-#: do for pure noise with probability at most SIGNAL_ALPHA.  Chosen on MNIST
-#: validation digits (benchmarks/results/omp_auto.md, section 4).
+#: Level of the test that the measurements hold any signal (step 2b of the
+#: method in cscore.decoders.stopping): a path with no step below the
+#: residual-ratio threshold takes the fallback step only if one of two tests
+#: rejects pure Gaussian noise, which they do for pure noise with probability at
+#: most SIGNAL_ALPHA.  Chosen on MNIST validation digits
+#: (benchmarks/results/omp_auto.md, section 4).
 SIGNAL_ALPHA = 0.05
 
 #: A learned decoder's first path (ceil(M / 2) steps) runs again to M - 1 steps
@@ -50,7 +51,7 @@ def path_length(M: int, N: int) -> int:
 def rrt_thresholds(
     M: int, N: int, L: int, K: int, alpha: float = ALPHA, *, joint: bool = True
 ) -> np.ndarray:
-    """The residual-ratio thresholds ``Gamma(k)``, k = 1..K (see the module docstring).
+    """The residual-ratio thresholds ``Gamma(k)``, k = 1..K (step 2 of the method).
 
     Parameters
     ----------
@@ -119,7 +120,7 @@ def rrt_tables(
 def signal_tables(
     M: int, N: int, L: int, K: int, level: float = SIGNAL_ALPHA, *, joint: bool = True
 ) -> np.ndarray:
-    """The two tests that the measurements hold any signal (step 2b of the module docstring).
+    """The two tests that the measurements hold any signal (step 2b of the method).
 
     Parameters
     ----------
