@@ -56,7 +56,13 @@ import numpy as np
 from .._tol import column_tol
 from .._validation import as_float_array
 from ..models.registry import file_sha256, is_model_path, model_file_path
-from ._complex import as_array, complex_dtype, decode_dtype, is_complex, real_only_error
+from ._complex import (
+    as_array,
+    complex_dtype,
+    decode_dtype,
+    is_complex,
+    real_only_error,
+)
 from ._decoder_config import config_of, jsonable, read_config, write_config
 from ._input_kind import checked_operator, kind_refusal, matrix_kind
 from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
