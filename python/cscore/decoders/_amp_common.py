@@ -26,7 +26,16 @@ from .._validation import (
     transposed_hint,
 )
 
-__all__ = ["minimax_alpha"]
+__all__ = [
+    "DENOISERS",
+    "STOP_NAMES",
+    "AMPOptions",
+    "as_measurements",
+    "check_options",
+    "initial_sparsity",
+    "minimax_alpha",
+    "shape_out",
+]
 
 
 class AMPOptions(TypedDict, total=False):

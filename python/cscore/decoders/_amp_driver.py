@@ -21,6 +21,11 @@ from .._config import resolve_threads
 from ..result import DecodeResult
 from ._amp_common import DENOISERS, STOP_NAMES, initial_sparsity, minimax_alpha, shape_out
 
+__all__ = [
+    "decode",
+    "kernel_for",
+]
+
 
 def kernel_for(fn: str, device: Any) -> Any:
     """The kernel of ``fn`` (``"amp"`` or ``"vamp"``): compiled, or PyTorch on ``device``.

@@ -20,6 +20,14 @@ from .._tol import paper_noise_tol
 from ..result import DecodeResult
 from ._rrt import ALPHA, signal_steps
 
+__all__ = [
+    "AutoStop",
+    "auto_stop",
+    "cut",
+    "mmv_result",
+    "result_extra",
+]
+
 
 @dataclass
 class AutoStop:

@@ -26,6 +26,21 @@ from .._validation import (
 )
 from ..result import STOP_REASONS
 
+__all__ = [
+    "DEFAULT_MAX_ITER",
+    "check_common",
+    "check_rows",
+    "clamp_positive",
+    "moves",
+    "per_problem",
+    "pow2_exp",
+    "pow2_scale",
+    "prepare",
+    "scaled_A",
+    "warn_dependent",
+    "warn_max_iter",
+]
+
 #: Iteration bound of both originals (``for count = 1:10000``).
 DEFAULT_MAX_ITER = 10000
 

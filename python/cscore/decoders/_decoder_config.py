@@ -41,6 +41,14 @@ from ..models.registry import file_sha256
 from ._complex import from_inline, inline_parts
 from .registry import get_decoder_spec
 
+__all__ = [
+    "CONFIG_VERSION",
+    "config_of",
+    "jsonable",
+    "read_config",
+    "write_config",
+]
+
 CONFIG_VERSION = 1
 #: Deepest nesting of lists accepted in a config setting.
 _MAX_SETTING_DEPTH = 8

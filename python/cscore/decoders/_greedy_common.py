@@ -13,6 +13,15 @@ from typing import Any, NamedTuple
 
 from .._validation import check_nonnegative_float, check_positive_int, transposed_hint
 
+__all__ = [
+    "DEPENDENT_MSG",
+    "OMP",
+    "SOMP",
+    "GreedyLayout",
+    "checked_rows",
+    "resolve_stopping",
+]
+
 DEPENDENT_MSG = (
     "{fn}: {count} of {total} problem(s) stopped early because no further atom could "
     "reduce the residual (the best atom was linearly dependent on the chosen ones, or "

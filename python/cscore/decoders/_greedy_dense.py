@@ -22,6 +22,10 @@ from ._rrt import path_length, rrt_tables, signal_tables
 from .path_stop import greedy_path_end
 from .stopping import is_auto
 
+__all__ = [
+    "run_dense",
+]
+
 #: Largest Gram matrix (entries) stored per call: 2**25 entries = 256 MiB in float64,
 #: i.e. N <= 5792.  Beyond it each selected atom's Gram column is computed on demand
 #: (O(M N) per step instead of memory N**2); the results are identical either way.

@@ -16,6 +16,12 @@ import numpy as np
 from ._operator_products import is_operator
 from .registry import decoder_specs
 
+__all__ = [
+    "checked_operator",
+    "kind_refusal",
+    "matrix_kind",
+]
+
 
 def matrix_kind(A: Any) -> str:
     """``"sparse"``, ``"operator"`` (SciPy or PyLops LinearOperator) or ``"dense"``."""

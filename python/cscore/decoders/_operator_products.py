@@ -23,6 +23,14 @@ from scipy.sparse.linalg import LinearOperator
 
 from .._validation import as_float_array, check_finite, check_no_zero_column
 
+__all__ = [
+    "OperatorColumns",
+    "check_equal_norms",
+    "column_norms_of",
+    "is_operator",
+    "ldexp",
+]
+
 #: Columns drawn to check the equal-norm assumption of an operator.
 _NORM_SAMPLES = 4
 #: Relative spread of column norms tolerated before the equal-norm warning.

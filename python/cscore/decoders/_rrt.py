@@ -14,6 +14,17 @@ from typing import Any
 import numpy as np
 from scipy import special
 
+__all__ = [
+    "ALPHA",
+    "REDO_FRACTION",
+    "SIGNAL_ALPHA",
+    "path_length",
+    "rrt_tables",
+    "rrt_thresholds",
+    "signal_steps",
+    "signal_tables",
+]
+
 #: Default false-alarm level of the residual-ratio test.
 ALPHA = 0.1
 

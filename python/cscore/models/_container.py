@@ -27,7 +27,18 @@ from typing import IO, Any
 
 import numpy as np
 
-__all__ = ["MAX_DIM", "MAX_ENTRIES", "ModelFileError", "read_npz_entries", "save_npz_atomic"]
+__all__ = [
+    "MAX_DIM",
+    "MAX_ENTRIES",
+    "READ_ERRORS",
+    "ModelFileError",
+    "fail",
+    "open_archive",
+    "read_entry",
+    "read_npz_entries",
+    "save_npz_atomic",
+    "strict_int",
+]
 
 
 class ModelFileError(ValueError):

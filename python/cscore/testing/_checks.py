@@ -20,6 +20,23 @@ from ..decoders import Decoder
 from ..decoders import decoder as build_decoder
 from ..decoders.registry import INPUT_KINDS, DecoderSpec
 
+__all__ = [
+    "CHECKS",
+    "FALSE_ALARM_LIMIT",
+    "SCALES",
+    "Case",
+    "Skip",
+    "check_batch_independence",
+    "check_dtype_kept",
+    "check_input_kinds",
+    "check_nonfinite_refused",
+    "check_pure_noise_auto",
+    "check_scale_equivariance",
+    "check_settings_at_build",
+    "check_thread_independence",
+    "check_tol_bounds_residual",
+]
+
 #: Scales of ``check_scale_equivariance``: powers of two (exact) and the
 #: extremes 1e-150 / 1e150 the contract names.
 SCALES = (2.0**-500, 1e-150, 2.0**-40, 2.0**40, 1e150, 2.0**500)
@@ -47,6 +64,7 @@ class Case:
     L: int
 
     def build(self, A: Any = None, **settings: Any) -> Decoder:
+        """The decoder under test with ``settings`` (and ``A``) over the case's own."""
         merged = {**self.settings, **settings}
         merged = {k: v for k, v in merged.items() if v is not None}
         if self.spec.kind == "model":
@@ -62,6 +80,7 @@ class Case:
 
     @property
     def A_dense(self) -> np.ndarray:
+        """The sensing matrix as an array (the model's, for a model decoder)."""
         return np.asarray(self.A if self.spec.kind == "matrix" else self.model.A)
 
     def problems(self, B: int, *, sigma: float = 1e-3, dtype: Any = np.float64) -> np.ndarray:
