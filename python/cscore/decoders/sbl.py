@@ -169,6 +169,9 @@ from ._sbl_numpy import solve_numpy
 
 __all__ = ["TMSBL_PRESETS", "TSBL_PRESETS", "tmsbl", "tsbl"]
 
+# TMSBL_PRESETS and TSBL_PRESETS (the original programs' defaults) are defined in
+# _sbl_common, beside preset() that reads them.
+
 
 #: "core" (compiled kernel) or "numpy" (the pure-NumPy reference); tests switch it.
 _BACKEND = "core" if hasattr(_core, "_sbl_solve") else "numpy"
