@@ -20,23 +20,6 @@ from ..decoders import Decoder
 from ..decoders import decoder as build_decoder
 from ..decoders.registry import INPUT_KINDS, DecoderSpec
 
-__all__ = [
-    "CHECKS",
-    "FALSE_ALARM_LIMIT",
-    "SCALES",
-    "Case",
-    "Skip",
-    "check_batch_independence",
-    "check_dtype_kept",
-    "check_input_kinds",
-    "check_nonfinite_refused",
-    "check_pure_noise_auto",
-    "check_scale_equivariance",
-    "check_settings_at_build",
-    "check_thread_independence",
-    "check_tol_bounds_residual",
-]
-
 #: Scales of ``check_scale_equivariance``: powers of two (exact) and the
 #: extremes 1e-150 / 1e150 the contract names.
 SCALES = (2.0**-500, 1e-150, 2.0**-40, 2.0**40, 1e150, 2.0**500)
