@@ -25,6 +25,7 @@ from .._validation import (
     renamed_measurements,
 )
 from ..result import CONVERGENCE_STOP_REASONS, DecodeResult, batch_result
+from ._bcs_common import DEFAULT_MAX_ITER as DEFAULT_MAX_ITER  # the originals' bound
 from ._bcs_common import (
     check_common,
     check_rows,

@@ -46,6 +46,7 @@ from ..problem import ProblemSpec
 # The bounded zip/.npy reading (the container) lives in _container.
 from ._container import (
     MAX_DIM,
+    MAX_ENTRIES,  # noqa: F401  (offered here too)
     READ_ERRORS,
     ModelFileError,
     fail,

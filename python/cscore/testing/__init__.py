@@ -42,6 +42,8 @@ from ..decoders import get_decoder_spec, register_decoder, unregister_decoder
 from ..decoders.registry import DecoderSpec
 from ._checks import (
     CHECKS,
+    FALSE_ALARM_LIMIT,  # noqa: F401  (offered here too)
+    SCALES,  # noqa: F401
     Case,
     Skip,
     check_batch_independence,
