@@ -295,9 +295,9 @@ def test_minimax_rule() -> None:
     c = np.linspace(0.01, 4, 40001)
     m = (1 + c**2) * norm.cdf(-c) - c * norm.pdf(c)
     rho = np.max((1 - 2 / delta * m) / (1 + c**2 - 2 * m))
-    from cscore.decoders.amp import _initial_sparsity
+    from cscore.decoders._amp_common import initial_sparsity
 
-    assert _initial_sparsity(250, 500) == pytest.approx(delta * rho, rel=1e-6)
+    assert initial_sparsity(250, 500) == pytest.approx(delta * rho, rel=1e-6)
     assert minimax_alpha(0.5) == pytest.approx(0.8769, abs=1e-3)
     # larger groups need larger thresholds; fewer measurements too
     assert minimax_alpha(0.5) < minimax_alpha(0.5, 4) < minimax_alpha(0.5, 16)

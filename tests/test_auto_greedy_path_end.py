@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cscore
-import cscore.decoders.greedy as greedy_mod
+import cscore.decoders._greedy_dense as greedy_mod  # the dense driver reads greedy_path_end
 from cscore.decoders.path_stop import greedy_path_end
 
 

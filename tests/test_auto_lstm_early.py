@@ -13,6 +13,7 @@ import pytest
 
 import cscore
 from cscore.decoders import stopping
+from cscore.decoders._rrt import signal_steps
 from cscore.decoders.path_stop import path_stop_rule
 from cscore.decoders.stopping import path_length
 
@@ -92,7 +93,7 @@ def test_auto_cut_equals_the_test_on_the_full_path(model, rng):
     ends = _ends(norms_full, gamma2, reset2, patience, check, check_last)
     scale = norms_full[:, :, 0].max(axis=1)
     E = ((norms_full / scale[:, None, None]) ** 2).sum(axis=1)
-    n_sig_full = stopping._rrt(E, 72, 144, 4, K, stopping.ALPHA, False)
+    n_sig_full = signal_steps(E, 72, 144, 4, K, stopping.ALPHA, False)
     res = model.decode(Y, tol="auto", return_result=True)
     inside = n_sig_full <= ends
     assert inside.mean() > 0.8

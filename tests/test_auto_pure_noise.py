@@ -20,6 +20,7 @@ import pytest
 
 import cscore
 import cscore.decoders.stopping as stopping
+from cscore.decoders._rrt import signal_steps
 from cscore.decoders.stopping import auto_stop, path_length, signal_tables
 
 #: The issue's bound on the fraction of pure-noise problems given more than one step.
@@ -102,11 +103,11 @@ def test_fallback_runs_only_for_a_path_that_holds_signal():
     one[0, 5:] *= 0.4
     Ec = np.stack([noise, dense, one])
     E = Ec.sum(axis=1)
-    n_sig = stopping._rrt(E, M, N, L, K, stopping.ALPHA, False, Ec)
+    n_sig = signal_steps(E, M, N, L, K, stopping.ALPHA, False, Ec)
     assert n_sig[0] == 0
     assert n_sig[1] > 0 and n_sig[2] > 0
     # without the channels, the summed ratio of the third path shows no signal
-    assert stopping._rrt(E[2:], M, N, L, K, stopping.ALPHA, False)[0] == 0
+    assert signal_steps(E[2:], M, N, L, K, stopping.ALPHA, False)[0] == 0
 
 
 def test_signal_tables_reject_noise_less_often_at_a_lower_level():

@@ -15,7 +15,7 @@ import pytest
 from scipy.sparse.linalg import aslinearoperator
 
 import cscore
-from cscore.decoders import greedy
+from cscore.decoders import _greedy_dense as greedy  # the dense driver holds _GRAM_LIMIT
 
 
 def _problem(rng: np.random.Generator, M: int, N: int, k: int, B: int, noise: float = 0.01

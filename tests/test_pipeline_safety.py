@@ -496,6 +496,9 @@ def test_cli_concurrent_writer_refused_first_run_intact(tmp_path) -> None:
     # then runs `cscore decode ... --overwrite` at once
     b_script = (
         "import json, sys, time; from pathlib import Path; from cscore.cli import main\n"
+        # what the decode command imports lazily, imported before the wait so that
+        # B's refusal is not slowed by a cold start while A finishes
+        "import zarr, cscore.cli.decode, cscore.pipelines.files  # noqa: F401\n"
         f"man = Path({str(out / MANIFEST_NAME)!r})\n"
         "t0 = time.monotonic()\n"
         "while time.monotonic() - t0 < 60:\n"

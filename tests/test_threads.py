@@ -98,7 +98,7 @@ def test_portable_path_matches_avx2_path(rng, tmp_path):
 
 def test_gram_on_demand_identical(rng, monkeypatch):
     # Large dictionaries do not store the Gram matrix; force that path here.
-    from cscore.decoders import greedy
+    from cscore.decoders import _greedy_dense as greedy  # the dense driver holds _GRAM_LIMIT
 
     A, _, Y = make_problem(rng, 30, 64, L=7, k=4, joint=False, sigma=0.01)
     Ys = rng.standard_normal((6, 30, 5))  # 6 * 9 atoms >= 64 / 2: G is stored

@@ -17,7 +17,7 @@ Learned decoders (models)
     training: :func:`train_lstm_cs` and :mod:`cscore.training` (needs PyTorch).
 One interface to every decoder
     :func:`decoder` (``cscore.decoder(name, A or model=..., **settings)``),
-    :class:`Decoder` (configs as JSON), :func:`decoder_names`,
+    :class:`Decoder` (the class it returns; configs as JSON), :func:`decoder_names`,
     :func:`register_decoder` (add your own).
 Pipelines
     :func:`stream` (frames in, decoded frames out), :func:`decode_file`

@@ -1,6 +1,6 @@
 """Type stub for the compiled core (internal API)."""
 
-from typing import Any
+from typing import Any, Protocol
 
 def _set_blas(capsules: dict[str, Any]) -> None: ...
 def _blas_names() -> list[str]: ...
@@ -49,140 +49,93 @@ def _sbl_solve_complex(
     matrix_reg: Any, fixed_b: Any, max_iter: int, tol: float, n_threads: int,
 ) -> tuple[Any, Any, Any, Any, Any, Any]: ...
 
-# LSTM-CS (cpp/bindings/register_lstm.cpp); suffix = LSTM precision
+# LSTM-CS and BLSTM-CS (cpp/bindings/register_lstm.cpp, register_blstm.cpp): each kernel is
+# one C++ template bound at two LSTM precisions (suffix f32/f64), so one signature each
 _lstm_panel: int  # output rows per panel of the few-problems layout
 _lstm_panel_step: int  # its rows are padded to a multiple of this
 _lstm_small_max: int  # problems per call up to which that layout is used
-def _lstm_logits_f32(
-    WR: Any, b: Any, U: Any, c_out: Any, cell: str, X: Any, n_threads: int
-) -> Any: ...
-def _lstm_logits_f64(
-    WR: Any, b: Any, U: Any, c_out: Any, cell: str, X: Any, n_threads: int
-) -> Any: ...
-def _lstm_decode_f32(
-    WR: Any,
-    b: Any,
-    U: Any,
-    c_out: Any,
-    cell: str,
-    At: Any,
-    col_norms: Any,
-    Y: Any,
-    k_max: int,
-    tol: float,
-    exclude_selected: bool,
-    k_from_user: bool,
-    n_threads: int,
-    chunk: int = 64,
-    panels: tuple[Any, Any] | None = None,
-    rrt: tuple[Any, Any, int] | None = None,
-) -> tuple[Any, Any, Any, Any, Any]: ...
+class _LstmLogits(Protocol):
+    """``_lstm_logits_<f32|f64>``: one template (register_lstm.cpp), X (B, L, M) -> (B, L, N)."""
+
+    def __call__(
+        self, WR: Any, b: Any, U: Any, c_out: Any, cell: str, X: Any, n_threads: int
+    ) -> Any: ...
+
+class _LstmDecode(Protocol):
+    """``_lstm_decode_<f32|f64>``: LSTM-CS Algorithm 2, one template (register_lstm.cpp)."""
+
+    def __call__(
+        self,
+        WR: Any,
+        b: Any,
+        U: Any,
+        c_out: Any,
+        cell: str,
+        At: Any,
+        col_norms: Any,
+        Y: Any,
+        k_max: int,
+        tol: float,
+        exclude_selected: bool,
+        k_from_user: bool,
+        n_threads: int,
+        chunk: int = 64,
+        panels: tuple[Any, Any] | None = None,
+        rrt: tuple[Any, Any, int] | None = None,
+    ) -> tuple[Any, ...]: ...
+
+class _BlstmLogits(Protocol):
+    """``_blstm_logits_<f32|f64>``: one template (register_blstm.cpp)."""
+
+    def __call__(
+        self, WRf: Any, bf: Any, WRb: Any, bb: Any, U: Any, c_out: Any, cell: str, X: Any,
+        n_threads: int,
+    ) -> Any: ...
+
+class _BlstmDecode(Protocol):
+    """``_blstm_decode_<f32|f64>``: BLSTM-CS greedy decoding, one template (register_blstm.cpp)."""
+
+    def __call__(
+        self, WRf: Any, bf: Any, WRb: Any, bb: Any, U: Any, c_out: Any, cell: str, At: Any,
+        col_norms: Any, Y: Any, k_max: int, tol: float, exclude_selected: bool,
+        k_from_user: bool, n_threads: int, chunk: int = 64,
+        panels_f: tuple[Any, Any] | None = None, panels_b: tuple[Any, Any] | None = None,
+        rrt: tuple[Any, Any, int] | None = None,
+    ) -> tuple[Any, ...]: ...
+
+_lstm_logits_f32: _LstmLogits
+_lstm_logits_f64: _LstmLogits
+_lstm_decode_f32: _LstmDecode
+_lstm_decode_f64: _LstmDecode
+_blstm_logits_f32: _BlstmLogits
+_blstm_logits_f64: _BlstmLogits
+_blstm_decode_f32: _BlstmDecode
+_blstm_decode_f64: _BlstmDecode
 def _lstm_beam_f32(
-    WR: Any,
-    b: Any,
-    U: Any,
-    c_out: Any,
-    cell: str,
-    At: Any,
-    Y: Any,
-    atoms: Any,
-    tol: Any,
-    limits: Any,
-    k_out: int,
-    width: int,
-    candidates: int,
-    n_threads: int,
+    WR: Any, b: Any, U: Any, c_out: Any, cell: str, At: Any, Y: Any, atoms: Any, tol: Any,
+    limits: Any, k_out: int, width: int, candidates: int, n_threads: int,
 ) -> Any: ...  # the beam-search rescue's supports (B, L, k_out), -1 padded
-def _lstm_decode_f64(
-    WR: Any,
-    b: Any,
-    U: Any,
-    c_out: Any,
-    cell: str,
-    At: Any,
-    col_norms: Any,
-    Y: Any,
-    k_max: int,
-    tol: float,
-    exclude_selected: bool,
-    k_from_user: bool,
-    n_threads: int,
-    chunk: int = 64,
-    rrt: tuple[Any, Any, int] | None = None,
-) -> tuple[Any, Any, Any, Any, Any]: ...
 def esn_forward(
-    A: Any,
-    indptr: Any,
-    indices: Any,
-    data: Any,
-    offsets: Any,
-    n_threads: int = 1,
+    A: Any, indptr: Any, indices: Any, data: Any, offsets: Any, n_threads: int = 1
 ) -> Any: ...
 def esn_backward(
-    H: Any,
-    G: Any,
-    indptr: Any,
-    indices: Any,
-    data: Any,
-    offsets: Any,
-    m: int,
+    H: Any, G: Any, indptr: Any, indices: Any, data: Any, offsets: Any, m: int,
     n_threads: int = 1,
 ) -> Any: ...
 def esn_rec_grad(
-    D: Any,
-    H: Any,
-    indptr: Any,
-    indices: Any,
-    data: Any,
-    offsets: Any,
-    n_threads: int = 1,
+    D: Any, H: Any, indptr: Any, indices: Any, data: Any, offsets: Any, n_threads: int = 1
 ) -> Any: ...
 
 # AMP / VAMP (cpp/bindings/register_amp.cpp); outputs preallocated by the caller
 def _amp_decode(
-    A: Any,
-    frob2: float,
-    Y: Any,
-    X: Any,
-    activity: Any,
-    params: Any,
-    n_iter: Any,
-    stop: Any,
-    damping_out: Any,
-    denoiser: int,
-    joint: bool,
-    max_iter: int,
-    tol: float,
-    damping: float,
-    alpha: float,
-    sparsity: float,
-    learn_sparsity: bool,
-    slab_var: float,
-    noise_var: float,
-    snr0: float,
-    n_threads: int,
+    A: Any, frob2: float, Y: Any, X: Any, activity: Any, params: Any, n_iter: Any, stop: Any,
+    damping_out: Any, denoiser: int, joint: bool, max_iter: int, tol: float, damping: float,
+    alpha: float, sparsity: float, learn_sparsity: bool, slab_var: float, noise_var: float,
+    snr0: float, n_threads: int,
 ) -> None: ...
 def _vamp_decode(
-    U: Any,
-    s: Any,
-    Vt: Any,
-    Y: Any,
-    X: Any,
-    activity: Any,
-    params: Any,
-    n_iter: Any,
-    stop: Any,
-    damping_out: Any,
-    denoiser: int,
-    joint: bool,
-    max_iter: int,
-    tol: float,
-    damping: float,
-    alpha: float,
-    sparsity: float,
-    learn_sparsity: bool,
-    slab_var: float,
-    noise_var: float,
-    snr0: float,
-    n_threads: int,
+    U: Any, s: Any, Vt: Any, Y: Any, X: Any, activity: Any, params: Any, n_iter: Any,
+    stop: Any, damping_out: Any, denoiser: int, joint: bool, max_iter: int, tol: float,
+    damping: float, alpha: float, sparsity: float, learn_sparsity: bool, slab_var: float,
+    noise_var: float, snr0: float, n_threads: int,
 ) -> None: ...

@@ -28,6 +28,7 @@ __all__ = [
     "as_float_array",
     "check_finite",
     "check_matrix",
+    "check_no_zero_column",
     "check_nonnegative_float",
     "check_positive_float",
     "check_positive_int",
@@ -208,13 +209,26 @@ def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> 
     """
     out = as_float_array(name, A, ndim=2, dtype=dtype)
     # Exact test (a norm would underflow to 0 for columns of tiny, nonzero entries).
-    zero = np.flatnonzero(~np.any(out != 0, axis=0))
+    check_no_zero_column(name, np.any(out != 0, axis=0))
+    return out
+
+
+def check_no_zero_column(name: str, nonzero: np.ndarray) -> None:
+    """``ValueError`` naming the all-zero columns of the matrix ``name``, if any.
+
+    Parameters
+    ----------
+    name : str
+        The matrix's name in the message.
+    nonzero : numpy.ndarray of bool, shape (N,)
+        Whether each column has a nonzero entry.
+    """
+    zero = np.flatnonzero(~np.asarray(nonzero, dtype=bool))
     if zero.size:
         raise ValueError(
             f"{name} has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
             "a zero column can never be selected and makes the problem ill-posed"
         )
-    return out
 
 
 def check_positive_int(

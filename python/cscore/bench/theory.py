@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 __all__ = ["weak_threshold", "weak_threshold_sd"]
 
@@ -36,6 +36,7 @@ def _g(z: float) -> float:
 
 
 def _rho_one(delta: float) -> float:
+    from scipy import optimize  # lazily: scipy.optimize takes ~0.1 s to import
     if delta >= 1:
         return 1.0
     if delta <= 0:
@@ -83,6 +84,7 @@ def weak_threshold_sd(eps: float | Sequence[float] | np.ndarray) -> tuple[np.nda
         ``delta = psi(eps)`` (the M/N where recovery starts) and ``rho = eps /
         delta``.
     """
+    from scipy import optimize  # lazily: scipy.optimize takes ~0.1 s to import
     e = np.atleast_1d(np.asarray(eps, dtype=np.float64))
     delta = np.empty_like(e)
     for i, ei in enumerate(e):

@@ -60,9 +60,10 @@ __all__ = [
     "vamp",
 ]
 
-_GREEDY = ("n_nonzero", "tol", "auto")
+#: The greedy decoders take every stopping rule
+_GREEDY = STOPPING_RULES
 #: OMP and SOMP take dense, sparse and operator A (docs/operators.md), real or complex
-_ANY_A = ("dense", "sparse", "operator", "complex")
+_ANY_A = INPUT_KINDS
 
 
 def _lstm_cs_beam(model: Any, Y: Any, **settings: Any) -> Any:

@@ -1,6 +1,10 @@
-"""What AMP and VAMP share: the minimax threshold rule and argument checks.
+"""What AMP and VAMP share: the minimax threshold rule and the argument checks.
 
-See :mod:`cscore.decoders.amp`.
+The kernels' stop codes and denoiser codes, :func:`minimax_alpha` (the l1
+threshold rule) with EM-BG-AMP's initial sparsity, the option checks and the
+measurement shapes.  The decode driver both run through is in
+:mod:`cscore.decoders._amp_driver`; the algorithms are described in
+:mod:`cscore.decoders.amp`.
 """
 
 from __future__ import annotations
@@ -8,7 +12,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -22,12 +26,40 @@ from .._validation import (
     transposed_hint,
 )
 
-__all__ = ["minimax_alpha"]
+__all__ = [
+    "DENOISERS",
+    "STOP_NAMES",
+    "AMPOptions",
+    "as_measurements",
+    "check_options",
+    "initial_sparsity",
+    "minimax_alpha",
+    "shape_out",
+]
+
+
+class AMPOptions(TypedDict, total=False):
+    """The keyword options of :func:`~cscore.decoders.amp.amp` and ``vamp`` (typing only)."""
+
+    denoiser: str
+    joint: bool
+    max_iter: int
+    rtol: float
+    damping: float
+    alpha: float | str | None
+    sparsity: float | None
+    slab_var: float | None
+    noise_var: float | None
+    snr0: float
+    n_threads: int | None
+    return_result: bool
+    tol: float | None
+    device: Any
 
 
 #: Stop codes of the compiled kernel (``amp::Stop``), by code.
-_STOP_NAMES: tuple[str, ...] = ("rtol", "max_iter", "diverged")
-_DENOISERS = {"l1": 0, "bg": 1}
+STOP_NAMES: tuple[str, ...] = ("rtol", "max_iter", "diverged")
+DENOISERS = {"l1": 0, "bg": 1}
 
 #: The minimax rule is evaluated at ``min(delta, _DELTA_MAX)``: at ``delta >= 1``
 #: the l1 phase transition is trivial (threshold 0).
@@ -101,7 +133,7 @@ def minimax_alpha(delta: float, n_channels: int = 1) -> float:
     return _minimax(round(min(d, _DELTA_MAX), 12), L)[1]
 
 
-def _initial_sparsity(M: int, N: int) -> float:
+def initial_sparsity(M: int, N: int) -> float:
     """EM-BG-AMP's lambda_0 = delta rho_SE(delta), kept in [1/N, 0.9]."""
     eps = _minimax(round(min(M / N, _DELTA_MAX), 12), 1)[0]
     return min(max(eps, 1.0 / N), 0.9)
@@ -110,7 +142,7 @@ def _initial_sparsity(M: int, N: int) -> float:
 # --------------------------------------------------------------------------- validation
 
 
-def _check_options(
+def check_options(
     fn: str,
     denoiser: Any,
     joint: Any,
@@ -123,7 +155,12 @@ def _check_options(
     noise_var: Any,
     snr0: Any,
 ) -> dict[str, Any]:
-    if not isinstance(denoiser, str) or denoiser not in _DENOISERS:
+    """Check AMP's or VAMP's options (``fn`` names the caller) and return them in a dict.
+
+    Raises ``ValueError``/``TypeError`` naming the bad argument, or an option
+    that does not apply to the chosen denoiser.
+    """
+    if not isinstance(denoiser, str) or denoiser not in DENOISERS:
         raise ValueError(f"denoiser must be 'bg' or 'l1', got {denoiser!r}")
     opts: dict[str, Any] = {
         "denoiser": denoiser,
@@ -165,7 +202,7 @@ def _check_options(
     return opts
 
 
-def _as_measurements(
+def as_measurements(
     Y: Any, M: int, dtype: np.dtype, N: int | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Return (Y as given but checked, the (P, M, L) float64 view for the kernel).
@@ -189,11 +226,10 @@ def _as_measurements(
     return Y_arr, np.ascontiguousarray(Y3, dtype=np.float64)
 
 
-def _shape_out(Y_arr: np.ndarray, N: int) -> tuple[int, ...]:
+def shape_out(Y_arr: np.ndarray, N: int) -> tuple[int, ...]:
+    """The estimate's shape for measurements shaped like ``Y_arr`` and ``N`` atoms."""
     if Y_arr.ndim == 1:
         return (N,)
     if Y_arr.ndim == 2:
         return (N, Y_arr.shape[1])
     return (Y_arr.shape[0], N, Y_arr.shape[2])
-
-

@@ -20,7 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import as_float_array, check_finite, check_matrix, common_float_dtype
+from .._validation import (
+    as_float_array,
+    check_finite,
+    check_matrix,
+    check_no_zero_column,
+    common_float_dtype,
+)
 
 __all__ = [
     "as_array",
@@ -150,12 +156,7 @@ def checked_matrix(name: str, A: Any, *, dtype: np.dtype | type) -> np.ndarray:
     if np.dtype(dtype).kind != "c":
         return check_matrix(name, A, dtype=dtype)
     out = as_array(name, A, ndim=2, dtype=dtype)
-    zero = np.flatnonzero(~np.any(out != 0, axis=0))
-    if zero.size:
-        raise ValueError(
-            f"{name} has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
-            "a zero column can never be selected and makes the problem ill-posed"
-        )
+    check_no_zero_column(name, np.any(out != 0, axis=0))
     return out
 
 

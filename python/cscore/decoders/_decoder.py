@@ -39,30 +39,13 @@ independent column: ``dec(Y)`` for ``Y`` (M, L) is ``omp(A, Y)``, and a batch
 
 Configs
 -------
-``dec.config`` is a JSON-serializable dict ``{"cscore_decoder": 1, "name": ...,
-"settings": {...}, "A": ..., "model": ...}``:
-
-* the sensing matrix inline, ``"A": {"shape": [M, N], "dtype": "float64",
-  "data": [[...], ...]}`` (Python's float repr round-trips float64 exactly; a
-  complex ``A`` adds ``"imag"``: ``"data"`` holds the real parts), or,
-  when written with :meth:`Decoder.save` ``(path, inline=False)``, a file reference
-  ``"A": {"file": "dec.A.npy", "sha256": "..."}`` (relative to the config file);
-  the ``sha256`` is required and checked on loading;
-* a model-based decoder names its model: ``"model": "mnist-m72"`` (a pretrained
-  name) or ``"model": {"file": "/path/model.npz", "sha256": "..."}``.  A decoder
-  built from a model object that was not loaded from a file gets a model file
-  only through :meth:`Decoder.save`.
-
-A config read from a file (or with ``base_dir``) resolves file references
-relative to that folder and refuses a reference outside it (an absolute path
-elsewhere, ``../``, a symlink out) unless ``allow_outside=True``.  Every defect of
-a config is a ``ValueError`` naming the field (or ``FileNotFoundError``).
+``dec.config`` is a JSON-serializable dict and :meth:`Decoder.from_config`
+rebuilds the decoder from it (or from a file written by :meth:`Decoder.save`);
+the format is in ``docs/pipelines.md`` and :mod:`cscore.decoders._decoder_config`.
 """
 
 from __future__ import annotations
 
-import inspect
-import json
 import os
 import warnings
 from pathlib import Path
@@ -77,41 +60,24 @@ from ._complex import (
     as_array,
     complex_dtype,
     decode_dtype,
-    from_inline,
-    inline_parts,
     is_complex,
     real_only_error,
 )
-from .greedy_operator import is_operator
+from ._decoder_config import config_of, jsonable, read_config, write_config
+from ._input_kind import checked_operator, kind_refusal, matrix_kind
 from .registry import RESERVED_SETTINGS, decoder_specs, get_decoder_spec
 
 __all__ = ["Decoder", "decoder"]
 
-CONFIG_VERSION = 1
-#: Deepest nesting of lists accepted in a config setting.
-_MAX_SETTING_DEPTH = 8
-
-
-def _jsonable(value: Any, key: str) -> Any:
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v, key) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    raise TypeError(
-        f"setting {key!r} has type {type(value).__name__}, which a decoder config "
-        "cannot carry (use numbers, strings, booleans, lists or arrays)"
-    )
-
 
 class Decoder:
-    """A decoder bound to its sensing matrix or model and its settings.
+    """The decoder object that :func:`cscore.decoder` returns.
 
-    Build it with :func:`cscore.decoder`; call it on (M, L) or (B, M, L)
-    measurements.  See the module documentation for the config format.
+    Build one with :func:`cscore.decoder` (``cscore.decoder(name, A or model=...,
+    **settings)``), the one documented way; this class is what it returns, named
+    for ``isinstance`` checks and type hints, and it rebuilds a decoder from a
+    config (:meth:`from_config`).  Call it on (M, L) or (B, M, L) measurements.
+    The constructor takes the arguments of :func:`cscore.decoder`.
 
     Parameters
     ----------
@@ -123,6 +89,10 @@ class Decoder:
         Model decoders: a pretrained name, a model file, or a loaded model.
     **settings
         Keyword arguments of the wrapped function (``n_nonzero``, ``tol``, ...).
+
+    See Also
+    --------
+    cscore.decoder : build a decoder (use this).
     """
 
     def __init__(self, name: str, A: Any = None, *, model: Any = None, **settings: Any) -> None:
@@ -148,11 +118,11 @@ class Decoder:
                 raise ValueError(f"decoder {spec.name!r} takes a sensing matrix A, not a model")
             if A is None:
                 raise ValueError(f"decoder {spec.name!r} needs a sensing matrix A")
-            self._A_kind = _matrix_kind(A)
+            self._A_kind = matrix_kind(A)
             if self._A_kind != "dense":
                 if self._A_kind not in spec.inputs:
-                    raise TypeError(_kind_refusal(spec, self._A_kind))
-                self._A = _checked_operator(A, self._A_kind)
+                    raise TypeError(kind_refusal(spec, self._A_kind))
+                self._A = checked_operator(A, self._A_kind)
                 if self._A.dtype.kind == "c" and "complex" not in spec.inputs:
                     raise self._real_only("A", self._A)
             else:
@@ -174,7 +144,7 @@ class Decoder:
             if A is not None and not np.array_equal(np.asarray(A), np.asarray(mA)):
                 raise ValueError("A differs from the model's sensing matrix; leave A out")
             self._A = np.asarray(mA)
-        self._json_settings = {k: _jsonable(v, k) for k, v in self._settings.items()}
+        self._json_settings = {k: jsonable(v, k) for k, v in self._settings.items()}
         self._probe()
 
     def _check_stopping(self) -> None:
@@ -370,17 +340,6 @@ class Decoder:
     decode = __call__
 
     # -- configs ----------------------------------------------------------
-    def _matrix_inline(self) -> dict[str, Any]:
-        if self._A_kind != "dense":
-            raise ValueError(
-                f"a decoder built on a {self._A_kind} A has no config (a config carries A as "
-                "numbers); build it in code, or from a dense array"
-            )
-        head = {"shape": list(self._A.shape), "dtype": str(self._A.dtype)}
-        if self._A.dtype.kind == "c":  # JSON has no complex numbers: two real arrays
-            return {**head, **inline_parts(self._A)}
-        return {**head, "data": self._A.tolist()}
-
     @property
     def config(self) -> dict[str, Any]:
         """A JSON-serializable description; :meth:`from_config` rebuilds the decoder.
@@ -389,22 +348,12 @@ class Decoder:
         (pretrained name or file with sha256).  Raises ``ValueError`` for a model
         object not loaded from a file (use :meth:`save`).
         """
-        cfg: dict[str, Any] = {
-            "cscore_decoder": CONFIG_VERSION,
-            "name": self.name,
-            "settings": dict(self._json_settings),
-        }
+        return config_of(self.name, self._json_settings, **self._config_parts())
+
+    def _config_parts(self) -> dict[str, Any]:
         if self._spec.kind == "matrix":
-            cfg["A"] = self._matrix_inline()
-        else:
-            if self._model_ref is None:
-                raise ValueError(
-                    "this decoder's model was passed as an object, so its config cannot "
-                    "name it; use Decoder.save(path) (writes the model file too) or build "
-                    "the decoder from a pretrained name or a model file"
-                )
-            cfg["model"] = self._model_ref
-        return cfg
+            return {"A": self._A, "A_kind": self._A_kind}
+        return {"model_ref": self._model_ref, "model": self._model}
 
     def save(self, path: str | os.PathLike[str], *, inline: bool = True) -> Path:
         """Write the config as JSON to ``path``, with side files where needed.
@@ -425,29 +374,10 @@ class Decoder:
             The config file.
         """
         path = Path(path)
-        cfg: dict[str, Any] = {
-            "cscore_decoder": CONFIG_VERSION,
-            "name": self.name,
-            "settings": dict(self._json_settings),
-        }
-        if self._spec.kind == "matrix":
-            if inline:
-                cfg["A"] = self._matrix_inline()
-            else:
-                side = path.with_name(path.stem + ".A.npy")
-                np.save(side, self._A)
-                cfg["A"] = {"file": side.name, "sha256": file_sha256(side)}
-        elif self._model_ref is not None:
-            cfg["model"] = self._model_ref
-        else:
-            if not hasattr(self._model, "save"):
-                raise ValueError(f"the {self.name!r} model has no save method")
-            side = path.with_name(path.stem + ".model.npz")
-            self._model.save(side)
-            cfg["model"] = {"file": side.name, "sha256": file_sha256(side)}
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(cfg, indent=1) + "\n")
-        os.replace(tmp, path)
+        cfg = config_of(
+            self.name, self._json_settings, path=path, inline=inline, **self._config_parts()
+        )
+        write_config(cfg, path)
         return path
 
     @classmethod
@@ -485,68 +415,10 @@ class Decoder:
         FileNotFoundError
             The config or a referenced file does not exist.
         """
-        confine = base_dir is not None and not allow_outside
-        if isinstance(cfg, (str, os.PathLike)):
-            p = Path(cfg)
-            cfg = _read_config_file(p)
-            if base_dir is None:
-                base_dir = p.resolve().parent
-            confine = not allow_outside
-        if not isinstance(cfg, dict):
-            raise ValueError("a decoder config must be a JSON object (dict)")
-        version = cfg.get("cscore_decoder")
-        if type(version) is not int or version != CONFIG_VERSION:
-            raise ValueError(
-                f"not a cscore decoder config of version {CONFIG_VERSION} "
-                f"(cscore_decoder = {version!r})"
-            )
-        base = (Path(base_dir) if base_dir is not None else Path.cwd()).resolve()
-        name = cfg.get("name")
-        if not isinstance(name, str):
-            raise ValueError("decoder config has no 'name'")
-        spec = get_decoder_spec(name)
-        settings = _checked_settings(cfg.get("settings") or {}, spec)
-        where = base if confine else None
-        if spec.kind == "matrix":
-            A = _matrix_from_config(cfg.get("A"), base, where)
+        name, settings, A, model = read_config(cfg, base_dir=base_dir, allow_outside=allow_outside)
+        if model is None:
             return cls(name, A, **settings)
-        ref = cfg.get("model")
-        if isinstance(ref, dict):
-            path = _checked_file(ref, base, "model", where)
-            return cls(name, model=path, **settings)
-        if not isinstance(ref, str):
-            raise ValueError("decoder config needs 'model' (a pretrained name or a file)")
-        return cls(name, model=ref, **settings)
-
-
-def _matrix_kind(A: Any) -> str:
-    """``"sparse"``, ``"operator"`` (SciPy or PyLops LinearOperator) or ``"dense"``."""
-    import scipy.sparse as sp
-
-    if sp.issparse(A):
-        return "sparse"
-    return "operator" if is_operator(A) else "dense"
-
-
-def _kind_refusal(spec: Any, kind: str) -> str:
-    takes = [s.name for s in decoder_specs() if kind in s.inputs]
-    return (
-        f"decoder {spec.name!r} takes {' or '.join(k for k in spec.inputs if k != 'complex')} "
-        f"A, not {'a sparse matrix' if kind == 'sparse' else 'a LinearOperator'}"
-        + (f"; decoders that take one: {', '.join(takes)}" if takes else "")
-        + (" (or pass A.toarray())" if kind == "sparse" else "")
-    )
-
-
-def _checked_operator(A: Any, kind: str) -> Any:
-    """A sparse matrix or operator with a usable 2-D shape and a numeric dtype."""
-    shape = getattr(A, "shape", None)
-    if shape is None or len(shape) != 2 or min(int(shape[0]), int(shape[1])) < 1:
-        raise ValueError(f"A ({kind}) must have a 2-D shape (M, N) with M, N >= 1, got {shape}")
-    dtype = np.dtype(getattr(A, "dtype", None) or np.float64)
-    if dtype.kind not in "fc":
-        raise TypeError(f"A ({kind}) must have a float or complex dtype, got {dtype}")
-    return A
+        return cls(name, model=model, **settings)
 
 
 def _stopping_words(spec: Any) -> str:
@@ -559,129 +431,11 @@ def _stopping_words(spec: Any) -> str:
     return f"it stops by {own} and max_iter where it has one"
 
 
-def _read_config_file(p: Path) -> Any:
-    """The JSON of a config file; damaged or absurd JSON is a ValueError."""
-    try:
-        found = p.is_file()
-    except OSError as exc:  # a name too long, a loop of symlinks, ...
-        shown = str(p) if len(str(p)) <= 200 else f"{str(p)[:100]}...({len(str(p))} characters)"
-        raise ValueError(f"decoder config {shown}: {exc.strerror or exc}") from None
-    if not found:
-        raise FileNotFoundError(f"decoder config not found: {p}")
-    try:
-        return json.loads(p.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{p} is not valid JSON: {exc}") from exc
-    except RecursionError:
-        raise ValueError(f"{p}: the config is nested too deeply") from None
-    except ValueError as exc:  # e.g. an integer with too many digits
-        raise ValueError(f"{p} is not a usable config: {exc}") from None
-
-
-def _int_settings(spec: Any) -> set[str]:
-    """Settings of ``spec`` that take an integer (annotation or default says so)."""
-    func = spec.func
-    if spec.kind == "model" and spec.model_type is not None:
-        func = getattr(spec.model_type, "decode", func)
-    try:
-        params = inspect.signature(func).parameters.values()
-    except (TypeError, ValueError):
-        return set()
-    out = set()
-    for prm in params:
-        words = str(prm.annotation).replace("|", " ").replace(",", " ").split()
-        default_int = type(prm.default) is int
-        if default_int or ("int" in words and "bool" not in words):
-            out.add(prm.name)
-    return out
-
-
-def _check_setting_value(key: str, value: Any, depth: int = 0) -> None:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return
-    if isinstance(value, list) and depth < _MAX_SETTING_DEPTH:
-        for v in value:
-            _check_setting_value(key, v, depth + 1)
-        return
-    what = "nested too deeply" if isinstance(value, list) else f"a {type(value).__name__}"
-    raise ValueError(
-        f"decoder config setting {key!r} is {what}; a setting is a number, string, "
-        "boolean, null or a list of them"
-    )
-
-
-def _checked_settings(settings: Any, spec: Any) -> dict[str, Any]:
-    """The config's settings, each of a type a config can carry (else ValueError)."""
-    if not isinstance(settings, dict):
-        raise ValueError("decoder config 'settings' must be an object")
-    ints = _int_settings(spec)
-    for key, value in settings.items():
-        _check_setting_value(key, value)
-        if isinstance(value, bool) and key in ints:
-            raise ValueError(
-                f"decoder config setting {key!r} must be an integer, not a boolean ({value!r})"
-            )
-    return dict(settings)
-
-
-def _checked_file(ref: dict[str, Any], base: Path, what: str, inside: Path | None) -> Path:
-    f = ref.get("file")
-    if not isinstance(f, str) or not f:
-        raise ValueError(f"decoder config {what!r} reference has no 'file'")
-    want = ref.get("sha256")
-    if not isinstance(want, str) or len(want) != 64:
-        raise ValueError(
-            f"decoder config {what!r} reference needs 'sha256' (the file's SHA-256 hex digest, "
-            "required so that a changed file is refused)"
-        )
-    path = Path(f)
-    if not path.is_absolute():
-        path = base / path
-    if inside is not None:
-        real = path.resolve()
-        if not real.is_relative_to(inside):
-            raise ValueError(
-                f"decoder config {what!r} file {f!r} lies outside the config's folder "
-                f"{inside}; pass allow_outside=True to accept it"
-            )
-    if not path.is_file():
-        raise FileNotFoundError(f"decoder config {what!r} file not found: {path}")
-    if file_sha256(path) != want.lower():
-        raise ValueError(
-            f"decoder config {what!r} file {path} has changed (sha256 differs from the config)"
-        )
-    return path
-
-
-def _load_npy(path: Path) -> np.ndarray:
-    """The array of a ``.npy`` file; anything else is a ValueError naming ``A``."""
-    try:
-        arr = np.load(path, allow_pickle=False, mmap_mode=None)
-    except (EOFError, ValueError, OSError, MemoryError) as exc:
-        raise ValueError(f"decoder config 'A' file {path} is not a .npy array ({exc})") from None
-    if not isinstance(arr, np.ndarray):  # an .npz archive
-        getattr(arr, "close", lambda: None)()
-        raise ValueError(f"decoder config 'A' file {path} is not a .npy array (an archive?)")
-    return arr
-
-
-def _matrix_from_config(ref: Any, base: Path, inside: Path | None) -> np.ndarray:
-    if not isinstance(ref, dict):
-        raise ValueError("decoder config needs 'A' (inline or a file reference)")
-    if "file" in ref:
-        return _load_npy(_checked_file(ref, base, "A", inside))
-    try:
-        dtype = np.dtype(ref.get("dtype", "float64"))
-        A = from_inline(ref, dtype) if dtype.kind == "c" else np.asarray(ref["data"], dtype=dtype)
-    except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
-        raise ValueError(f"decoder config 'A' is malformed: {exc!r}") from None
-    if list(A.shape) != list(ref.get("shape", A.shape)):
-        raise ValueError(f"decoder config 'A' has shape {A.shape}, not {ref.get('shape')}")
-    return A
-
-
 def decoder(name: str, A: Any = None, *, model: Any = None, **settings: Any) -> Decoder:
-    """Build a :class:`Decoder` by name.
+    """Build a decoder by name: the one way to build one.
+
+    Every decoder (matrix or model, built in or registered) is built here; the
+    object returned is a :class:`Decoder` (for ``isinstance`` and type hints).
 
     Parameters
     ----------
@@ -698,6 +452,8 @@ def decoder(name: str, A: Any = None, *, model: Any = None, **settings: Any) -> 
     Returns
     -------
     Decoder
+        Call it on (M, L) or (B, M, L) measurements; ``dec.config`` and
+        ``dec.save`` give its JSON config, ``Decoder.from_config`` rebuilds it.
 
     Examples
     --------

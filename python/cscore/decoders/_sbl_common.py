@@ -1,6 +1,7 @@
 """Checks, presets and results shared by T-SBL and T-MSBL (:mod:`cscore.decoders.sbl`).
 
-Argument checks and preset resolution for the two public wrappers, the call of
+The presets of the original programs (:data:`TMSBL_PRESETS`, :data:`TSBL_PRESETS`),
+argument checks and preset resolution for the two public wrappers, the call of
 the compiled kernel, the per-problem record both backends return
 (:class:`SblOut`) and the assembly of a :class:`~cscore.DecodeResult` from it.
 """
@@ -23,6 +24,8 @@ from ..result import CONVERGENCE_STOP_REASONS, DecodeResult, batch_result
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 
 __all__ = [
+    "TMSBL_PRESETS",
+    "TSBL_PRESETS",
     "SblOut",
     "check_flag",
     "check_inputs",
@@ -34,6 +37,31 @@ __all__ = [
     "solve_core",
     "tmsbl_matrices",
 ]
+
+
+#: T-MSBL presets, as in ``TMSBL.m`` v1.11.  ``None`` is the program's default
+#: (tuned for mild noise).  ``prune_gamma`` is raised tenfold when M >= 500 or
+#: N >= 1000 (``"large"`` excepted), and ``matrix_reg`` is a multiple of I.
+TMSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
+    None: dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=True, matrix_reg=2.0),
+    "no": dict(prune_gamma=1e-4, lam=1e-15, learn_lambda=False, enhance_lambda=False,
+               matrix_reg=0.0),
+    "small": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=False,
+                  matrix_reg=0.0),
+    "mild": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=True,
+                 matrix_reg=2.0),
+    "large": dict(prune_gamma=1e-2, lam=1e-2, learn_lambda=True, enhance_lambda=True,
+                  matrix_reg=4.0),
+}
+
+#: T-SBL presets, as in ``TSBL.m`` v1.4 (its ``'SNR'`` argument).  ``None`` is the
+#: program's default (tuned for SNR <= 13 dB).
+TSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
+    None: dict(prune_gamma=1e-2, lam=1e-3, learn_lambda=True, enhance_lambda=True),
+    "inf": dict(prune_gamma=1e-4, lam=1e-10, learn_lambda=False, enhance_lambda=False),
+    "high": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=False),
+    "low": dict(prune_gamma=1e-2, lam=1e-2, learn_lambda=True, enhance_lambda=True),
+}
 
 
 @dataclass

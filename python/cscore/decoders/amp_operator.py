@@ -34,7 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import check_finite
-from .greedy_operator import is_operator
+from ._operator_products import is_operator
 
 __all__ = ["OperatorProducts", "amp_operator_kernel", "is_operator"]
 

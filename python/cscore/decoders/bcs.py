@@ -18,68 +18,29 @@ from typing import Any
 import numpy as np
 
 from .. import _core
-from .._config import resolve_threads
 from .._tol import resolve_rtol, warn_scale
 from .._validation import (
-    MAX_ITER_LIMIT,
     as_float_array,
-    check_matrix,
-    check_nonnegative_float,
     check_positive_float,
-    check_positive_int,
-    common_float_dtype,
     renamed_measurements,
-    transposed_hint,
 )
-from ..result import CONVERGENCE_STOP_REASONS, STOP_REASONS, DecodeResult, batch_result
+from ..result import CONVERGENCE_STOP_REASONS, DecodeResult, batch_result
+from ._bcs_common import DEFAULT_MAX_ITER as DEFAULT_MAX_ITER  # the originals' bound
+from ._bcs_common import (
+    check_common,
+    check_rows,
+    clamp_positive,
+    moves,
+    per_problem,
+    pow2_exp,
+    pow2_scale,
+    prepare,
+    scaled_A,
+    warn_dependent,
+    warn_max_iter,
+)
 
 __all__ = ["bcs", "mtbcs"]
-
-#: Iteration bound of both originals (``for count = 1:10000``).
-DEFAULT_MAX_ITER = 10000
-
-_MAX_ITER_CODE = STOP_REASONS.index("max_iter")
-
-
-def _prepare(
-    A: Any, Y: Any, ndims: tuple[int, ...], yname: str
-) -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    out_dtype = common_float_dtype(A, Y)
-    A64 = check_matrix("A", A, dtype=np.float64)
-    # a batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result
-    empty = (2, 1) if ndims == (1, 2) else (3, 0)
-    Y64 = as_float_array(yname, Y, ndim=ndims, dtype=np.float64, empty_batch=empty)
-    return A64, Y64, out_dtype
-
-
-def _check_rows(A: np.ndarray, Y: np.ndarray, yname: str, axis: int) -> None:
-    """``Y`` as the user passed it; ``axis`` counted from the end."""
-    if Y.shape[axis] != A.shape[0]:
-        raise ValueError(
-            f"{yname} has {Y.shape[axis]} measurements (shape {Y.shape}) but A has "
-            f"{A.shape[0]} rows{transposed_hint(A.shape, Y.shape[axis])}"
-        )
-
-
-def _check_common(rtol: Any, max_iter: Any, n_threads: Any) -> tuple[float, int, int]:
-    rtol = check_nonnegative_float("rtol", rtol)
-    max_iter = (
-        DEFAULT_MAX_ITER
-        if max_iter is None
-        else check_positive_int("max_iter", max_iter, upper=MAX_ITER_LIMIT)
-    )
-    return rtol, max_iter, resolve_threads(n_threads)
-
-
-def _warn_max_iter(name: str, stop: np.ndarray, max_iter: int) -> None:
-    hit = int(np.count_nonzero(stop == _MAX_ITER_CODE))
-    if hit:
-        warnings.warn(
-            f"{name}: {hit} problem(s) reached max_iter={max_iter} before the "
-            "marginal-likelihood gain converged; the result is the last iterate",
-            RuntimeWarning,
-            stacklevel=3,
-        )
 
 
 def bcs(
@@ -190,20 +151,20 @@ def bcs(
     True
     """
     y = renamed_measurements("bcs", Y, y)
-    A64, Y64, out_dtype = _prepare(A, y, (1, 2), "y")
+    A64, Y64, out_dtype = prepare(A, y, (1, 2), "y")
     single = Y64.ndim == 1
-    _check_rows(A64, Y64, "y", 0)
+    check_rows(A64, Y64, "y", 0)
     Y2 = Y64[:, None] if single else Y64
-    rtol, max_iter, threads = _check_common(resolve_rtol("bcs", rtol, tol), max_iter, n_threads)
+    rtol, max_iter, threads = check_common(resolve_rtol("bcs", rtol, tol), max_iter, n_threads)
     # Both the model and the algorithm are scale-equivariant (y -> y/c with
     # sigma2 -> sigma2/c^2); a power-of-two c keeps every rounding identical and
     # only removes the risk of overflow or underflow for extreme magnitudes.  The
     # default noise variance is computed on the rescaled data for the same reason.
-    c = _pow2_scale(np.max(np.abs(Y2), axis=0))
-    ce = _pow2_exp(c)
+    c = pow2_scale(np.max(np.abs(Y2), axis=0))
+    ce = pow2_exp(c)
     Ys = Y2 / c
     sigma2, s2 = _noise_variance(noise_var, Ys, ce)
-    Ac, cA = _scaled_A(A64)
+    Ac, cA = scaled_A(A64)
     X, info = _core._bcs(
         Ac,
         np.ascontiguousarray(Ac.T),
@@ -215,11 +176,11 @@ def bcs(
     )
     X *= c[:, None]
     X /= cA
-    _warn_dependent("bcs", A64, Y2, X)
+    warn_dependent("bcs", A64, Y2, X)
     with np.errstate(over="ignore", under="ignore"):
         info["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(info["noise_var"], ce)]
     stop = np.asarray(info["stop"])
-    _warn_max_iter("bcs", stop, max_iter)
+    warn_max_iter("bcs", stop, max_iter)
     x = X.T  # (N, B)
     x_out = (x[:, 0] if single else np.ascontiguousarray(x)).astype(out_dtype, copy=False)
     if not return_result:
@@ -264,7 +225,7 @@ def _noise_variance(
             if np.any(sigma2 <= 0):
                 raise ValueError("noise_var must be > 0")
         with np.errstate(over="ignore", under="ignore"):
-            s2 = _clamp_positive(np.ldexp(sigma2, -2 * ce))
+            s2 = clamp_positive(np.ldexp(sigma2, -2 * ce))
     return sigma2, s2
 
 
@@ -280,11 +241,11 @@ def _bcs_result(
     """
     # on the rescaled data: no overflow of the squares for extreme magnitudes
     resid = (np.linalg.norm(Ys - A @ (x / c), axis=0) * c).astype(x_out.dtype)
-    per = _per_problem(info, errbars=True)
+    per = per_problem(info, errbars=True)
     extra: dict[str, Any] = {k: (v[0] if single else v) for k, v in per.items()}
     extra["noise_var"] = np.array([nv[0] if len(nv) else np.nan for nv in info["noise_var"]])
     extra["noise_var_init"] = sigma2.copy()
-    extra["moves"] = _moves(info, single)
+    extra["moves"] = moves(info, single)
     if single:
         extra["noise_var"] = extra["noise_var"][0:1]
     support = x_out != 0
@@ -296,98 +257,6 @@ def _bcs_result(
         stop_reason=np.array([CONVERGENCE_STOP_REASONS[int(s)] for s in stop]),
         extra=extra,
     )
-
-
-def _per_problem(info: dict[str, Any], errbars: bool) -> dict[str, list[np.ndarray]]:
-    """The kernel's per-problem records as lists of arrays (``errbars`` for BCS only)."""
-    per = {
-        "indices": [np.asarray(v) for v in info["index"]],
-        "alpha": [np.asarray(v) for v in info["alpha"]],
-        "gamma": [1.0 / np.asarray(a) for a in info["alpha"]],
-    }
-    if errbars:
-        per["errbars"] = [np.sqrt(d) for d in info["sig_diag"]]
-    per["ml"] = [np.asarray(v) for v in info["ml"]]
-    return per
-
-
-def _scaled_A(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``A / cA`` with ``cA`` per-column powers of two for columns of extreme scale.
-
-    BCS is invariant to the scale of each column of ``A`` (``a_i -> a_i / c_i``,
-    ``x_i -> c_i x_i``: the prior precision of each atom adapts), so columns whose
-    largest entry lies outside ``[2**-64, 2**64]`` (``A * 1e-160``, whose squares
-    underflow) are brought to unit scale exactly; other columns are untouched.
-    """
-    mx = np.max(np.abs(A), axis=0)
-    extreme = (mx < 2.0**-64) | (mx > 2.0**64)
-    cA = np.ones(A.shape[1])
-    if np.any(extreme):
-        cA[extreme] = _pow2_scale(mx[extreme])
-        return A / cA, cA
-    return A, cA
-
-
-def _warn_dependent(name: str, A: np.ndarray, Y: np.ndarray, X: np.ndarray) -> None:
-    """Warn when a solution is non-finite or cancels itself on dependent atoms.
-
-    ``Y`` is (M, B), ``X`` (B, N).  The symptom checked first (cheaply) is
-    ``sum_i |x_i| ||a_i|| >> ||y||``: large coefficients that cancel, which with
-    a tiny noise variance happens on duplicate or collinear columns; the
-    selected columns are then tested for numerical rank.
-    """
-    if X.size == 0:
-        return
-    col = np.sqrt(np.sum((A / np.max(np.abs(A))) ** 2, axis=0)) * np.max(np.abs(A))
-    with np.errstate(over="ignore", invalid="ignore"):
-        mass = np.abs(X) @ col
-        ynorm = np.linalg.norm(Y / np.maximum(np.max(np.abs(Y), axis=0), 1e-300), axis=0) * (
-            np.maximum(np.max(np.abs(Y), axis=0), 1e-300)
-        )
-    bad_finite = ~np.isfinite(X).all(axis=1)
-    suspect = np.flatnonzero(bad_finite | ~(mass <= 1e6 * np.maximum(ynorm, 1e-300)))
-    dependent = []
-    for p in suspect:
-        idx = np.flatnonzero(X[p] != 0)
-        if bad_finite[p] or idx.size < 2:
-            dependent.append(p)
-            continue
-        An = A[:, idx] / col[idx]
-        sv = np.linalg.svd(An, compute_uv=False)
-        if sv[-1] <= 1e-8 * sv[0]:
-            dependent.append(p)
-    if dependent:
-        warnings.warn(
-            f"{name}: {len(dependent)} of {X.shape[0]} problem(s) selected linearly "
-            "dependent atoms (duplicate or collinear columns of A): with a small "
-            "noise_var their coefficients are ill-determined (large values that cancel, "
-            "or non-finite).  Remove duplicate columns or raise noise_var; "
-            "cscore.omp detects dependent atoms and stops",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-
-
-def _pow2_scale(mx: np.ndarray) -> np.ndarray:
-    """Powers of two near ``mx`` (1 where ``mx`` is zero)."""
-    _, e = np.frexp(np.where(mx > 0, mx, 1.0))
-    return np.ldexp(1.0, e)
-
-
-def _pow2_exp(c: np.ndarray) -> np.ndarray:
-    """Exponents ``e`` with ``c = 2**e`` (``c`` from :func:`_pow2_scale`)."""
-    return np.frexp(c)[1] - 1
-
-
-def _clamp_positive(v: np.ndarray | float) -> np.ndarray:
-    """Keep rescaled prior/noise parameters inside the positive normal range.
-
-    After rescaling by ``c**2`` a parameter can leave the float range for extreme
-    ``Y``; where it does, it is negligible (or dominant) against ``y'y`` of order
-    one by hundreds of orders of magnitude, so clamping changes no decision.
-    """
-    fi = np.finfo(np.float64)
-    return np.clip(v, fi.tiny, fi.max / 16)
 
 
 def _merge_infos(
@@ -408,17 +277,10 @@ def _merge_infos(
         for key in lists:
             for pos, i in enumerate(sel):
                 out[key][i] = info[key][pos]
-    ce = _pow2_exp(c)
+    ce = pow2_exp(c)
     with np.errstate(over="ignore", under="ignore"):
         out["noise_var"] = [np.ldexp(nv, 2 * e) for nv, e in zip(out["noise_var"], ce)]
     return out
-
-
-def _moves(info: dict[str, Any], single: bool) -> dict[str, Any]:
-    """Counts of each kind of move, per problem (scalars for one problem)."""
-    mv = np.asarray(info["moves"])
-    keys = ("add", "reestimate", "delete", "forced_refresh")
-    return {k: (int(mv[0, i]) if single else mv[:, i].copy()) for i, k in enumerate(keys)}
 
 
 def mtbcs(
@@ -518,32 +380,32 @@ def mtbcs(
     >>> bool(np.allclose(S, S0, atol=1e-2))
     True
     """
-    A64, Y64, out_dtype = _prepare(A, Y, (2, 3), "Y")
+    A64, Y64, out_dtype = prepare(A, Y, (2, 3), "Y")
     single = Y64.ndim == 2
-    _check_rows(A64, Y64, "Y", -2)
+    check_rows(A64, Y64, "Y", -2)
     Y3 = Y64[None] if single else Y64
     warn_scale("mtbcs", Y3, why="its Gamma(a, b) prior on the noise precision is absolute")
     a = check_positive_float("a", a)
     b = check_positive_float("b", b)
-    rtol, max_iter, threads = _check_common(resolve_rtol("mtbcs", rtol, tol), max_iter, n_threads)
+    rtol, max_iter, threads = check_common(resolve_rtol("mtbcs", rtol, tol), max_iter, n_threads)
     # Scale-equivariant with b -> b/c^2; c a power of two (see bcs).  One call per
     # distinct scale keeps a batch's problems independent of each other.
-    c = _pow2_scale(np.max(np.abs(Y3), axis=(1, 2)))
+    c = pow2_scale(np.max(np.abs(Y3), axis=(1, 2)))
     Yt = np.ascontiguousarray((Y3 / c[:, None, None]).transpose(0, 2, 1))
-    Ac, cA = _scaled_A(A64)
+    Ac, cA = scaled_A(A64)
     At = np.ascontiguousarray(Ac.T)
     X = np.empty((Y3.shape[0], Y3.shape[2], A64.shape[1]))
     parts: list[tuple[np.ndarray, dict[str, Any]]] = []
     for cv in np.unique(c):
         sel = np.flatnonzero(c == cv)
         with np.errstate(over="ignore", under="ignore"):
-            b_s = float(_clamp_positive(np.ldexp(b, -2 * int(_pow2_exp(np.array(cv))))))
+            b_s = float(clamp_positive(np.ldexp(b, -2 * int(pow2_exp(np.array(cv))))))
         Xs, inf_s = _core._mtbcs(Ac, At, Yt[sel], a, b_s, rtol, max_iter, threads)
         X[sel] = Xs * cv / cA
         parts.append((sel, inf_s))
     info = _merge_infos(parts, Y3.shape[0], c)
     stop = np.asarray(info["stop"])
-    _warn_max_iter("mtbcs", stop, max_iter)
+    warn_max_iter("mtbcs", stop, max_iter)
     empty = ~np.any(X, axis=(1, 2)) & np.any(Y3, axis=(1, 2))
     if np.any(empty):
         warnings.warn(
@@ -561,7 +423,7 @@ def mtbcs(
         return S_out
     cb = c[:, None, None]
     resid = (np.linalg.norm(Y3 / cb - A64 @ (S / cb), axis=1) * c[:, None]).astype(out_dtype)
-    per: dict[str, Any] = dict(_per_problem(info, errbars=False))
+    per: dict[str, Any] = dict(per_problem(info, errbars=False))
     per["noise_var"] = (
         np.stack(info["noise_var"]) if info["noise_var"] else np.zeros((0, Y3.shape[2]))
     )
@@ -573,5 +435,5 @@ def mtbcs(
         [CONVERGENCE_STOP_REASONS[int(s)] for s in stop],
         per,
         single=single,
-        extra_as_is={"moves": _moves(info, single)},
+        extra_as_is={"moves": moves(info, single)},
     )

@@ -47,247 +47,38 @@ is taken.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
-from .. import _core
 from .._config import resolve_threads
-from .._validation import (
-    check_nonnegative_float,
-    check_positive_int,
-    renamed_measurements,
-    transposed_hint,
-)
+from .._validation import renamed_measurements
 from ..result import STOP_REASONS, DecodeResult, batch_result
-from ._complex import as_array, checked_matrix, decode_dtype, is_complex
-from .greedy_operator import is_operator, run_operator
-from .path_stop import greedy_path_end
-from .stopping import is_auto, path_length, rrt_tables, signal_tables
+from ._greedy_common import OMP, SOMP, GreedyLayout
+from ._greedy_dense import run_dense
+from ._operator_products import is_operator
+from .greedy_operator import run_operator
 
 __all__ = ["omp", "somp"]
 
-#: Largest Gram matrix (entries) stored per call: 2**25 entries = 256 MiB in float64,
-#: i.e. N <= 5792.  Beyond it each selected atom's Gram column is computed on demand
-#: (O(M N) per step instead of memory N**2); the results are identical either way.
-_GRAM_LIMIT = 1 << 25
 
-_DEPENDENT_MSG = (
-    "{fn}: {count} of {total} problem(s) stopped early because no further atom could "
-    "reduce the residual (the best atom was linearly dependent on the chosen ones, or "
-    "the residual is orthogonal to every column of A); the requested n_nonzero/tol "
-    "may not have been met for them (stop_reason 'dependent')."
-)
-
-
-def _resolve_stopping(n_nonzero: Any, tol: Any, M: int, N: int) -> tuple[int, bool, float]:
-    """Return (max_atoms, cap_is_n_nonzero, tol_or_minus_one) from the user's rule."""
-    cap = min(M, N)
-    tol_value = -1.0
-    if tol is not None:
-        tol_value = check_nonnegative_float("tol", tol)
-    if n_nonzero is not None:
-        k = check_positive_int(
-            "n_nonzero", n_nonzero, upper=cap, upper_desc=f"min(M, N) for A of shape {(M, N)}"
-        )
-        return k, True, tol_value
-    if tol is not None:
-        return cap, False, tol_value
-    return min(cap, max(1, int(0.1 * N))), True, tol_value
-
-
-def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """``A`` with its columns of extreme scale brought to unit scale, and the scales.
-
-    Columns of extreme scale (e.g. float32 subnormals, whose inverse norm would
-    overflow) are scaled by a power of two, exactly; the selection uses
-    normalized columns anyway and x_j scales back by 1/c_j.  Columns of ordinary
-    scale are untouched (results are bit-identical); the scales are None when
-    no column is extreme.  Complex columns are scaled by their largest part.
-    """
-    cplx = A_arr.dtype.kind == "c"
-    if cplx:
-        col_max = np.max(np.maximum(np.abs(A_arr.real), np.abs(A_arr.imag)), axis=0)
-    else:
-        # max |a_ij| from the column maxima and minima: no temporary the size of A
-        col_max = np.maximum(np.max(A_arr, axis=0), -np.min(A_arr, axis=0))
-    extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
-    if not np.any(extreme):
-        return A_arr, None
-    _, e = np.frexp(np.where(extreme, col_max, 1.0).astype(np.float64))
-    col_scale = np.where(extreme, np.ldexp(1.0, e), 1.0)
-    shift = -np.where(extreme, e, 0)
-    if not cplx:
-        return np.ascontiguousarray(np.ldexp(A_arr, shift).astype(A_arr.dtype, copy=False)), \
-            col_scale
-    scaled = np.empty_like(A_arr)
-    scaled.real = np.ldexp(A_arr.real, shift)
-    scaled.imag = np.ldexp(A_arr.imag, shift)
-    return scaled, col_scale
-
-
-def _stopping(
-    n_nonzero: Any, tol: Any, auto: bool, M: int, N: int
-) -> tuple[int, bool, float, int]:
-    """:func:`_resolve_stopping`, and the atoms kept at most (``tol="auto"``'s cap).
-
-    With ``tol="auto"`` the path runs up to :func:`~.stopping.path_length` steps
-    and at most ``n_nonzero`` atoms (when given) are kept.
-    """
-    if not auto:
-        max_atoms, cap_is_n_nonzero, tol_value = _resolve_stopping(n_nonzero, tol, M, N)
-        return max_atoms, cap_is_n_nonzero, tol_value, max_atoms
-    K = path_length(M, N)
-    cap = K if n_nonzero is None else min(_resolve_stopping(n_nonzero, None, M, N)[0], K)
-    return K, False, -1.0, cap
-
-
-def _run(
-    fn: str,
+def _decode(
+    layout: GreedyLayout,
     A: Any,
     Y: Any,
-    y_name: str,
-    y_ndims: tuple[int, ...],
     n_nonzero: Any,
     tol: Any,
     n_threads: Any,
-    device: Any = None,
+    column_norms: Any,
+    device: Any,
 ) -> dict[str, Any]:
-    """Validate, decode, and return the raw outputs in (P, ., L) layout."""
+    """The raw outputs of OMP or SOMP: the operator path or the dense one."""
+    if not is_operator(A):
+        return run_dense(layout, A, Y, n_nonzero, tol, n_threads, device)
     if device is not None:
-        from .torch_backend import check_device
-
-        check_device(device)
-    dtype = decode_dtype(A, Y)
-    real_dtype = np.finfo(dtype).dtype  # of the residual norms
-    A_arr = checked_matrix("A", A, dtype=dtype)
-    # A batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result.
-    empty = (2, 1) if fn == "omp" else (3, 0)
-    Y_arr = as_array(y_name, Y, ndim=y_ndims, dtype=dtype, empty_batch=empty)
-    M, N = A_arr.shape
-    if Y_arr.shape[-2 if fn == "somp" else 0] != M:
-        axis = "the second-to-last axis" if fn == "somp" else "the first axis"
-        raise ValueError(
-            f"{y_name} must have M = {M} rows (A has shape {A_arr.shape}) along {axis}; "
-            f"got {y_name} of shape {Y_arr.shape}"
-            + transposed_hint(A_arr.shape, Y_arr.shape[-2 if fn == "somp" else 0])
-        )
-    A_arr, col_scale = _unit_scale_columns(A_arr)
-    auto = is_auto(tol)
-    if auto:
-        _refuse_complex_auto(fn, A_arr, Y_arr)
-    max_atoms, cap_is_n_nonzero, tol_value, cap = _stopping(n_nonzero, tol, auto, M, N)
-    threads = resolve_threads(n_threads)
-
-    # Strided (P, M, L) views of the measurements and (P, N, L) views of the output,
-    # so that no copy or transpose is needed on either side.
-    if fn == "omp":
-        if Y_arr.ndim == 1:
-            X = np.empty(N, dtype=dtype)
-            Yv, Xv = Y_arr[None, :, None], X[None, :, None]
-        else:
-            X = np.empty((N, Y_arr.shape[1]), dtype=dtype)
-            Yv, Xv = Y_arr.T[:, :, None], X.T[:, :, None]
-    else:
-        X = np.empty((*Y_arr.shape[:-2], N, Y_arr.shape[-1]), dtype=dtype)
-        if Y_arr.ndim == 2:
-            Yv, Xv = Y_arr[None], X[None]
-        else:
-            Yv, Xv = Y_arr, X
-    P, _, L = Yv.shape
-    # The kernel writes every entry of X (zeros off the support).
-    residual = np.zeros((P, L), dtype=real_dtype)
-    n_iter = np.zeros(P, dtype=np.int64)
-    stop = np.zeros(P, dtype=np.int8)
-    warn = np.zeros(P, dtype=np.uint8)
-    atoms = np.full((P, max_atoms), -1, dtype=np.int64)
-    outs: _Outputs = (Xv, residual, n_iter, stop, warn, atoms)
-    extra: dict[str, np.ndarray] = {}
-    if device is not None:
-        _device_decode(fn, A_arr, Yv, outs, max_atoms, cap_is_n_nonzero, tol_value, auto,
-                       device)
-    elif auto:
-        extra = _decode_auto(A_arr, Yv, outs, max_atoms, cap, threads)
-    elif P:
-        _core._greedy_decode(
-            A_arr, Yv, *outs, max_atoms, cap_is_n_nonzero, tol_value, threads, _GRAM_LIMIT
-        )
-    if col_scale is not None:
-        with np.errstate(over="ignore"):
-            # X[..., n, l]: atoms on the second-to-last axis, or the last for omp's (N,)
-            Xv /= col_scale.astype(real_dtype)[None, :, None]
-    n_warn = int(np.count_nonzero(warn))
-    if n_warn:
-        warnings.warn(
-            _DEPENDENT_MSG.format(fn=fn, count=n_warn, total=P), RuntimeWarning, stacklevel=3
-        )
-    return {
-        "X": X,
-        "residual": residual,
-        "n_iter": n_iter,
-        "stop": stop,  # codes; names only for a DecodeResult (see _result)
-        "atoms": atoms,
-        "extra": extra,
-        "single": Yv.shape[0] == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
-    }
-
-
-def _device_decode(fn: str, A: np.ndarray, Yv: np.ndarray, outs: _Outputs, max_atoms: int,
-                   cap_is_n_nonzero: bool, tol: float, auto: bool, device: Any) -> None:
-    """``device=``: the PyTorch (S)OMP (:mod:`.torch_backend.greedy`) fills ``outs``."""
-    if auto:
-        raise ValueError(f"{fn}: tol='auto' runs on the compiled path only (device=None); "
-                         "give n_nonzero or a numeric tol with device=")
-    if A.dtype.kind == "c" or Yv.dtype.kind == "c":
-        raise TypeError(f"{fn}: complex data runs on the compiled path only (device=None)")
-    if Yv.shape[0] == 0:
-        return
-    from .torch_backend.greedy import greedy_decode
-
-    res = greedy_decode(A, np.ascontiguousarray(Yv), max_atoms, cap_is_n_nonzero, tol, device)
-    for dst, src in zip(outs, res):
-        dst[...] = src
-
-
-def _refuse_complex_auto(fn: str, A: Any, Y: Any) -> None:
-    """``TypeError`` for ``tol="auto"`` with complex data (its noise estimate is real-only)."""
-    if is_complex(A) or is_complex(Y):
-        raise TypeError(
-            f"{fn}: tol='auto' supports real A and Y only; for complex data pass "
-            "n_nonzero or a numeric tol"
-        )
-
-
-#: The output arrays of ``_core._greedy_decode``: X view, residual, n_iter, stop, warn, atoms.
-_Outputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-
-
-def _decode_auto(
-    A: np.ndarray, Yv: np.ndarray, outs: _Outputs, max_atoms: int, cap: int, threads: int
-) -> dict[str, np.ndarray]:
-    """``tol="auto"`` in the compiled kernel; returns the per-problem estimates.
-
-    ``outs`` are the outputs of ``_core._greedy_decode`` (X view, residual,
-    n_iter, stop, warn, atoms); the path runs up to ``max_atoms`` steps and at
-    most ``cap`` atoms are kept (see :mod:`cscore.decoders.stopping`).
-    """
-    P, M, L = Yv.shape
-    dtype = outs[0].dtype
-    extra = {"sigma_hat": np.zeros(P, dtype=dtype), "tol_auto": np.zeros(P, dtype=dtype),
-             "n_signal": np.zeros(P, dtype=np.int64)}  # fmt: skip
-    t = rrt_tables(M, A.shape[1], L, max_atoms)
-    end = greedy_path_end(M, A.shape[1], L, max_atoms, n_nonzero=cap if cap < max_atoms else None)
-    if P:
-        _core._greedy_decode_auto(
-            A, Yv, *outs, extra["sigma_hat"], extra["tol_auto"], extra["n_signal"], max_atoms,
-            cap, t["gamma2"], t["a"], t["lnbeta"], t["logu"], t["b"], threads, _GRAM_LIMIT,
-            path_end=end, signal=signal_tables(M, A.shape[1], L, max_atoms),
-        )  # fmt: skip
-    # float64 whatever the input, as the learned decoders' estimates
-    extra["sigma_hat"] = extra["sigma_hat"].astype(np.float64)
-    extra["tol_auto"] = extra["tol_auto"].astype(np.float64)
-    return extra
+        raise TypeError("device= needs a dense A (an array), not an operator")
+    resolve_threads(n_threads)
+    return run_operator(layout, A, Y, n_nonzero, tol, column_norms)
 
 
 def _support_mask(atoms: np.ndarray, N: int) -> np.ndarray:
@@ -308,7 +99,7 @@ def _stop_names(stop: np.ndarray) -> np.ndarray:
 def _result(
     out: dict[str, Any], support: np.ndarray, residual: np.ndarray, extra: dict[str, Any]
 ) -> DecodeResult:
-    """The :class:`~cscore.DecodeResult` of :func:`_run`'s outputs.
+    """The :class:`~cscore.DecodeResult` of :func:`_decode`'s outputs.
 
     ``residual`` and the values of ``extra`` have a leading problem axis, dropped
     for a single problem; ``support`` is shaped as returned.
@@ -443,14 +234,7 @@ def omp(
     True
     """
     y = renamed_measurements("omp", Y, y)
-    if is_operator(A) and device is not None:
-        raise TypeError("device= needs a dense A (an array), not an operator")
-    if is_operator(A):
-        resolve_threads(n_threads)
-        out = run_operator("omp", A, y, "y", (1, 2), n_nonzero, tol, column_norms,
-                           _resolve_stopping, _DEPENDENT_MSG)
-    else:
-        out = _run("omp", A, y, "y", (1, 2), n_nonzero, tol, n_threads, device)
+    out = _decode(OMP, A, y, n_nonzero, tol, n_threads, column_norms, device)
     X = out["X"]
     if not return_result:
         return X
@@ -547,14 +331,7 @@ def somp(
     >>> bool(np.allclose(S_hat, S))
     True
     """
-    if is_operator(A) and device is not None:
-        raise TypeError("device= needs a dense A (an array), not an operator")
-    if is_operator(A):
-        resolve_threads(n_threads)
-        out = run_operator("somp", A, Y, "Y", (2, 3), n_nonzero, tol, column_norms,
-                           _resolve_stopping, _DEPENDENT_MSG)
-    else:
-        out = _run("somp", A, Y, "Y", (2, 3), n_nonzero, tol, n_threads, device)
+    out = _decode(SOMP, A, Y, n_nonzero, tol, n_threads, column_norms, device)
     X = out["X"]
     if not return_result:
         return X

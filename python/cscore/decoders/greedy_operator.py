@@ -77,18 +77,22 @@ return complex values is a ``TypeError``: give it a complex ``dtype``.
 
 from __future__ import annotations
 
-import math
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
-from .._validation import as_float_array, check_finite, transposed_hint
 from ..result import STOP_REASONS
 from ._complex import as_array
+from ._greedy_common import DEPENDENT_MSG, GreedyLayout, checked_rows, resolve_stopping
+from ._operator_products import (
+    OperatorColumns,
+    check_equal_norms,
+    column_norms_of,
+    is_operator,
+    ldexp,
+)
 
 __all__ = ["is_operator", "run_operator"]
 
@@ -99,285 +103,14 @@ _BLOCK_ENTRIES = 1 << 23
 #: Atoms the per-problem arrays of the greedy state have room for at first; they
 #: grow (room doubled) as atoms are added.
 _START_ATOMS = 32
-#: Columns drawn to check the equal-norm assumption of an operator.
-_NORM_SAMPLES = 4
-#: Relative spread of column norms tolerated before the equal-norm warning.
-_NORM_RTOL = 0.25
 
 _STOP = {name: i for i, name in enumerate(STOP_REASONS)}
-_SINGLE = (np.dtype(np.float32), np.dtype(np.complex64))
 
 _AUTO_MSG = (
     "{fn}: tol='auto' is not available when A is an operator or a sparse matrix: it "
     "needs the greedy path to min(M - 1, N) atoms, one operator application each. "
     "Pass a numeric tol or n_nonzero, or a dense array (A.toarray()) for small problems."
 )
-
-_NORMS_MSG = (
-    "{fn}: the columns of the operator A do not have (nearly) equal norms (sampled "
-    "norms from {lo:.4g} to {hi:.4g}); OMP on an operator assumes equal norms unless "
-    "column_norms= is given, so the atom selection may be biased. Pass "
-    "column_norms=<the N column norms of A>."
-)
-
-
-def is_operator(A: Any) -> bool:
-    """Whether ``A`` goes to the operator path (operator or scipy sparse matrix).
-
-    Parameters
-    ----------
-    A : object
-        The sensing matrix argument of :func:`cscore.omp` / :func:`cscore.somp`.
-
-    Returns
-    -------
-    bool
-        True for a :class:`scipy.sparse.linalg.LinearOperator`, a scipy sparse
-        matrix/array, or any other object with ``shape``, ``matvec`` and
-        ``rmatvec`` (recent PyLops operators do not subclass SciPy's); False
-        for NumPy arrays and other array_likes.
-    """
-    if isinstance(A, LinearOperator) or sp.issparse(A):
-        return True
-    if isinstance(A, np.ndarray):
-        return False
-    return all(hasattr(A, name) for name in ("shape", "matvec", "rmatvec"))
-
-
-class _Op:
-    """Products with ``A`` and ``A^H`` and cached columns, in float64/complex128 out.
-
-    ``dtype`` is the output dtype, ``work`` the internal one (float64 or
-    complex128), ``in_dtype`` the dtype of the vectors given to the operator.
-    """
-
-    def __init__(self, fn: str, A: Any, y_dtype: np.dtype) -> None:
-        self.fn = fn
-        self.sparse = sp.issparse(A)
-        if len(A.shape) != 2:
-            raise ValueError(f"A must be 2-D; got shape {A.shape}")
-        self.M, self.N = (int(s) for s in A.shape)
-        if self.M == 0 or self.N == 0:
-            raise ValueError(f"A must not be empty; got shape {A.shape}")
-        a_dt = getattr(A, "dtype", None)
-        a_dtype = np.dtype(a_dt) if a_dt is not None else np.dtype(np.float64)
-        _check_kind("A", a_dtype)
-        self.a_complex = a_dtype.kind == "c"
-        self.cplx = self.a_complex or y_dtype.kind == "c"
-        self.dtype: np.dtype[Any]
-        self.work: np.dtype[Any]
-        if self.cplx:
-            single = a_dtype in _SINGLE and y_dtype in _SINGLE
-            self.dtype = np.dtype(np.complex64 if single else np.complex128)
-            self.work = np.dtype(np.complex128)
-            part = np.dtype(np.float32 if single else np.float64)
-            self.in_dtype = self.dtype if self.a_complex else part
-        else:
-            single = a_dtype == np.float32 and y_dtype == np.float32
-            self.dtype = np.dtype(np.float32) if single else np.dtype(np.float64)
-            self.work = np.dtype(np.float64)
-            self.in_dtype = self.dtype
-        self.cache: dict[int, np.ndarray] = {}
-        self.norms_seen: list[float] = []
-        #: The loop uses A / 2**shift (see "Scale" in the module docstring).
-        self.shift = 0
-        if self.sparse:
-            self.S = sp.csc_matrix(A, dtype=self.in_dtype)
-            check_finite("A", np.asarray(self.S.data))
-            if self.S.nnz:
-                self.shift = _pow2_exponent(float(np.max(np.abs(self.S.data))))
-                self.S.data = _ldexp(np.asarray(self.S.data), -self.shift)
-            if self.a_complex:
-                self.SH = self.S.conj().T.tocsr()
-                sq = abs(self.S).power(2)
-            else:
-                sq = self.S.multiply(self.S)
-            self.col_norms: np.ndarray | None = np.sqrt(
-                np.asarray(sq.sum(axis=0), dtype=np.float64).ravel()
-            )
-            _check_no_zero_column(self.col_norms, self.S)
-        else:
-            self.L: Any = A
-            self.col_norms = None
-
-    def rmatmat(self, R: np.ndarray) -> np.ndarray:
-        """``A^H R`` for ``R`` of shape (M, c), as (N, c) of the ``work`` dtype."""
-        if self.cplx and not self.a_complex:  # real A: its transpose on both parts
-            c = R.shape[1]
-            parts = self._adjoint(np.concatenate([R.real, R.imag], axis=1))
-            out = np.empty((self.N, c), dtype=self.work)
-            out.real, out.imag = parts[:, :c], parts[:, c:]
-            return out
-        return self._adjoint(R)
-
-    def _adjoint(self, R: np.ndarray) -> np.ndarray:
-        R = np.ascontiguousarray(R, dtype=self.in_dtype)
-        c = R.shape[1]
-        if self.sparse:
-            out = np.asarray((self.SH if self.a_complex else self.S.T) @ R)
-        elif hasattr(self.L, "rmatmat"):
-            out = _checked("A.rmatmat", _call("A.rmatmat", self.L.rmatmat, R), (self.N, c),
-                           self.a_complex)
-        else:
-            out = np.stack(
-                [_checked("A.rmatvec", _call("A.rmatvec", self.L.rmatvec, v), (self.N,),
-                          self.a_complex)
-                 for v in R.T], axis=1,
-            )  # fmt: skip
-        col_dt = self.work if self.a_complex else np.float64
-        out = out.astype(col_dt, copy=False).reshape(self.N, c)
-        return out if self.sparse or not self.shift else _ldexp(out, -self.shift)
-
-    def set_shift(self, shift: int) -> None:
-        """Use ``A / 2**shift`` from now on (columns fetched so far rescaled, exactly)."""
-        for j, col in self.cache.items():
-            self.cache[j] = _ldexp(col, self.shift - shift)
-        self.norms_seen = [math.ldexp(v, self.shift - shift) for v in self.norms_seen]
-        self.shift = shift
-
-    def column(self, j: int) -> np.ndarray:
-        """Column ``j`` of ``A`` (shape (M,)), fetched once per call.
-
-        float64, or complex128 for a complex ``A``.
-        """
-        col = self.cache.get(j)
-        if col is None:
-            if self.sparse:
-                col = self.S[:, [j]].toarray().ravel()
-            else:
-                e = np.zeros(self.N, dtype=self.in_dtype)
-                e[j] = 1
-                col = _checked("A.matvec", _call("A.matvec", self.L.matvec, e), (self.M,),
-                               self.a_complex)
-                if self.shift:
-                    col = _ldexp(col, -self.shift)
-            col_dt = self.work if self.a_complex else np.float64
-            col = col.astype(col_dt, copy=False).reshape(self.M)
-            check_finite(f"column {j} of A", col)
-            self.cache[j] = col
-            self.norms_seen.append(_norm(col))
-        return col
-
-
-_REAL_DTYPE_MSG = (
-    "A has a real dtype (or none) but its {what} returned {dt} values; give a complex "
-    "operator a complex dtype"
-)
-
-
-def _check_kind(name: str, dtype: np.dtype) -> None:
-    if dtype.kind == "b":
-        raise TypeError(f"{name} is boolean; convert explicitly (e.g. {name}.astype(float))")
-    if dtype.kind not in "fiuc":
-        raise TypeError(f"{name} must be a numeric operator/matrix; got dtype {dtype}")
-
-
-def _pow2_exponent(v: float) -> int:
-    """``e`` with ``2**(e-1) <= v < 2**e`` (0 for ``v = 0``)."""
-    return int(np.frexp(v)[1]) if v > 0.0 else 0
-
-
-def _ldexp(X: np.ndarray, e: Any) -> np.ndarray:
-    """``X * 2**e`` exactly (``e`` broadcast), for real or complex ``X``."""
-    if X.dtype.kind != "c":
-        return np.ldexp(X, e).astype(X.dtype, copy=False)
-    out = np.empty_like(X)
-    out.real, out.imag = np.ldexp(X.real, e), np.ldexp(X.imag, e)
-    return out
-
-
-def _norm(v: np.ndarray) -> float:
-    """``||v||`` without over- or underflow of the squares."""
-    m = float(np.max(np.abs(v))) if v.size else 0.0
-    if not m > 0.0:
-        return 0.0
-    e = _pow2_exponent(m)
-    return math.ldexp(float(np.linalg.norm(_ldexp(v, -e))), e)
-
-
-def _call(method: str, fn: Callable[[np.ndarray], Any], v: np.ndarray) -> Any:
-    """``fn(v)``, a ``ValueError`` raised inside it named for ``method``.
-
-    SciPy's ``LinearOperator`` reshapes its products itself, so a product of the
-    wrong size surfaces as NumPy's reshape error; this says which method gave it.
-    """
-    try:
-        return fn(v)
-    except ValueError as err:
-        raise ValueError(f"{method} failed on an input of shape {v.shape}: {err}") from err
-
-
-def _checked(method: str, out: Any, shape: tuple[int, ...], a_complex: bool) -> np.ndarray:
-    """An operator's product as an array, refused unless of ``shape`` (or ``shape + (1,)``).
-
-    Raises ``ValueError`` naming ``method`` for a wrong shape, a non-numeric dtype or
-    NaN/infinity, and ``TypeError`` for complex values from a real operator.
-    """
-    arr = np.asarray(out)
-    also = (shape[0], 1) if len(shape) == 1 or shape[1] == 1 else shape
-    if arr.shape not in (shape, also, shape[:1]):
-        hint = " (its transpose?)" if arr.shape == shape[::-1] and len(shape) == 2 else ""
-        raise ValueError(
-            f"{method} returned an array of shape {arr.shape}; expected {shape}{hint}"
-        )
-    if arr.dtype.kind not in "fiuc":
-        raise ValueError(f"{method} returned non-numeric values (dtype {arr.dtype})")
-    if arr.dtype.kind == "c" and not a_complex:
-        what = "product" if method == "A.matvec" else "adjoint"
-        raise TypeError(_REAL_DTYPE_MSG.format(what=what, dt=arr.dtype))
-    if not np.isfinite(arr).all():
-        raise ValueError(f"{method} returned NaN or infinity")
-    return arr
-
-
-def _check_no_zero_column(norms: np.ndarray, S: Any = None) -> None:
-    zero = np.flatnonzero(norms == 0)
-    if zero.size and S is not None:
-        stored = np.flatnonzero(np.asarray(abs(S).max(axis=0).todense()).ravel()[zero] > 0)
-        if stored.size:
-            j = int(zero[stored[0]])
-            raise ValueError(
-                f"column {j} of A has nonzero entries but a norm that underflows next to "
-                "the largest entry of A (columns of extreme scale, e.g. 1e-300 next to 1, "
-                "are not rescaled on the sparse path); scale that column"
-            )
-    if zero.size:
-        raise ValueError(
-            f"A has {zero.size} all-zero column(s) (first: column {int(zero[0])}); "
-            "a zero column can never be selected and makes the problem ill-posed"
-        )
-
-
-def _column_norms(op: _Op, column_norms: Any) -> np.ndarray:
-    """The N column norms used for the selection (see the module docstring)."""
-    if column_norms is not None:
-        norms = as_float_array("column_norms", column_norms, ndim=1, dtype=np.float64)
-        if norms.shape != (op.N,):
-            raise ValueError(
-                f"column_norms must have shape ({op.N},) for A of shape {(op.M, op.N)}; "
-                f"got {norms.shape}"
-            )
-        if np.any(norms <= 0):
-            raise ValueError("column_norms must be > 0 (A has no all-zero column)")
-        if not op.sparse:
-            op.set_shift(_pow2_exponent(float(np.max(norms))))
-        return np.ldexp(norms, -op.shift)
-    if op.col_norms is not None:
-        return op.col_norms
-    rng = np.random.default_rng(0)
-    for j in rng.choice(op.N, size=min(_NORM_SAMPLES, op.N), replace=False):
-        op.column(int(j))
-    op.set_shift(_pow2_exponent(max(op.norms_seen)))
-    return np.ones(op.N)
-
-
-def _check_equal_norms(op: _Op, assumed: bool) -> None:
-    """Warn when the operator's fetched columns do not have near-equal norms."""
-    if not assumed or not op.norms_seen:
-        return
-    lo, hi = min(op.norms_seen), max(op.norms_seen)
-    if not hi <= (1 + _NORM_RTOL) * lo:
-        warnings.warn(_NORMS_MSG.format(fn=op.fn, lo=lo, hi=hi), RuntimeWarning, stacklevel=4)
 
 
 def _sqsum(subscripts: str, X: np.ndarray) -> np.ndarray:
@@ -469,7 +202,7 @@ class _State:
         return True
 
 
-def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
+def _greedy(op: OperatorColumns, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
             tol: np.ndarray) -> _State:
     """Run the greedy loop on (P, M, L) ``Y`` (float64 or complex128); the final state.
 
@@ -504,21 +237,17 @@ def _greedy(op: _Op, Y: np.ndarray, norms: np.ndarray, K: int, cap_is_k: bool,
                     st.stop[p], st.dependent[p] = _STOP["dependent"], True
 
 
-def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
-             ) -> tuple[_Op, np.ndarray, np.ndarray]:
+def _prepare(
+    layout: GreedyLayout, A: Any, Y: Any
+) -> tuple[OperatorColumns, np.ndarray, np.ndarray]:
     """Validate; return the operator, Y (checked), and its (P, M, L) view (``op.work``)."""
     y_dtype = np.asarray(Y).dtype if Y is not None else np.dtype(np.float64)
-    op = _Op(fn, A, y_dtype)
-    empty = (2, 1) if fn == "omp" else (3, 0)
-    Y_arr = as_array(y_name, Y, ndim=y_ndims, dtype=op.dtype, empty_batch=empty)
-    if Y_arr.shape[-2 if fn == "somp" else 0] != op.M:
-        axis = "the second-to-last axis" if fn == "somp" else "the first axis"
-        raise ValueError(
-            f"{y_name} must have M = {op.M} rows (A has shape {(op.M, op.N)}) along {axis}; "
-            f"got {y_name} of shape {Y_arr.shape}"
-            + transposed_hint((op.M, op.N), Y_arr.shape[-2 if fn == "somp" else 0])
-        )
-    if fn == "omp":
+    op = OperatorColumns(layout.fn, A, y_dtype)
+    Y_arr = as_array(
+        layout.y_name, Y, ndim=layout.y_ndims, dtype=op.dtype, empty_batch=layout.empty
+    )
+    checked_rows(layout, Y_arr.shape, (op.M, op.N))
+    if layout.fn == "omp":
         Yv = Y_arr[None, :, None] if Y_arr.ndim == 1 else Y_arr.T[:, :, None]
     else:
         Yv = Y_arr[None] if Y_arr.ndim == 2 else Y_arr
@@ -526,39 +255,22 @@ def _prepare(fn: str, A: Any, Y: Any, y_name: str, y_ndims: tuple[int, ...]
 
 
 def run_operator(
-    fn: str,
-    A: Any,
-    Y: Any,
-    y_name: str,
-    y_ndims: tuple[int, ...],
-    n_nonzero: Any,
-    tol: Any,
-    column_norms: Any,
-    resolve_stopping: Callable[[Any, Any, int, int], tuple[int, bool, float]],
-    dependent_msg: str,
+    layout: GreedyLayout, A: Any, Y: Any, n_nonzero: Any, tol: Any, column_norms: Any
 ) -> dict[str, Any]:
     """OMP/SOMP with an operator or sparse ``A``; outputs as the dense path's.
 
     Parameters
     ----------
-    fn : {"omp", "somp"}
+    layout : GreedyLayout
         The calling decoder (shapes of ``Y`` and of the outputs follow it).
     A : LinearOperator or scipy sparse matrix, shape (M, N)
         The sensing operator (real or complex).
     Y : array_like
         The measurements, shaped as :func:`cscore.omp` / :func:`cscore.somp` take them.
-    y_name : str
-        Name of ``Y`` in error messages.
-    y_ndims : tuple of int
-        Allowed numbers of dimensions of ``Y``.
     n_nonzero, tol : optional
-        The stopping rule, resolved by ``resolve_stopping`` (``tol="auto"`` refused).
+        The stopping rule (``tol="auto"`` refused).
     column_norms : array_like of shape (N,), optional
         Column norms of ``A`` for the selection (see the module docstring).
-    resolve_stopping : callable
-        ``(n_nonzero, tol, M, N) -> (max_atoms, cap_is_n_nonzero, tol or -1)``.
-    dependent_msg : str
-        Template of the warning for problems stopped "dependent".
 
     Returns
     -------
@@ -567,20 +279,21 @@ def run_operator(
         (P,), ``stop`` (P,) reason strings, ``atoms`` (P, max_atoms) and
         ``single`` (one problem given without a batch axis).
     """
+    fn = layout.fn
     if isinstance(tol, str) and tol == "auto":
         raise ValueError(_AUTO_MSG.format(fn=fn))
-    op, Y_arr, Yv = _prepare(fn, A, Y, y_name, y_ndims)
+    op, Y_arr, Yv = _prepare(layout, A, Y)
     K, cap_is_k, tol_value = resolve_stopping(n_nonzero, tol, op.M, op.N)
-    norms = _column_norms(op, column_norms)
+    norms = column_norms_of(op, column_norms)
     assumed = column_norms is None and not op.sparse
     # Each problem runs on Y / 2**b (exact; "Scale" in the module docstring).
     mx = np.max(np.abs(Yv), axis=(1, 2)) if Yv.size else np.zeros(Yv.shape[0])
     b = np.frexp(np.where(mx > 0.0, mx, 1.0))[1].astype(np.int64)
-    Yv = _ldexp(Yv, -b[:, None, None])
+    Yv = ldexp(Yv, -b[:, None, None])
     with np.errstate(over="ignore"):
         tol_p = np.ldexp(tol_value, -b) if tol_value >= 0 else np.full(b.shape, -1.0)
     st = _greedy(op, Yv, norms, K, cap_is_k, tol_p)
-    _check_equal_norms(op, assumed)
+    check_equal_norms(op, assumed)
     P, _, L = Yv.shape
     Xp = np.zeros((P, op.N, L), dtype=op.work)
     residual = np.zeros((P, L))
@@ -597,10 +310,10 @@ def run_operator(
         if st.dependent[p] and residual[p].sum() > np.sqrt(st.eps * st.ytot2[p]):
             warn += 1
     if warn:
-        warnings.warn(dependent_msg.format(fn=fn, count=warn, total=P), RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(DEPENDENT_MSG.format(fn=fn, count=warn, total=P), RuntimeWarning,
+                      stacklevel=4)
     with np.errstate(over="ignore"):  # an estimate beyond the float range is inf
-        Xp = _ldexp(Xp, (b - op.shift)[:, None, None])
+        Xp = ldexp(Xp, (b - op.shift)[:, None, None])
         residual = np.ldexp(residual, b[:, None])
     X = _output_layout(fn, Xp.astype(op.dtype), Y_arr.ndim)
     return {
@@ -609,7 +322,7 @@ def run_operator(
         "n_iter": st.n.copy(),
         "stop": np.asarray(STOP_REASONS, dtype=object)[st.stop].astype(str),
         "atoms": st.atoms_padded(),
-        "single": P == 1 and Y_arr.ndim == (1 if fn == "omp" else 2),
+        "single": P == 1 and Y_arr.ndim == layout.single_ndim,
     }
 
 

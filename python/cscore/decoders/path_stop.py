@@ -25,7 +25,8 @@ from scipy import special
 
 from .._validation import check_positive_int
 from ..result import DecodeResult
-from .stopping import ALPHA, REDO_FRACTION, _cut, _mmv_result, path_length, rrt_thresholds
+from ._auto_cut import cut, mmv_result
+from ._rrt import ALPHA, REDO_FRACTION, path_length, rrt_thresholds
 
 __all__ = ["GREEDY_PATIENCE", "GREEDY_RESET_Q", "PATIENCE", "RESET_ALPHA",
            "auto_decode_path_stop", "greedy_path_end", "path_stop_rule"]
@@ -186,6 +187,6 @@ def auto_decode_path_stop(
     Ec = (norms / scale[:, None, None]) ** 2
     E = Ec.sum(axis=1)
     Yi = Y3.transpose(0, 2, 1).reshape(P * L, M, 1)
-    st = _cut(A, Yi, atoms.reshape(P * L, K), E, norms.sum(axis=1), scale, L, False, alpha,
+    st = cut(A, Yi, atoms.reshape(P * L, K), E, norms.sum(axis=1), scale, L, False, alpha,
               n_nonzero, Ec)  # fmt: skip
-    return _mmv_result(st, single, Y.dtype, False, return_result)
+    return mmv_result(st, single, Y.dtype, False, return_result)

@@ -153,6 +153,8 @@ from .._validation import (
 from ..result import DecodeResult
 from ._complex import is_complex
 from ._sbl_common import (
+    TMSBL_PRESETS,
+    TSBL_PRESETS,
     check_inputs,
     empty_result,
     make_result,
@@ -165,30 +167,8 @@ from ._sbl_common import (
 
 __all__ = ["TMSBL_PRESETS", "TSBL_PRESETS", "tmsbl", "tsbl"]
 
-
-#: T-MSBL presets, as in ``TMSBL.m`` v1.11.  ``None`` is the program's default
-#: (tuned for mild noise).  ``prune_gamma`` is raised tenfold when M >= 500 or
-#: N >= 1000 (``"large"`` excepted), and ``matrix_reg`` is a multiple of I.
-TMSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
-    None: dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=True, matrix_reg=2.0),
-    "no": dict(prune_gamma=1e-4, lam=1e-15, learn_lambda=False, enhance_lambda=False,
-               matrix_reg=0.0),
-    "small": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=False,
-                  matrix_reg=0.0),
-    "mild": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=True,
-                 matrix_reg=2.0),
-    "large": dict(prune_gamma=1e-2, lam=1e-2, learn_lambda=True, enhance_lambda=True,
-                  matrix_reg=4.0),
-}
-
-#: T-SBL presets, as in ``TSBL.m`` v1.4 (its ``'SNR'`` argument).  ``None`` is the
-#: program's default (tuned for SNR <= 13 dB).
-TSBL_PRESETS: dict[str | None, dict[str, float | bool]] = {
-    None: dict(prune_gamma=1e-2, lam=1e-3, learn_lambda=True, enhance_lambda=True),
-    "inf": dict(prune_gamma=1e-4, lam=1e-10, learn_lambda=False, enhance_lambda=False),
-    "high": dict(prune_gamma=1e-3, lam=1e-3, learn_lambda=True, enhance_lambda=False),
-    "low": dict(prune_gamma=1e-2, lam=1e-2, learn_lambda=True, enhance_lambda=True),
-}
+# TMSBL_PRESETS and TSBL_PRESETS (the original programs' defaults) are defined in
+# _sbl_common, beside preset() that reads them.
 
 
 #: The batch solver ``(A, Y, kw, threads) -> list[SblOut]``: the compiled kernel.

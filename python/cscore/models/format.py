@@ -33,9 +33,6 @@ Saving is atomic (:func:`save_npz_atomic`).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-import threading
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
@@ -46,23 +43,18 @@ import numpy as np
 
 from ..problem import ProblemSpec
 
-# The bounded zip/.npy reading lives in _container; every name it took from this
-# module is imported back, so ``format.<name>`` keeps working for all of them.
+# The bounded zip/.npy reading (the container) lives in _container.
 from ._container import (
-    _MAX_DIRECTORY_BYTES,  # noqa: F401
-    _MAX_NPY_HEADER,  # noqa: F401
-    _READ_ERRORS,
     MAX_DIM,
-    MAX_ENTRIES,  # noqa: F401
+    MAX_ENTRIES,  # noqa: F401  (offered here too)
+    READ_ERRORS,
     ModelFileError,
-    _check_directory,  # noqa: F401
-    _fail,
-    _open_archive,
-    _open_regular,  # noqa: F401
-    _read_entry,
-    _read_npy_header,  # noqa: F401
-    _strict_int,
+    fail,
+    open_archive,
+    read_entry,
     read_npz_entries,
+    save_npz_atomic,
+    strict_int,
 )
 
 __all__ = [
@@ -165,27 +157,27 @@ _FLOAT_DTYPES = ("<f4", "<f8")
 def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     """Type-check metadata strictly; every problem is a ModelFileError."""
     if not isinstance(meta, dict):
-        raise _fail(path, f"metadata must be a JSON object, got {type(meta).__name__}")
+        raise fail(path, f"metadata must be a JSON object, got {type(meta).__name__}")
     if meta.get("format") != FORMAT_NAME:
         raise ModelFileError(f"{path} is not a {FORMAT_NAME} file")
     version = meta.get("version")
-    if not _strict_int(version, 0) or version != FORMAT_VERSION:
-        raise _fail(
+    if not strict_int(version, 0) or version != FORMAT_VERSION:
+        raise fail(
             path, f"format version {version!r}; this cscore reads version {FORMAT_VERSION}"
         )
     arch = meta.get("arch", "lstm")
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
-        raise _fail(path, f"unknown architecture {arch!r}; known: {sorted(ARCHITECTURES)}")
+        raise fail(path, f"unknown architecture {arch!r}; known: {sorted(ARCHITECTURES)}")
     hook = ARCHITECTURES[arch].check_meta
     problem = hook(meta) if hook is not None else None
     if problem:
-        raise _fail(path, problem)
+        raise fail(path, problem)
     for k, v in meta.items():
-        if isinstance(v, int) and not isinstance(v, bool) and not _strict_int(v, 0):
-            raise _fail(path, f"metadata field {k!r} = {v} is out of range")
+        if isinstance(v, int) and not isinstance(v, bool) and not strict_int(v, 0):
+            raise fail(path, f"metadata field {k!r} = {v} is out of range")
     spec = meta.get("spec")
     if not isinstance(spec, dict):
-        raise _fail(path, "metadata 'spec' must be an object")
+        raise fail(path, "metadata 'spec' must be an object")
     # the fields of ProblemSpec, typed from its annotations (so a new field needs
     # no change here)
     ints = {f.name: (1 if f.name in ("M", "N", "L") else 0)
@@ -194,21 +186,21 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
     known = set(ints) | set(strs)
     extra = set(spec) - known
     if extra:
-        raise _fail(path, f"bad problem spec: unknown fields {sorted(extra)}")
+        raise fail(path, f"bad problem spec: unknown fields {sorted(extra)}")
     for k, lo in ints.items():
-        if k in spec and not _strict_int(spec[k], lo):
-            raise _fail(path, f"bad problem spec: {k} must be an int >= {lo}, got {spec[k]!r}")
+        if k in spec and not strict_int(spec[k], lo):
+            raise fail(path, f"bad problem spec: {k} must be an int >= {lo}, got {spec[k]!r}")
     for k in strs:
         if k in spec and not isinstance(spec[k], str):
-            raise _fail(path, f"bad problem spec: {k} must be a string, got {spec[k]!r}")
+            raise fail(path, f"bad problem spec: {k} must be a string, got {spec[k]!r}")
     for k in ("M", "N", "L"):
         if k not in spec:
-            raise _fail(path, f"bad problem spec: {k} missing")
+            raise fail(path, f"bad problem spec: {k} missing")
     info = meta.get("info", {})
     if info is None:
         info = {}
     if not isinstance(info, dict):
-        raise _fail(path, f"metadata 'info' must be an object, got {type(info).__name__}")
+        raise fail(path, f"metadata 'info' must be an object, got {type(info).__name__}")
     out = dict(meta)
     out["arch"] = arch
     out["info"] = info
@@ -217,12 +209,12 @@ def _check_meta(path: Path, meta: Any) -> dict[str, Any]:
 
 def _meta_from(path: Path, zf: zipfile.ZipFile) -> dict[str, Any]:
     if "meta.npy" not in zf.NameToInfo:
-        raise _fail(path, "no metadata (entry 'meta' missing)")
-    blob = _read_entry(path, zf, "meta", None, ("|u1",), MAX_META_BYTES)
+        raise fail(path, "no metadata (entry 'meta' missing)")
+    blob = read_entry(path, zf, "meta", None, ("|u1",), MAX_META_BYTES)
     try:
         meta = json.loads(blob.tobytes().decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _fail(path, f"entry 'meta': metadata is not valid JSON: {str(exc)[:200]}") from None
+        raise fail(path, f"entry 'meta': metadata is not valid JSON: {str(exc)[:200]}") from None
     return _check_meta(path, meta)
 
 
@@ -247,14 +239,14 @@ def read_model_meta(path: str | Path) -> dict[str, Any]:
         Anything wrong with the file.
     """
     path = Path(path)
-    fh, zf = _open_archive(path)
+    fh, zf = open_archive(path)
     try:
         with fh, zf:
             return _meta_from(path, zf)
     except ModelFileError:
         raise
-    except _READ_ERRORS as exc:
-        raise _fail(path, f"unreadable entry 'meta': {exc}") from None
+    except READ_ERRORS as exc:
+        raise fail(path, f"unreadable entry 'meta': {exc}") from None
 
 
 def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -286,7 +278,7 @@ def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.nd
         Anything wrong with the file, naming the entry concerned.
     """
     path = Path(path)
-    fh, zf = _open_archive(path)
+    fh, zf = open_archive(path)
     try:
         with fh, zf:
             meta = _meta_from(path, zf)
@@ -296,17 +288,17 @@ def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.nd
                 arch_shapes = ARCHITECTURES[meta["arch"]].shapes(meta)
                 shapes.update({n: tuple(int(v) for v in shp) for n, shp in arch_shapes.items()})
             except KeyError as exc:
-                raise _fail(path, f"metadata lacks the dimension {exc}") from None
+                raise fail(path, f"metadata lacks the dimension {exc}") from None
             except (TypeError, ValueError) as exc:
-                raise _fail(path, f"entry 'meta' has unusable sizes: {exc}") from None
+                raise fail(path, f"entry 'meta' has unusable sizes: {exc}") from None
             present = set(zf.NameToInfo)
             wanted = {n + ".npy" for n in shapes} | {"meta.npy"}
             missing = sorted(n[:-4] for n in wanted - present)
             if missing:
-                raise _fail(path, f"lacks the arrays {missing}")
+                raise fail(path, f"lacks the arrays {missing}")
             extra = sorted(present - wanted)
             if extra:
-                raise _fail(path, f"holds entries the format does not define: {extra[:5]}")
+                raise fail(path, f"holds entries the format does not define: {extra[:5]}")
             total = 0
             for shp in shapes.values():
                 count = 1
@@ -314,82 +306,23 @@ def read_model_arrays(path: str | Path) -> tuple[dict[str, Any], dict[str, np.nd
                     count *= v
                 total += count * 8
             if total > MAX_ARRAYS_BYTES:
-                raise _fail(path, f"declared sizes total {total} bytes (cap {MAX_ARRAYS_BYTES})")
+                raise fail(path, f"declared sizes total {total} bytes (cap {MAX_ARRAYS_BYTES})")
             arrays: dict[str, np.ndarray] = {}
             for n, shp in shapes.items():
                 try:
-                    arr = _read_entry(path, zf, n, shp, _FLOAT_DTYPES, MAX_ARRAYS_BYTES)
+                    arr = read_entry(path, zf, n, shp, _FLOAT_DTYPES, MAX_ARRAYS_BYTES)
                 except ModelFileError:
                     raise
-                except _READ_ERRORS as exc:
-                    raise _fail(path, f"entry {n!r} is unreadable: {exc}") from None
+                except READ_ERRORS as exc:
+                    raise fail(path, f"entry {n!r} is unreadable: {exc}") from None
                 if not np.isfinite(arr).all():
-                    raise _fail(path, f"entry {n!r} contains NaN or infinity")
+                    raise fail(path, f"entry {n!r} contains NaN or infinity")
                 arrays[n] = arr
             return meta, arrays
     except ModelFileError:
         raise
-    except _READ_ERRORS as exc:
-        raise _fail(path, f"unreadable: {exc}") from None
-
-
-def _umask() -> int:
-    """The process's file-creation mask (read without changing it where possible)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError):
-        pass
-    with _UMASK_LOCK:  # elsewhere: set and restore it at once
-        mask = os.umask(0o022)
-        os.umask(mask)
-    return mask
-
-
-_UMASK_LOCK = threading.Lock()
-
-
-def save_npz_atomic(path: str | Path, arrays: Mapping[str, np.ndarray]) -> None:
-    """Write ``arrays`` as a compressed ``.npz`` at ``path``, atomically.
-
-    The archive goes to a temporary file in the same folder, is flushed and
-    fsync'ed, then renamed over ``path``: a failure at any point (disk full,
-    quota, a signal) leaves an existing ``path`` untouched and no temporary
-    file behind.  Every model format of cscore saves through this function.
-
-    Parameters
-    ----------
-    path : path
-        Destination (replaced if it exists).
-    arrays : mapping of str to ndarray
-        Entry names and arrays (no object arrays).
-    """
-    path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.savez_compressed(fh, allow_pickle=False, **arrays)  # type: ignore[arg-type]
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # as open() would create it (mkstemp makes 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    try:  # make the rename itself durable
-        dfd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
+    except READ_ERRORS as exc:
+        raise fail(path, f"unreadable: {exc}") from None
 
 
 def save_model(
@@ -477,12 +410,12 @@ def load_model_arrays(
     meta, arrays = read_model_arrays(path)
     if meta["arch"] not in archs:
         want = " or ".join(map(repr, archs))
-        raise _fail(path, f"entry 'meta' says arch {meta['arch']!r}, expected {want}")
+        raise fail(path, f"entry 'meta' says arch {meta['arch']!r}, expected {want}")
     try:
         spec = ProblemSpec(**meta["spec"])
     except (TypeError, ValueError) as exc:
-        raise _fail(path, f"bad problem spec: {exc}") from None
+        raise fail(path, f"bad problem spec: {exc}") from None
     A = np.ascontiguousarray(arrays.pop("A"), dtype=np.float64)
     if not np.any(A != 0, axis=0).all():
-        raise _fail(path, "entry 'A' has an all-zero column")
+        raise fail(path, "entry 'A' has an all-zero column")
     return meta, arrays, A, spec

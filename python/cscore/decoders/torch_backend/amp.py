@@ -150,6 +150,25 @@ def _denoise(o: dict[str, Any], R: Any, tau: Any, lam: Any, phi: Any) -> tuple[A
     return X, on.to(R.dtype), vsum.sum(dim=1), zero, zero
 
 
+def _em_prior(
+    o: dict[str, Any], keep: Any, spi: Any, spm2: Any, N: int, Lt: int, lam: Any, phi: Any
+) -> tuple[Any, Any]:
+    """EM-BG's update of the prior ``(lam, phi)`` after a denoiser (``"bg"`` only).
+
+    ``spi`` and ``spm2`` are the sums of the posterior activities and of their
+    second moments; ``keep(new, old)`` keeps the old value for finished runs.
+    """
+    if not o["bg"]:
+        return lam, phi
+    torch = get_torch()
+    if o["learn"]:
+        lam = keep((spi / N).clamp(_LAMBDA_MIN, 1.0 - _LAMBDA_MIN), lam)
+    if not (o["slab"] > 0):
+        phi_n = (spm2 / (Lt * torch.where(spi > 0, spi, 1.0))).clamp_min(_VAR_FLOOR)
+        phi = keep(torch.where(spi > 0, phi_n, phi), phi)
+    return lam, phi
+
+
 def _runs(mats: tuple[Any, ...], y: Any, o: dict[str, Any]) -> tuple[np.ndarray, ...]:
     """``amp_run`` for a chunk of runs ``y`` (R, M, Lt)."""
     torch = get_torch()
@@ -200,12 +219,7 @@ def _runs(mats: tuple[Any, ...], y: Any, o: dict[str, Any]) -> tuple[np.ndarray,
         Rr = X + tau[:, None, :] * T
         Xh, act_n, vsum, spi, spm2 = _denoise(o, Rr, tau, lam, phi)
         act = keep(act_n, act)
-        if bg:
-            if o["learn"]:
-                lam = keep((spi / N).clamp(_LAMBDA_MIN, 1.0 - _LAMBDA_MIN), lam)
-            if not (o["slab"] > 0):
-                phi_n = (spm2 / (Lt * torch.where(spi > 0, spi, 1.0))).clamp_min(_VAR_FLOOR)
-                phi = keep(torch.where(spi > 0, phi_n, phi), phi)
+        lam, phi = _em_prior(o, keep, spi, spm2, N, Lt, lam, phi)
         xn = (1.0 - b) * Xh + b * X
         dx = xn - X
         dx2 = (dx * dx).sum(dim=(1, 2))
@@ -331,12 +345,7 @@ def _vamp_runs(mats: tuple[Any, ...], y: Any, o: dict[str, Any]) -> tuple[np.nda
         r1 = r2 + (1.0 / (1.0 - a2))[:, None, :] * T
         Xn, act_n, vsum, spi, spm2 = _denoise(o, r1, tau, lam, phi)
         act = keep(act_n, act)
-        if bg:
-            if o["learn"]:
-                lam = keep((spi / N).clamp(_LAMBDA_MIN, 1.0 - _LAMBDA_MIN), lam)
-            if not (o["slab"] > 0):
-                phi_n = (spm2 / (Lt * torch.where(spi > 0, spi, 1.0))).clamp_min(_VAR_FLOOR)
-                phi = keep(torch.where(spi > 0, phi_n, phi), phi)
+        lam, phi = _em_prior(o, keep, spi, spm2, N, Lt, lam, phi)
         dx = Xn - x1
         dx2 = (dx * dx).sum(dim=(1, 2))
         x2 = (Xn * Xn).sum(dim=(1, 2))

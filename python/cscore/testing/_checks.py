@@ -1,61 +1,24 @@
-"""The decoder contract as a public conformance check: :func:`check_decoder`.
+"""The checks of the decoder contract, one function per property.
 
-In the spirit of scikit-learn's ``check_estimator``: one suite that every
-registered decoder -- cscore's own and those a user registers with
-:func:`cscore.register_decoder` -- must pass.  Each check is a small function
-named for the property it checks (``check_settings_at_build``,
-``check_tol_bounds_residual``, ...); :func:`check_decoder` runs them all on a
-decoder and raises an ``AssertionError`` listing every property it breaks.
-
-The contract (``docs/decoders.md``):
-
-* every setting is checked when the decoder is built, before data or files;
-* ``tol`` bounds each problem's sum of channel residual norms (:mod:`cscore._tol`);
-* results do not depend on the batch a problem is in, nor on the thread count;
-* float64 in gives float64 out, float32 in (and a float32 ``A``) gives float32;
-* ``decode(c Y) = c decode(Y)`` for every finite ``c`` from 1e-150 to 1e150;
-* NaN and infinity are refused with a ``ValueError``;
-* with ``tol="auto"``, pure Gaussian noise gives at most one atom per channel
-  in at least 95 % of problems;
-* the kinds of ``A`` a decoder declares (dense, sparse, operator, complex) are
-  accepted and give the dense answer; the others are refused with an error that
-  names the kind.
-
-Examples
---------
->>> from cscore.testing import check_decoder
->>> report = check_decoder("somp")
->>> report.ok
-True
+:class:`Case` holds the decoder under test and builds the problems the checks
+share; each ``check_*`` function raises an ``AssertionError`` saying what broke
+(or :class:`Skip` where the property does not apply); :data:`CHECKS` lists them
+in the order :func:`cscore.testing.check_decoder` runs them.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._tol import ScaleWarning, column_tol, residual_measure
-from .decoders import Decoder, get_decoder_spec, register_decoder, unregister_decoder
-from .decoders.registry import INPUT_KINDS, DecoderSpec
-
-__all__ = [
-    "CHECKS",
-    "CheckReport",
-    "check_batch_independence",
-    "check_decoder",
-    "check_dtype_kept",
-    "check_input_kinds",
-    "check_nonfinite_refused",
-    "check_pure_noise_auto",
-    "check_scale_equivariance",
-    "check_settings_at_build",
-    "check_thread_independence",
-    "check_tol_bounds_residual",
-]
+from .._tol import ScaleWarning, column_tol, residual_measure
+from ..decoders import Decoder
+from ..decoders import decoder as build_decoder
+from ..decoders.registry import INPUT_KINDS, DecoderSpec
 
 #: Scales of ``check_scale_equivariance``: powers of two (exact) and the
 #: extremes 1e-150 / 1e150 the contract names.
@@ -65,12 +28,12 @@ SCALES = (2.0**-500, 1e-150, 2.0**-40, 2.0**40, 1e150, 2.0**500)
 FALSE_ALARM_LIMIT = 0.05
 
 
-class _Skip(Exception):
+class Skip(Exception):
     """A check that does not apply to this decoder."""
 
 
 @dataclass
-class _Case:
+class Case:
     """The decoder under test and the problems the checks share."""
 
     spec: DecoderSpec
@@ -84,11 +47,12 @@ class _Case:
     L: int
 
     def build(self, A: Any = None, **settings: Any) -> Decoder:
+        """The decoder under test with ``settings`` (and ``A``) over the case's own."""
         merged = {**self.settings, **settings}
         merged = {k: v for k, v in merged.items() if v is not None}
         if self.spec.kind == "model":
-            return Decoder(self.spec.name, model=self.model, **merged)
-        return Decoder(self.spec.name, self.A if A is None else A, **merged)
+            return build_decoder(self.spec.name, model=self.model, **merged)
+        return build_decoder(self.spec.name, self.A if A is None else A, **merged)
 
     @property
     def stop(self) -> dict[str, Any]:
@@ -99,6 +63,7 @@ class _Case:
 
     @property
     def A_dense(self) -> np.ndarray:
+        """The sensing matrix as an array (the model's, for a model decoder)."""
         return np.asarray(self.A if self.spec.kind == "matrix" else self.model.A)
 
     def problems(self, B: int, *, sigma: float = 1e-3, dtype: Any = np.float64) -> np.ndarray:
@@ -116,7 +81,7 @@ class _Case:
 # -- the checks ------------------------------------------------------------------------
 
 
-def check_settings_at_build(case: _Case) -> None:
+def check_settings_at_build(case: Case) -> None:
     """Bad settings are refused by ``cscore.decoder`` itself, before any data."""
     spec = case.spec
     bad: list[tuple[dict[str, Any], str]] = [({"no_such_setting_xyz": 1}, "no_such_setting_xyz")]
@@ -152,11 +117,11 @@ def check_settings_at_build(case: _Case) -> None:
         raise AssertionError("; ".join(problems))
 
 
-def check_tol_bounds_residual(case: _Case) -> None:
+def check_tol_bounds_residual(case: Case) -> None:
     """A problem reported stopped by ``tol`` has its sum of channel residual norms <= tol."""
     spec = case.spec
     if "tol" not in spec.stopping:
-        raise _Skip("no tol rule")
+        raise Skip("no tol rule")
     Y = case.problems(12, sigma=1e-2)
     A = case.A_dense
     tol = 4.0 * 1e-2 * np.sqrt(case.M) * case.L  # well above the noise: reachable
@@ -175,7 +140,7 @@ def check_tol_bounds_residual(case: _Case) -> None:
         )
 
 
-def _tol_stopped(case: _Case, Y: np.ndarray, tol: float) -> np.ndarray | None:
+def _tol_stopped(case: Case, Y: np.ndarray, tol: float) -> np.ndarray | None:
     """Which problems the decoder reports stopped by ``tol`` (None: it cannot say)."""
     spec = case.spec
     settings = {**case.settings, "tol": tol}
@@ -198,7 +163,7 @@ def _tol_stopped(case: _Case, Y: np.ndarray, tol: float) -> np.ndarray | None:
     return np.asarray((reasons == "tol").all(axis=1))
 
 
-def check_batch_independence(case: _Case) -> None:
+def check_batch_independence(case: Case) -> None:
     """A problem decodes to the same bits alone and inside a batch."""
     dec = case.build(**case.stop)
     Y = case.problems(5)
@@ -209,9 +174,9 @@ def check_batch_independence(case: _Case) -> None:
             raise AssertionError(f"problem {b}: batch result differs from the result alone")
 
 
-def check_thread_independence(case: _Case) -> None:
+def check_thread_independence(case: Case) -> None:
     """One thread and two give the same bits."""
-    from ._config import get_num_threads, set_num_threads
+    from .._config import get_num_threads, set_num_threads
 
     Y = case.problems(6)
     old = get_num_threads()
@@ -227,7 +192,7 @@ def check_thread_independence(case: _Case) -> None:
         raise AssertionError("1 thread and 2 threads give different results")
 
 
-def check_dtype_kept(case: _Case) -> None:
+def check_dtype_kept(case: Case) -> None:
     """float64 stays float64; float32 measurements (and A) give float32."""
     Y = case.problems(2)
     got64 = case.build(**case.stop)(Y).dtype
@@ -242,7 +207,7 @@ def check_dtype_kept(case: _Case) -> None:
         raise AssertionError(f"float32 input gave {got32}")
 
 
-def check_scale_equivariance(case: _Case) -> None:
+def check_scale_equivariance(case: Case) -> None:
     """``decode(c Y) = c decode(Y)`` from c = 1e-150 to 1e150 (or a clear error).
 
     A decoder registered ``scale_free=False`` (absolute thresholds or priors)
@@ -277,7 +242,7 @@ def check_scale_equivariance(case: _Case) -> None:
         raise AssertionError("; ".join(problems))
 
 
-def _check_scale_warning(case: _Case, Y: np.ndarray) -> None:
+def _check_scale_warning(case: Case, Y: np.ndarray) -> None:
     dec = case.build(**case.stop)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ScaleWarning)
@@ -302,7 +267,7 @@ def _check_scale_warning(case: _Case, Y: np.ndarray) -> None:
         raise AssertionError("; ".join(problems))
 
 
-def check_nonfinite_refused(case: _Case) -> None:
+def check_nonfinite_refused(case: Case) -> None:
     """NaN or infinity in ``Y`` is a ValueError."""
     dec = case.build(**case.stop)
     Y = case.problems(2)
@@ -319,10 +284,10 @@ def check_nonfinite_refused(case: _Case) -> None:
         raise AssertionError(f"{bad} in Y was accepted")
 
 
-def check_pure_noise_auto(case: _Case, n_problems: int = 200) -> None:
+def check_pure_noise_auto(case: Case, n_problems: int = 200) -> None:
     """``tol="auto"`` on pure Gaussian noise: <= 1 atom per channel in >= 95 % of problems."""
     if "auto" not in case.spec.stopping:
-        raise _Skip("no tol='auto'")
+        raise Skip("no tol='auto'")
     Y = case.rng.standard_normal((n_problems, case.M, case.L))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -336,10 +301,10 @@ def check_pure_noise_auto(case: _Case, n_problems: int = 200) -> None:
         )
 
 
-def check_input_kinds(case: _Case) -> None:
+def check_input_kinds(case: Case) -> None:
     """Declared kinds of ``A`` give the dense answer; the others are refused by name."""
     if case.spec.kind != "matrix":
-        raise _Skip("a model decoder's A is its model's")
+        raise Skip("a model decoder's A is its model's")
     import scipy.sparse as sp
     from scipy.sparse.linalg import aslinearoperator
 
@@ -376,7 +341,7 @@ def check_input_kinds(case: _Case) -> None:
 
 
 #: Every check, in the order :func:`check_decoder` runs them.
-CHECKS: tuple[Callable[[_Case], None], ...] = (
+CHECKS: tuple[Callable[[Case], None], ...] = (
     check_settings_at_build,
     check_tol_bounds_residual,
     check_batch_independence,
@@ -387,143 +352,3 @@ CHECKS: tuple[Callable[[_Case], None], ...] = (
     check_pure_noise_auto,
     check_input_kinds,
 )
-
-
-@dataclass
-class CheckReport:
-    """What :func:`check_decoder` found.
-
-    Attributes
-    ----------
-    decoder : str
-        The registry name checked.
-    passed, skipped : list of str
-        Names of the checks that passed, or did not apply (with the reason).
-    failed : dict
-        Check name -> what it found.
-    """
-
-    decoder: str
-    passed: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    failed: dict[str, str] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        """True when no check failed."""
-        return not self.failed
-
-    def __str__(self) -> str:
-        lines = [f"check_decoder({self.decoder!r}): {len(self.passed)} passed, "
-                 f"{len(self.failed)} failed, {len(self.skipped)} skipped"]
-        lines += [f"  FAILED {k}: {v}" for k, v in self.failed.items()]
-        return "\n".join(lines)
-
-
-def _default_model(spec: DecoderSpec) -> Any:
-    from .models.registry import pretrained, pretrained_entries
-
-    entries = [e for e in pretrained_entries() if e.arch in spec.archs and not e.error]
-    if not entries:
-        raise ValueError(f"no shipped model for decoder {spec.name!r}; pass model=")
-    best = min(entries, key=lambda e: (e.size_bytes, e.name))
-    return pretrained(best.name)
-
-
-def _default_matrix(rng: np.random.Generator) -> np.ndarray:
-    A = rng.standard_normal((32, 64))
-    return A / np.linalg.norm(A, axis=0)
-
-
-def check_decoder(
-    decoder: str | Callable[..., Any],
-    A: Any = None,
-    *,
-    model: Any = None,
-    settings: dict[str, Any] | None = None,
-    checks: Iterable[str] | None = None,
-    register: dict[str, Any] | None = None,
-    seed: int = 0,
-    raise_on_failure: bool = True,
-) -> CheckReport:
-    """Check that a decoder keeps cscore's decoder contract.
-
-    Parameters
-    ----------
-    decoder : str or callable
-        A registered name, or a function ``func(A, Y, **settings)`` to check as
-        a matrix decoder (registered for the check only, with ``register`` as
-        the keyword arguments of :func:`cscore.register_decoder`).
-    A : array_like (M, N), optional
-        Matrix decoders: the sensing matrix; default a seeded Gaussian 32 x 64
-        with unit-norm columns.
-    model : str, path or model, optional
-        Model decoders: the model; default the smallest shipped model of the
-        decoder's class.
-    settings : dict, optional
-        Settings every decode uses besides the stopping rule under test.
-    checks : iterable of str, optional
-        Names from :data:`CHECKS` to run (default all).
-    register : dict, optional
-        For a callable ``decoder``: ``layout``, ``stopping``, ``inputs``, ...
-    seed : int, default 0
-        Seed of the problems.
-    raise_on_failure : bool, default True
-        Raise an ``AssertionError`` listing the failed checks.
-
-    Returns
-    -------
-    CheckReport
-
-    Raises
-    ------
-    AssertionError
-        A check failed (with ``raise_on_failure``).
-    """
-    temp = None
-    if callable(decoder) and not isinstance(decoder, str):
-        temp = f"check-decoder-{id(decoder):x}"
-        register_decoder(temp, decoder, **(register or {}))
-        name = temp
-    else:
-        name = decoder
-    try:
-        spec = get_decoder_spec(name)
-        rng = np.random.default_rng(seed)
-        if spec.kind == "model":
-            if model is None:
-                model = _default_model(spec)
-            elif not hasattr(model, "decode"):
-                model = Decoder(spec.name, model=model).model
-            mA = np.asarray(model.A)
-            M, N = mA.shape
-            L = int(getattr(model, "L", 1) or 1)
-        else:
-            A = _default_matrix(rng) if A is None else A
-            M, N = A.shape
-            L = 3
-        k = max(1, min(M // 6, N // 8))
-        case = _Case(spec, A, model, dict(settings or {}), rng, k, M, N, L)
-        wanted = set(checks) if checks is not None else None
-        report = CheckReport(spec.name)
-        for check in CHECKS:
-            if wanted is not None and check.__name__ not in wanted:
-                continue
-            case.rng = np.random.default_rng([seed, *map(ord, check.__name__)])
-            try:
-                check(case)
-            except _Skip as why:
-                report.skipped.append(f"{check.__name__} ({why})")
-            except AssertionError as exc:
-                report.failed[check.__name__] = str(exc)
-            except Exception as exc:
-                report.failed[check.__name__] = f"raised {type(exc).__name__}: {exc}"
-            else:
-                report.passed.append(check.__name__)
-    finally:
-        if temp is not None:
-            unregister_decoder(temp)
-    if raise_on_failure and not report.ok:
-        raise AssertionError(str(report))
-    return report
-
