@@ -115,6 +115,8 @@ struct Pending {
 };
 
 // One problem's state while decode_one runs (the chunk's problem q, problem p).
+// What a kernel is given by address (NextAtom, PathEnd) is kept apart, so that
+// the compiler can keep these fields in registers.
 template <class T>
 struct Problem {
     using R = Real<T>;
@@ -127,9 +129,13 @@ struct Problem {
     StopReason reason = StopReason::exhausted;
     bool stopped_dependent = false;
     bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
-    std::ptrdiff_t k_next = 0;   // fused OMP step: the next atom, found by the last step
-    R best_next = R(0);          // and its score
-    PathEnd end;                 // the auto path's end (Options::auto_end)
+};
+
+// The fused OMP step's next atom, found by the step before (avx2::omp_step).
+template <class T>
+struct NextAtom {
+    std::ptrdiff_t k = 0;
+    Real<T> best = Real<T>(0);  // its score
 };
 
 // Whether problems of T run the hand-vectorized double kernels (the AVX2 build,
@@ -145,7 +151,7 @@ inline constexpr bool kAvx2Double =
 // Starts problem pb.p (the chunk's problem pb.q): points ws at its measurements
 // and correlations, takes the channel energies, empties the support.
 template <class T>
-CSCORE_FORCE_INLINE void start_problem(const Options& opt, Workspace<T>& ws, Problem<T>& pb) {
+CSCORE_FORCE_INLINE void start_problem(const Options& opt, Workspace<T>& ws, Problem<T>& pb, PathEnd& end) {
     using R = Real<T>;
     const std::ptrdiff_t M = ws.M, N = ws.N, L = ws.L;
     constexpr R eps = std::numeric_limits<R>::epsilon();
@@ -166,27 +172,27 @@ CSCORE_FORCE_INLINE void start_problem(const Options& opt, Workspace<T>& ws, Pro
     // A correlation (squared, summed over channels) at or below this is rounding
     // noise: the residual is orthogonal to every atom.
     pb.vanish = (R(32) * eps) * (R(32) * eps) * ytot2;
-    pb.end.start(static_cast<double>(ytot2));
+    end.start(static_cast<double>(ytot2));
 }
 
 // The next atom: the first of the largest scores (the scores were refreshed with
 // alpha; at n = 0 they are formed here), or the forced path's next atom; -1 when
 // that path ends.  Its score goes to *best.
 template <class T, bool kBlasGemv>
-CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>& ws, Problem<T>& pb,
-                                               Real<T>* best) {
-    const std::ptrdiff_t N = ws.N, n = pb.n;
+CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>& ws, std::ptrdiff_t p,
+                                               std::ptrdiff_t n, NextAtom<T>& next, Real<T>* best) {
+    const std::ptrdiff_t N = ws.N;
     if (opt.forced != nullptr) {
-        const std::ptrdiff_t k = opt.forced[pb.p * opt.forced_ld + n];
+        const std::ptrdiff_t k = opt.forced[p * opt.forced_ld + n];
         *best = std::numeric_limits<Real<T>>::max();
         return k < 0 || k >= N ? -1 : k;
     }
 #ifdef CSCORE_GREEDY_AVX2
     if constexpr (kAvx2Double<T, kBlasGemv>) {
         if (ws.L == 1) {
-            if (n == 0) pb.k_next = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &pb.best_next);
-            *best = pb.best_next;
-            return pb.k_next;
+            if (n == 0) next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
+            *best = next.best;
+            return next.k;
         }
         if (n == 0) update_scores<T>(ws, nullptr, nullptr);
         const std::ptrdiff_t k = avx2::argmax_first(ws.score.data(), N);
@@ -205,9 +211,10 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
 // one pass that also finds the next atom (avx2::omp_step), skipped after the last
 // atom (nothing reads it then).
 template <class T, bool kBlasGemv>
-CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, Problem<T>& pb,
-                                              const T* gk, Real<T> inv, T* qn, const T* zn) {
-    const std::ptrdiff_t N = ws.N, n = pb.n;
+CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, std::ptrdiff_t n,
+                                              NextAtom<T>& next, const T* gk, Real<T> inv, T* qn,
+                                              const T* zn) {
+    const std::ptrdiff_t N = ws.N;
     const T* Q = ws.Q.data();
     const T* w = ws.w.data();
     if constexpr (kIsComplex<T>) {
@@ -220,8 +227,8 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
     } else if constexpr (kAvx2Double<T, kBlasGemv>) {
         if (ws.L == 1) {
             if (n + 1 < opt.max_atoms)
-                pb.k_next = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
-                                           &pb.best_next);
+                next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
+                                        &next.best);
         } else {
             avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
             update_scores(ws, qn, zn);
@@ -233,18 +240,18 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
         update_scores(ws, qn, zn);
     }
-    (void)opt;
+    (void)opt, (void)next;
 }
 
-// Adds atom k to the support (see the header): w = conj(Q[k, :]), the new
-// pivot, the new row of z and the energies, then the new Q column and the
+// Adds atom k to a support of n atoms (see the header): w = conj(Q[k, :]), the
+// new pivot, the new row of z and the energies, then the new Q column and the
 // correlations.  False, with the support unchanged, for a dependent atom.
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE bool add_atom(const Dictionary<T>& D, const Options& opt, Workspace<T>& ws,
-                                  Problem<T>& pb, std::ptrdiff_t k) {
+                                  std::ptrdiff_t n, NextAtom<T>& next, std::ptrdiff_t k) {
     using S = Scalar<T>;
     using R = Real<T>;
-    const std::ptrdiff_t N = D.N, L = ws.L, n = pb.n;
+    const std::ptrdiff_t N = D.N, L = ws.L;
     ws.ensure(n);
     T* Q = ws.Q.data();
     T* w = ws.w.data();
@@ -252,7 +259,6 @@ CSCORE_FORCE_INLINE bool add_atom(const Dictionary<T>& D, const Options& opt, Wo
     const T* gk = D.gram_column(k, ws.gcol.data());
     const R gkk = S::real(gk[k]);
     if (!ws.chol.append_row(w, gkk)) return false;
-    pb.have_explicit = false;
     const R lnn = ws.chol.pivot(n);
     const R inv = R(1) / lnn;
     T* qn = Q + n * N;
@@ -262,52 +268,63 @@ CSCORE_FORCE_INLINE bool add_atom(const Dictionary<T>& D, const Options& opt, Wo
         zn[c] = zc;
         ws.energy[static_cast<std::size_t>(c)] -= S::abs2(zc);
     }
-    refresh_correlations<T, kBlasGemv>(opt, ws, pb, gk, inv, qn, zn);
+    refresh_correlations<T, kBlasGemv>(opt, ws, n, next, gk, inv, qn, zn);
     ws.selected[static_cast<std::size_t>(k)] = 1;
     ws.atoms[static_cast<std::size_t>(n)] = k;
-    ++pb.n;
     return true;
 }
 
 // Whether the auto path ends after this step (Options::auto_end, on the
 // channels' summed energies).
 template <class T>
-CSCORE_FORCE_INLINE bool path_ends(const Options& opt, const Workspace<T>& ws, Problem<T>& pb) {
+CSCORE_FORCE_INLINE bool path_ends(const Options& opt, const Workspace<T>& ws, std::ptrdiff_t n, PathEnd& end) {
     double e = 0.0;
     for (std::ptrdiff_t c = 0; c < ws.L; ++c) e += static_cast<double>(ws.energy[static_cast<std::size_t>(c)]);
-    return pb.end.step(e, static_cast<int>(pb.n), opt.auto_end);
+    return end.step(e, static_cast<int>(n), opt.auto_end);
 }
 
-// Runs the greedy loop of problem pb until a stopping rule holds (see the header).
+// Runs the greedy loop of problem pb until a stopping rule holds (see the
+// header); the support's size, the stop reason and whether ws holds the explicit
+// residual go to pb.
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void run_path(const Dictionary<T>& D, const Options& opt, Workspace<T>& ws,
-                                  Problem<T>& pb) {
+                                  Problem<T>& pb, PathEnd& end) {
     constexpr bool kFma = !kBlasGemv;  // the AVX2/FMA build (see explicit_residual)
     const bool use_tol = opt.tol >= 0.0;
     const bool path_end = opt.auto_end.reset2 != nullptr;
+    const Real<T> tol = pb.tol, vanish = pb.vanish;
+    NextAtom<T> next;
+    std::ptrdiff_t n = 0;
+    bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
+    StopReason reason = StopReason::exhausted;
     for (;;) {
-        if (use_tol && residual_below<T, kFma>(D, ws, pb.n, pb.tol, pb.have_explicit)) {
-            pb.reason = StopReason::tol;
-            return;
+        if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
+            reason = StopReason::tol;
+            break;
         }
-        if (pb.n >= opt.max_atoms) {
-            pb.reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
-            return;
+        if (n >= opt.max_atoms) {
+            reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
+            break;
         }
         Real<T> best;
-        const std::ptrdiff_t k = select_atom<T, kBlasGemv>(opt, ws, pb, &best);
-        if (k < 0) return;  // the given path ends
-        if (!(best > pb.vanish) || ws.selected[static_cast<std::size_t>(k)] ||
-            !add_atom<T, kBlasGemv>(D, opt, ws, pb, k)) {
-            pb.reason = StopReason::dependent;
+        const std::ptrdiff_t k = select_atom<T, kBlasGemv>(opt, ws, pb.p, n, next, &best);
+        if (k < 0) break;  // the given path ends
+        if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)] ||
+            !add_atom<T, kBlasGemv>(D, opt, ws, n, next, k)) {
+            reason = StopReason::dependent;
             pb.stopped_dependent = true;
-            return;
+            break;
         }
-        if (path_end && path_ends(opt, ws, pb)) {
-            pb.reason = StopReason::exhausted;
-            return;
+        have_explicit = false;
+        ++n;
+        if (path_end && path_ends(opt, ws, n, end)) {
+            reason = StopReason::exhausted;
+            break;
         }
     }
+    pb.n = n;
+    pb.have_explicit = have_explicit;
+    pb.reason = reason;
 }
 
 // tol="auto" after the path: the cut (auto_cut) and its outputs.
@@ -360,8 +377,9 @@ CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, st
     Problem<T> pb;
     pb.q = q;
     pb.p = p;
-    start_problem(opt, ws, pb);
-    run_path<T, kBlasGemv>(D, opt, ws, pb);
+    PathEnd end;  // the auto path's end (Options::auto_end)
+    start_problem(opt, ws, pb, end);
+    run_path<T, kBlasGemv>(D, opt, ws, pb, end);
     if (opt.auto_gamma2 != nullptr) finish_auto<T, kFma>(D, opt, ws, pb, out);
     if (out.path_energy != nullptr) write_path_energies<T, kFma>(D, ws, pb, out);
     if (defer != nullptr && !pb.have_explicit) {

@@ -121,12 +121,18 @@ struct Workspace {
     static std::ptrdiff_t start(std::ptrdiff_t k) { return std::min(k, kStartAtoms); }
 
     // Room for n + 1 atoms in the arrays the next step writes (Q, z, w, atoms, chol).
-    void ensure(std::ptrdiff_t n) {
+    // The test runs every step (inlined there); the growth (grow) rarely.
+    CSCORE_FORCE_INLINE void ensure(std::ptrdiff_t n) {
         if (n < chol.capacity() && static_cast<std::size_t>(n) < atoms.size() &&
             static_cast<std::size_t>((n + 1) * L) <= z.size() &&
             static_cast<std::size_t>((n + 1) * L) <= gamma.size() && static_cast<std::size_t>(n) < w.size() &&
             static_cast<std::size_t>((n + 1) * N) <= Q.size())
             return;
+        grow(n);
+    }
+
+    // Room doubled (at least kStartAtoms, at most K) past n + 1 atoms.
+    void grow(std::ptrdiff_t n) {
         const std::ptrdiff_t cap = std::min(K, std::max<std::ptrdiff_t>(2 * (n + 1), kStartAtoms));
         const auto room = [](auto& v, std::ptrdiff_t size) {
             if (v.size() < static_cast<std::size_t>(size)) v.resize(static_cast<std::size_t>(size));
