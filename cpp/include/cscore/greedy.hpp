@@ -1,31 +1,47 @@
-// Greedy sparse decoders: OMP (one channel) and SOMP (L channels, joint support).
+// Greedy sparse decoders: OMP (one channel) and SOMP (L channels, joint support),
+// for real (float, double) and complex (std::complex<float>, std::complex<double>)
+// A and Y from one source.
 //
 // Formulation (Gram-based "Batch-OMP", Rubinstein, Zibulevsky & Elad 2008, in its
 // progressive-Cholesky form).  Columns are normalized once, An = A D^{-1} with
-// D = diag(||a_j||), and G = An^T An is formed once per call and shared by every
-// problem of the batch.  Per problem only the correlations alpha = An^T Y (one
-// small gemm) touch the measurements.  With L the Cholesky factor of G_II for the
-// support I (|I| = n) keep
-//     Q = G_{:,I} L^{-T}   (N x n),   z = L^{-1} An_I^T Y   (n x L).
-// Then the current correlations are An^T R = An^T Y - Q z, and adding atom k is
-//     w      = Q[k, :]^T                      (= L^{-1} G_{I,k}: no solve needed)
-//     d      = G_kk - w^T w,  l = sqrt(d)     (new pivot; d ~ 0 -> dependent atom)
+// D = diag(||a_j||), and G = An^H An is formed once per call and shared by every
+// problem of the batch.  Per problem only the correlations alpha = An^H Y (one
+// small gemm) touch the measurements.  With L the Cholesky factor of G_II = L L^H
+// for the support I (|I| = n) keep
+//     Q = G_{:,I} L^{-H}   (N x n),   z = L^{-1} An_I^H Y   (n x L).
+// Then the current correlations are An^H R = An^H Y - Q z, and adding atom k is
+//     w      = conj(Q[k, :])^T                (= L^{-1} G_{I,k}: no solve needed)
+//     d      = G_kk - w^H w,  l = sqrt(d)     (new pivot; d ~ 0 -> dependent atom)
 //     q_new  = (G_{:,k} - Q w) / l            (N x n work: the only O(N n) step)
 //     z_new  = alpha[k, :] / l                 (new row of z)
 //     alpha -= q_new z_new                     (refreshed correlations)
-//     ||r_c||^2 -= z_new[c]^2                  (residual energy per channel)
-// and at the end the coefficients are gamma = L^{-T} z (for the normalized atoms),
-// x = D^{-1} gamma.  No per-step solve, no A^T r product.  The residual energy is
+//     ||r_c||^2 -= |z_new[c]|^2                (residual energy per channel)
+// and at the end the coefficients are gamma = L^{-H} z (for the normalized atoms),
+// x = D^{-1} gamma.  No per-step solve, no A^H r product.  The residual energy is
 // an estimate that loses accuracy by cancellation near zero, so when it is close
-// to a `tol` decision the residual is recomputed explicitly.
+// to a `tol` decision the residual is recomputed explicitly.  For real data the
+// conjugates are no-ops.
 //
-// Selection: the atom maximizing sum_c alpha[j, c]^2 (the l2 norm over channels
-// of An_j^T R; for L = 1 plain OMP).  Ties go to the lowest index.
+// Selection: the atom maximizing sum_c |alpha[j, c]|^2 (the l2 norm over channels
+// of An_j^H R; for L = 1 plain OMP).  Ties go to the lowest index.
 //
 // Stopping per problem: residual (sum over channels of channel l2 norms) <= tol;
 // n_nonzero atoms; all min(M, N) atoms used; or "dependent": the best correlation
 // vanished (the residual is orthogonal to every atom), the best atom was already
 // selected, or its new pivot is not positive (numerically dependent atom).
+//
+// This file holds the driver: one problem's steps (start_problem, select_atom,
+// add_atom, the tol="auto" and path-energy ends, write_outputs), a chunk of
+// problems, and decode() over the batch with threads.  The pieces it drives:
+//   greedy_scalar.hpp      real/complex traits (conj, abs2, real part, products)
+//   greedy_complex.hpp     the complex-only kernels and Cholesky factor
+//   greedy_avx2.hpp        the hand-vectorized AVX2 double kernels
+//   greedy_dictionary.hpp  normalized atoms and the Gram matrix (stored/cached/on demand)
+//   greedy_workspace.hpp   Options, Outputs and the per-thread Workspace
+//   greedy_steps.hpp       loading, correlations, score refresh, explicit residual, tol test
+//   greedy_auto.hpp        tol="auto": residual ratio thresholding and the cut
+// Complex data always runs the generic build (its products are never fused), real
+// data the AVX2 build where the CPU has it (see decode_range_avx2).
 #pragma once
 
 #include <algorithm>
@@ -33,1207 +49,41 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
-#include <memory>
-#include <mutex>
-#include <new>
 #include <stdexcept>
 #include <type_traits>
-#include <vector>
+#include <utility>
 
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#include <immintrin.h>
-#endif
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
-#include "cscore/blas.hpp"
 #include "cscore/cpu.hpp"
+#include "cscore/greedy_auto.hpp"
+#include "cscore/greedy_avx2.hpp"
+#include "cscore/greedy_dictionary.hpp"
+#include "cscore/greedy_scalar.hpp"
+#include "cscore/greedy_steps.hpp"
+#include "cscore/greedy_workspace.hpp"
 #include "cscore/linalg.hpp"
 #include "cscore/parallel.hpp"
 #include "cscore/path_end.hpp"
 #include "cscore/result.hpp"
 
-#if defined(__GNUC__) || defined(__clang__)
-#define CSCORE_NOINLINE __attribute__((noinline))
-#else
-#define CSCORE_NOINLINE
-#endif
-
 namespace cscore::greedy {
-
-// Storage aligned to 64 bytes (a cache line).  The kernels load 32-byte vectors
-// from the dictionary, its Gram columns and the per-problem arrays; with the
-// default allocator (16-byte alignment) every other such load would straddle two
-// cache lines, which costs a second load.  Placement only: no result changes.
-template <class T>
-struct LineAllocator {
-    using value_type = T;
-    static constexpr std::align_val_t kAlign{64};
-    LineAllocator() = default;
-    template <class U>
-    LineAllocator(const LineAllocator<U>&) noexcept {}  // NOLINT: rebinding
-    // Blocks of 4 MiB and more (a large dictionary, its Gram matrix) are aligned
-    // to 2 MiB and offered transparent huge pages where Linux has them: 512 times
-    // fewer page faults on first touch and TLB misses in the passes over them.
-    static constexpr std::size_t kHuge = std::size_t{1} << 21;
-    static bool huge(std::size_t bytes) { return bytes >= 2 * kHuge; }
-    T* allocate(std::size_t n) {
-        const std::size_t bytes = n * sizeof(T);
-        if (!huge(bytes)) return static_cast<T*>(::operator new(bytes, kAlign));
-        const std::size_t rounded = (bytes + kHuge - 1) / kHuge * kHuge;
-        void* p = ::operator new(rounded, std::align_val_t{kHuge});
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        (void)::madvise(p, rounded, MADV_HUGEPAGE);
-#endif
-        return static_cast<T*>(p);
-    }
-    void deallocate(T* p, std::size_t n) noexcept {
-        if (huge(n * sizeof(T)))
-            ::operator delete(p, std::align_val_t{kHuge});
-        else
-            ::operator delete(p, kAlign);
-    }
-    template <class U>
-    bool operator==(const LineAllocator<U>&) const noexcept { return true; }
-    template <class U>
-    bool operator!=(const LineAllocator<U>&) const noexcept { return false; }
-};
-template <class T>
-using LineVector = std::vector<T, LineAllocator<T>>;
-
-// A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
-template <class T>
-struct View3 {
-    T* data = nullptr;
-    std::ptrdiff_t s0 = 0, s1 = 0, s2 = 0;
-    T& operator()(std::ptrdiff_t p, std::ptrdiff_t i, std::ptrdiff_t c) const {
-        return data[p * s0 + i * s1 + c * s2];
-    }
-};
-
-// Entries out[i] = dot(At_{i0 + i}, ak), i < count, of a Gram column (At the
-// normalized atoms, row-major N x M): linalg::dot's operations -- four partial
-// sums over t mod 4, the tail t >= 4 floor(M / 4) into the first, then
-// (s0 + s1) + (s2 + s3), products and sums rounded separately.  Never inlined
-// (so never recompiled for another instruction set, where products could be
-// fused): every Gram entry of a call, stored or computed on demand, has the
-// same bits.
-template <class T>
-CSCORE_NOINLINE void gram_block_generic(const T* At, std::ptrdiff_t M, const T* ak, std::ptrdiff_t i0,
-                                        std::ptrdiff_t count, T* out) {
-    for (std::ptrdiff_t i = 0; i < count; ++i) out[i] = linalg::dot(At + (i0 + i) * M, ak, M);
-}
-
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-// The lanes s0..s3 of acc, the tail t in [m4, M) added into s0, then
-// (s0 + s1) + (s2 + s3): the end of linalg::dot.
-__attribute__((target("avx2"))) inline double gram_finish(__m256d acc, const double* row,
-                                                           const double* ak, std::ptrdiff_t m4,
-                                                           std::ptrdiff_t M) {
-    alignas(32) double s[4];
-    _mm256_store_pd(s, acc);
-    for (std::ptrdiff_t t = m4; t < M; ++t) s[0] += row[t] * ak[t];
-    return (s[0] + s[1]) + (s[2] + s[3]);
-}
-
-// gram_block_generic for double with AVX (no FMA, so products and sums round
-// separately as there): lane t of one accumulator is the partial sum s_t of
-// linalg::dot; eight atoms at a time share the loads of ak.  Same bits.
-__attribute__((target("avx2"))) CSCORE_NOINLINE inline void gram_block_avx(
-    const double* At, std::ptrdiff_t M, const double* ak, std::ptrdiff_t i0, std::ptrdiff_t count,
-    double* out, const std::ptrdiff_t* idx = nullptr) {
-    const std::ptrdiff_t m4 = M - M % 4;
-    // Row i of the block: atom idx[i] when a list is given, else i0 + i.
-    const auto row_of = [At, M, i0, idx](std::ptrdiff_t i) {
-        return At + (idx != nullptr ? idx[i] : i0 + i) * M;
-    };
-    std::ptrdiff_t i = 0;
-    for (; i + 8 <= count; i += 8) {
-        const double* rows[8];
-        for (int r = 0; r < 8; ++r) rows[r] = row_of(i + r);
-        __m256d acc[8];
-        for (auto& v : acc) v = _mm256_setzero_pd();
-        for (std::ptrdiff_t t = 0; t < m4; t += 4) {
-            const __m256d x = _mm256_loadu_pd(ak + t);
-            for (int r = 0; r < 8; ++r)
-                acc[r] = _mm256_add_pd(acc[r], _mm256_mul_pd(_mm256_loadu_pd(rows[r] + t), x));
-        }
-        for (int r = 0; r < 8; ++r) out[i + r] = gram_finish(acc[r], rows[r], ak, m4, M);
-    }
-    for (; i < count; ++i) {
-        const double* row = row_of(i);
-        __m256d acc = _mm256_setzero_pd();
-        for (std::ptrdiff_t t = 0; t < m4; t += 4)
-            acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(row + t), _mm256_loadu_pd(ak + t)));
-        out[i] = gram_finish(acc, row, ak, m4, M);
-    }
-}
-#endif
-
-// How the Gram columns G[:, k] = An^T a_k reach the kernel (every way gives the
-// same bits, see gram_block).
-enum class GramMode {
-    stored,     // G formed once (N x N): many problems on one A with known atom counts
-    cached,     // each column formed the first time an atom is selected, then kept:
-                // a batch whose atom count is not known (tol), cost and memory grow
-                // with the distinct atoms selected
-    on_demand,  // formed per step into a work buffer: one problem (nothing to share)
-};
-
-// The dictionary, prepared once per call and shared read-only by all workers.
-template <class T>
-struct Dictionary {
-    std::ptrdiff_t M = 0, N = 0;
-    LineVector<T> inv_norm;  // 1 / ||a_j||
-    LineVector<T> An;        // normalized A, row-major M x N (empty when not needed)
-    LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
-    GramMode mode = GramMode::stored;
-    bool has_gram = true;     // G stored (else its columns are computed on demand)
-    LineVector<T> G;         // An^T An, N x N symmetric (column j contiguous)
-    // GramMode::cached: column k, formed once under its flag (thread-safe).
-    std::unique_ptr<std::once_flag[]> col_once;
-    std::unique_ptr<LineVector<T>[]> col_cache;
-    std::unique_ptr<std::atomic<bool>[]> col_ready;  // column k complete in col_cache
-    bool avx = false;  // Gram entries by gram_block_avx (same bits as the generic one)
-
-    // Gram entries G[i0 + i, k], i < count, or G[idx[i], k] with a list idx (see
-    // gram_block_generic).
-    void gram_block(std::ptrdiff_t k, std::ptrdiff_t i0, std::ptrdiff_t count, T* out,
-                    const std::ptrdiff_t* idx = nullptr) const {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-        if constexpr (std::is_same_v<T, double>) {
-            if (avx) {
-                gram_block_avx(At.data(), M, At.data() + k * M, i0, count, out, idx);
-                return;
-            }
-        }
-#endif
-        if (idx == nullptr) {
-            gram_block_generic(At.data(), M, At.data() + k * M, i0, count, out);
-            return;
-        }
-        for (std::ptrdiff_t i = 0; i < count; ++i)
-            gram_block_generic(At.data(), M, At.data() + k * M, idx[i], 1, out + i);
-    }
-
-    // A is row-major M x N with row stride lda (elements).  G is stored (or
-    // cached) only when it has at most gram_limit entries.  Throws on a zero
-    // column.
-    Dictionary(const T* A, std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t lda,
-               std::ptrdiff_t gram_limit, GramMode want = GramMode::stored, bool need_an = true)
-        : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
-          An(need_an ? static_cast<std::size_t>(m * n) : 0), At(static_cast<std::size_t>(m * n)),
-          mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
-          has_gram(mode == GramMode::stored),
-          G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-        avx = cpu::isa_at_least(cpu::Isa::avx2);
-#endif
-        // A transposed into At by tiles (rows of A read contiguously).
-        // Tiles of 8: a power-of-two stride (M or N) puts the lines written in one
-        // cache set, and 8 of them fit its ways.
-        constexpr std::ptrdiff_t kTile = 8;
-        for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
-            for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
-                for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
-                    for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j) At[j * M + i] = A[i * lda + j];
-        for (std::ptrdiff_t j = 0; j < N; ++j) {
-            T* col = At.data() + j * M;
-            // Scaled norm: immune to overflow/underflow for extreme column scales.
-            T amax = T(0);
-            for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(col[i]));
-            if (!(amax > T(0))) throw std::invalid_argument("A has an all-zero column");
-            T ss = T(0);
-            for (std::ptrdiff_t i = 0; i < M; ++i) ss += (col[i] / amax) * (col[i] / amax);
-            const T norm = amax * std::sqrt(ss);
-            inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
-            for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
-        }
-        for (std::ptrdiff_t j0 = 0; j0 < N && !An.empty(); j0 += kTile)
-            for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
-                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
-                    for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
-        if (mode == GramMode::cached) {
-            col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
-            col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
-            col_ready.reset(new std::atomic<bool>[static_cast<std::size_t>(N)]);
-            for (std::ptrdiff_t j = 0; j < N; ++j) col_ready[static_cast<std::size_t>(j)].store(false);
-        }
-        if (!has_gram) return;
-        // Column j from row j down (G_ij = G_ji: the same products and sums).
-        for (std::ptrdiff_t j = 0; j < N; ++j) {
-            T* gj = G.data() + j * N;
-            gram_block(j, j, N - j, gj + j);
-            for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = gj[i];
-        }
-    }
-
-    // Column k of G: a pointer into G or the cache, or computed into buf (N entries).
-    const T* gram_column(std::ptrdiff_t k, T* buf) const {
-        if (has_gram) return G.data() + k * N;
-        if (mode == GramMode::cached) {
-            const auto kk = static_cast<std::size_t>(k);
-            std::call_once(col_once[kk], [&] {
-                col_cache[kk].resize(static_cast<std::size_t>(N));
-                T* col = col_cache[kk].data();
-                // G[i, k] = G[k, i]: taken from column i where it is complete (the
-                // same products, in the same order: the same bits); the other
-                // entries formed eight atoms at a time, then put in place.
-                std::vector<std::ptrdiff_t> todo;
-                todo.reserve(static_cast<std::size_t>(N));
-                for (std::ptrdiff_t i = 0; i < N; ++i) {
-                    if (col_ready[static_cast<std::size_t>(i)].load(std::memory_order_acquire))
-                        col[i] = col_cache[static_cast<std::size_t>(i)][kk];
-                    else
-                        todo.push_back(i);
-                }
-                const auto nt = static_cast<std::ptrdiff_t>(todo.size());
-                if (nt == N) {
-                    gram_block(k, 0, N, col);
-                } else {
-                    std::vector<T> vals(todo.size());
-                    gram_block(k, 0, nt, vals.data(), todo.data());
-                    for (std::ptrdiff_t i = 0; i < nt; ++i) col[todo[static_cast<std::size_t>(i)]] = vals[static_cast<std::size_t>(i)];
-                }
-                col_ready[kk].store(true, std::memory_order_release);
-            });
-            return col_cache[kk].data();
-        }
-        gram_block(k, 0, N, buf);
-        return buf;
-    }
-};
-
-struct Options {
-    std::ptrdiff_t max_atoms = 1;  // hard cap on the support size (<= min(M, N))
-    bool cap_is_n_nonzero = true;  // report reaching the cap as "n_nonzero" (else "exhausted")
-    double tol = -1.0;             // stop when the residual measure <= tol; < 0: unused
-    std::ptrdiff_t gram_limit = std::ptrdiff_t{1} << 25;  // store G up to this many entries
-    // tol="auto" (see auto_cut): set auto_gamma2 to run it.  The path runs up to
-    // max_atoms steps; at most auto_cap atoms are kept.  Per step k = 1..max_atoms (index
-    // k - 1): auto_gamma2 the squared residual-ratio threshold, auto_a the first
-    // parameter of the ratio's Beta law, (M - k) L / 2, auto_lnbeta ln B(a_k, b)
-    // and auto_logu the log of the union bound's factor; auto_b is b = L / 2.
-    const double* auto_gamma2 = nullptr;
-    const double* auto_a = nullptr;
-    const double* auto_lnbeta = nullptr;
-    const double* auto_logu = nullptr;
-    double auto_b = 0.5;
-    std::ptrdiff_t auto_cap = 1;
-    // The test that the measurements hold any signal, run when no step passes the
-    // residual-ratio test (rows of stopping.signal_tables, each max_atoms long:
-    // b, ln B(a_k, b), the block test's log factor; a1, ln B(a1, 1/2), the channel
-    // test's log factor).  nullptr: the fallback step is always taken.
-    const double* auto_signal = nullptr;
-    // Optional end of the auto path before max_atoms (path_end.hpp): used when
-    // auto_end.reset2 is set (with auto_end.gamma2 = auto_gamma2).
-    PathEndRule auto_end;
-    // A given path instead of the greedy choice: problem p adds the atoms
-    // forced[p * forced_ld + i], i = 0, 1, ... (until -1 or max_atoms); the fit
-    // and residuals are those of that path (used to fit another decoder's path).
-    const std::int64_t* forced = nullptr;
-    std::ptrdiff_t forced_ld = 0;
-};
-
-// Per-problem outputs (caller memory).
-template <class T>
-struct Outputs {
-    View3<T> X;                 // (P, N, L) coefficients, fully written
-    T* residual = nullptr;      // (P, L) final residual l2 norm per channel
-    std::int64_t* n_iter = nullptr;    // (P,)
-    std::int8_t* stop = nullptr;       // (P,) StopReason code
-    std::uint8_t* warn = nullptr;      // (P,) 1: stopped "dependent" with a residual left
-    std::int64_t* atoms = nullptr;     // (P, max_atoms) selection order, -1 padded
-    T* sigma = nullptr;                // (P,) tol="auto": estimated noise level
-    T* tol = nullptr;                  // (P,) tol="auto": the threshold used
-    std::int64_t* n_signal = nullptr;  // (P,) tol="auto": steps judged to add signal
-    T* path_energy = nullptr;          // (P, max_atoms + 1, L) optional: squared residual
-                                       // norm after each step (the last one repeated)
-};
-
-// Problems are handed to the workers in chunks of this many (see decode()).
-constexpr std::ptrdiff_t kChunk = 32;
-
-// Per-thread scratch space.  The arrays sized by the support (Q, z, gamma, w,
-// atoms, the factors) start at room for min(K, kStartAtoms) atoms and grow (room
-// doubled, at most K) as atoms are added (ensure), so a decode stopped by tol
-// after n atoms holds memory for about n atoms, not K = min(M, N).  Growing
-// moves values only: no result depends on it.
-constexpr std::ptrdiff_t kStartAtoms = 64;
-
-template <class T>
-struct Workspace {
-    std::ptrdiff_t M, N, L, K;
-    LineVector<T> ychunk;  // kChunk x (L x M): the chunk's measurements, channel-major per problem
-    LineVector<T> achunk;  // kChunk x (L x N): the chunk's correlations, channel-major per problem
-    std::vector<int> scale_exp;  // kChunk: power-of-two scale applied to each problem
-    T* y = nullptr;         // L x M  measurements of the current problem (in ychunk)
-    T* alpha = nullptr;     // L x N  its current correlations (in achunk)
-    LineVector<T> score;   // N
-    LineVector<T> Q;       // N x cap, column-major
-    LineVector<T> z;       // cap x L
-    LineVector<T> gamma;   // cap x L
-    LineVector<T> w;       // cap  new row of the Cholesky factor
-    LineVector<T> gcol;    // N  a Gram column computed on demand
-    LineVector<T> r;       // M
-    std::vector<T> yy;      // L  ||y_c||^2
-    std::vector<T> energy;  // L  residual energy estimates
-    std::vector<T> res;     // L  explicit residual norms
-    std::vector<T> epath;   // (n + 1) x L  tol="auto": residual energy after each step
-    std::vector<std::int64_t> atoms;  // cap
-    std::vector<unsigned char> selected;  // N
-    linalg::GrowingCholesky<T> chol;
-    // Plain OMP finishes its problems two at a time (decode_chunk, finish_pair):
-    // the first one's factor, coefficients and atoms wait here (swapped, not copied).
-    linalg::GrowingCholesky<T> chol_b;
-    LineVector<T> z_b, gamma_b, r_b;
-    std::vector<std::int64_t> atoms_b;
-
-    Workspace(std::ptrdiff_t m, std::ptrdiff_t n, std::ptrdiff_t l, std::ptrdiff_t k)
-        : M(m), N(n), L(l), K(k), ychunk(sz(kChunk * l * m)), achunk(sz(kChunk * l * n)),
-          scale_exp(static_cast<std::size_t>(kChunk)), score(sz(n)), Q(sz(n * start(k))),
-          z(sz(start(k) * l)), gamma(sz(start(k) * l)), w(sz(start(k))), gcol(sz(n)), r(sz(m)),
-          yy(sz(l)), energy(sz(l)), res(sz(l)), epath(sz((start(k) + 1) * l)), atoms(sz(start(k))),
-          selected(sz(n)), chol(start(k)), chol_b(start(k)), z_b(sz(start(k) * l)),
-          gamma_b(sz(start(k) * l)), r_b(sz(m)), atoms_b(sz(start(k))) {}
-
-    static std::size_t sz(std::ptrdiff_t v) { return static_cast<std::size_t>(std::max<std::ptrdiff_t>(v, 1)); }
-    static std::ptrdiff_t start(std::ptrdiff_t k) { return std::min(k, kStartAtoms); }
-
-    // Room for n + 1 atoms in the arrays the next step writes (Q, z, w, atoms, chol).
-    void ensure(std::ptrdiff_t n) {
-        if (n < chol.capacity() && static_cast<std::size_t>(n) < atoms.size() &&
-            static_cast<std::size_t>((n + 1) * L) <= z.size() &&
-            static_cast<std::size_t>((n + 1) * L) <= gamma.size() && static_cast<std::size_t>(n) < w.size() &&
-            static_cast<std::size_t>((n + 1) * N) <= Q.size())
-            return;
-        const std::ptrdiff_t cap = std::min(K, std::max<std::ptrdiff_t>(2 * (n + 1), kStartAtoms));
-        const auto room = [](auto& v, std::ptrdiff_t size) {
-            if (v.size() < static_cast<std::size_t>(size)) v.resize(static_cast<std::size_t>(size));
-        };
-        room(Q, N * cap);
-        room(z, cap * L);
-        room(gamma, cap * L);
-        room(w, cap);
-        room(atoms, cap);
-        chol.reserve(cap);
-    }
-};
-
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
-#define CSCORE_GREEDY_AVX2 1
-// Hand-vectorized double-precision kernels for the AVX2 path (compilers do not
-// keep these accumulators in registers on their own).
-namespace avx2 {
-
-// y[0..n) = X^T x for X row-major m x n (leading dimension ldx): 16 outputs at a
-// time accumulate in four registers while the rows stream by, in row order.
-__attribute__((target("avx2,fma"))) inline void gemv_t_rows(std::ptrdiff_t m, std::ptrdiff_t n,
-                                                           const double* X, std::ptrdiff_t ldx,
-                                                           const double* x, double* y) {
-    std::ptrdiff_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m256d a0 = _mm256_setzero_pd(), a1 = a0, a2 = a0, a3 = a0;
-        const double* col = X + j;
-        for (std::ptrdiff_t r = 0; r < m; ++r) {
-            const __m256d xr = _mm256_broadcast_sd(x + r);
-            const double* row = col + r * ldx;
-            a0 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row), a0);
-            a1 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 4), a1);
-            a2 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 8), a2);
-            a3 = _mm256_fmadd_pd(xr, _mm256_loadu_pd(row + 12), a3);
-        }
-        _mm256_storeu_pd(y + j, a0);
-        _mm256_storeu_pd(y + j + 4, a1);
-        _mm256_storeu_pd(y + j + 8, a2);
-        _mm256_storeu_pd(y + j + 12, a3);
-    }
-    for (; j + 4 <= n; j += 4) {
-        __m256d a0 = _mm256_setzero_pd();
-        for (std::ptrdiff_t r = 0; r < m; ++r)
-            a0 = _mm256_fmadd_pd(_mm256_broadcast_sd(x + r), _mm256_loadu_pd(X + r * ldx + j), a0);
-        _mm256_storeu_pd(y + j, a0);
-    }
-    for (; j < n; ++j) {
-        double acc = 0.0;
-        for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[r], X[r * ldx + j], acc);
-        y[j] = acc;
-    }
-}
-
-// gemv_t_rows for four vectors at once (x0..x3 -> y0..y3), so that the rows of X
-// stream by once for the four.  Every output is accumulated exactly as in
-// gemv_t_rows (same order, same fused operations): grouping changes no bit.
-__attribute__((target("avx2,fma"))) inline void gemv_t_rows4(std::ptrdiff_t m, std::ptrdiff_t n,
-                                                            const double* X, std::ptrdiff_t ldx,
-                                                            const double* const* x,
-                                                            double* const* y) {
-    std::ptrdiff_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        __m256d a[8];
-        for (auto& v : a) v = _mm256_setzero_pd();
-        for (std::ptrdiff_t r = 0; r < m; ++r) {
-            const double* row = X + r * ldx + j;
-            const __m256d lo = _mm256_loadu_pd(row), hi = _mm256_loadu_pd(row + 4);
-            for (int c = 0; c < 4; ++c) {
-                const __m256d xc = _mm256_broadcast_sd(x[c] + r);
-                a[2 * c] = _mm256_fmadd_pd(xc, lo, a[2 * c]);
-                a[2 * c + 1] = _mm256_fmadd_pd(xc, hi, a[2 * c + 1]);
-            }
-        }
-        for (int c = 0; c < 4; ++c) {
-            _mm256_storeu_pd(y[c] + j, a[2 * c]);
-            _mm256_storeu_pd(y[c] + j + 4, a[2 * c + 1]);
-        }
-    }
-    for (; j + 4 <= n; j += 4) {
-        for (int c = 0; c < 4; ++c) {
-            __m256d a0 = _mm256_setzero_pd();
-            for (std::ptrdiff_t r = 0; r < m; ++r)
-                a0 = _mm256_fmadd_pd(_mm256_broadcast_sd(x[c] + r), _mm256_loadu_pd(X + r * ldx + j), a0);
-            _mm256_storeu_pd(y[c] + j, a0);
-        }
-    }
-    for (; j < n; ++j) {
-        for (int c = 0; c < 4; ++c) {
-            double acc = 0.0;
-            for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[c][r], X[r * ldx + j], acc);
-            y[c][j] = acc;
-        }
-    }
-}
-
-// y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): 16
-// outputs at a time stay in registers while the columns stream by, in order.
-__attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
-    std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
-    const double* w, double s, double* y) {
-    const __m256d vs = _mm256_set1_pd(s);
-    std::ptrdiff_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m256d a0 = _mm256_loadu_pd(g + j), a1 = _mm256_loadu_pd(g + j + 4);
-        __m256d a2 = _mm256_loadu_pd(g + j + 8), a3 = _mm256_loadu_pd(g + j + 12);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) {
-            const __m256d wc = _mm256_broadcast_sd(w + c);
-            const double* col = X + c * ldx + j;
-            a0 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col), a0);
-            a1 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 4), a1);
-            a2 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 8), a2);
-            a3 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 12), a3);
-        }
-        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
-        _mm256_storeu_pd(y + j + 4, _mm256_mul_pd(a1, vs));
-        _mm256_storeu_pd(y + j + 8, _mm256_mul_pd(a2, vs));
-        _mm256_storeu_pd(y + j + 12, _mm256_mul_pd(a3, vs));
-    }
-    for (; j + 4 <= n; j += 4) {
-        __m256d a0 = _mm256_loadu_pd(g + j);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c)
-            a0 = _mm256_fnmadd_pd(_mm256_broadcast_sd(w + c), _mm256_loadu_pd(X + c * ldx + j), a0);
-        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
-    }
-    for (; j < n; ++j) {
-        double acc = g[j];
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
-        y[j] = acc * s;
-    }
-}
-
-// y[j] = sum_r x[r] X[j, r] for X row-major n x m (rows contiguous, the atoms of
-// At): every output accumulated exactly as gemv_t_rows accumulates it (from 0,
-// one fused operation per r, r in order), so with X = At this gives the bits of
-// gemv_t_rows over An.  Four outputs per register (4 x 4 blocks transposed in
-// registers), four registers at a time.
-__attribute__((target("avx2,fma"))) inline void transpose4(const double* r0, std::ptrdiff_t ld,
-                                                          __m256d* v) {
-    const __m256d a0 = _mm256_loadu_pd(r0), a1 = _mm256_loadu_pd(r0 + ld);
-    const __m256d a2 = _mm256_loadu_pd(r0 + 2 * ld), a3 = _mm256_loadu_pd(r0 + 3 * ld);
-    const __m256d t0 = _mm256_unpacklo_pd(a0, a1), t1 = _mm256_unpackhi_pd(a0, a1);
-    const __m256d t2 = _mm256_unpacklo_pd(a2, a3), t3 = _mm256_unpackhi_pd(a2, a3);
-    v[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
-    v[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
-    v[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
-    v[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
-}
-
-template <int kG>
-__attribute__((target("avx2,fma"))) inline void gemv_rows_block(std::ptrdiff_t m, const double* X,
-                                                               const double* x, double* y) {
-    __m256d acc[kG];
-    for (auto& a : acc) a = _mm256_setzero_pd();
-    const std::ptrdiff_t m4 = m - m % 4;
-    for (std::ptrdiff_t r = 0; r < m4; r += 4) {
-        const __m256d x0 = _mm256_broadcast_sd(x + r), x1 = _mm256_broadcast_sd(x + r + 1);
-        const __m256d x2 = _mm256_broadcast_sd(x + r + 2), x3 = _mm256_broadcast_sd(x + r + 3);
-        for (int g = 0; g < kG; ++g) {
-            __m256d v[4];
-            transpose4(X + 4 * g * m + r, m, v);
-            acc[g] = _mm256_fmadd_pd(x0, v[0], acc[g]);
-            acc[g] = _mm256_fmadd_pd(x1, v[1], acc[g]);
-            acc[g] = _mm256_fmadd_pd(x2, v[2], acc[g]);
-            acc[g] = _mm256_fmadd_pd(x3, v[3], acc[g]);
-        }
-    }
-    for (std::ptrdiff_t r = m4; r < m; ++r) {
-        const __m256d xr = _mm256_broadcast_sd(x + r);
-        for (int g = 0; g < kG; ++g) {
-            const double* c = X + 4 * g * m + r;
-            acc[g] = _mm256_fmadd_pd(xr, _mm256_setr_pd(c[0], c[m], c[2 * m], c[3 * m]), acc[g]);
-        }
-    }
-    for (int g = 0; g < kG; ++g) _mm256_storeu_pd(y + 4 * g, acc[g]);
-}
-
-__attribute__((target("avx2,fma"))) inline void gemv_rows(std::ptrdiff_t n, std::ptrdiff_t m,
-                                                         const double* X, const double* x,
-                                                         double* y) {
-    std::ptrdiff_t j = 0;
-    for (; j + 16 <= n; j += 16) gemv_rows_block<4>(m, X + j * m, x, y + j);
-    for (; j + 4 <= n; j += 4) gemv_rows_block<1>(m, X + j * m, x, y + j);
-    for (; j < n; ++j) {
-        double acc = 0.0;
-        for (std::ptrdiff_t r = 0; r < m; ++r) acc = std::fma(x[r], X[j * m + r], acc);
-        y[j] = acc;
-    }
-}
-
-// First index of the maximum of s[0..n) (finite entries): packed maxima, then a
-// scan for the first entry equal to the maximum.
-__attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const double* s,
-                                                                      std::ptrdiff_t n) {
-    double best = s[0];
-    std::ptrdiff_t i = 0;
-    if (n >= 8) {
-        __m256d m0 = _mm256_loadu_pd(s), m1 = _mm256_loadu_pd(s + 4);
-        for (i = 8; i + 8 <= n; i += 8) {
-            m0 = _mm256_max_pd(m0, _mm256_loadu_pd(s + i));
-            m1 = _mm256_max_pd(m1, _mm256_loadu_pd(s + i + 4));
-        }
-        alignas(32) double lanes[4];
-        _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
-        for (double v : lanes) best = v > best ? v : best;
-    }
-    for (; i < n; ++i) best = s[i] > best ? s[i] : best;
-    const __m256d b = _mm256_set1_pd(best);
-    for (i = 0; i + 4 <= n; i += 4) {
-        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + i), b, _CMP_EQ_OQ));
-        if (mask != 0) return i + __builtin_ctz(static_cast<unsigned>(mask));
-    }
-    for (; i < n; ++i)
-        if (s[i] == best) return i;
-    return 0;
-}
-
-// |x| lane by lane (a bitwise operation: no multiply unit).
-__attribute__((target("avx2,fma"))) inline __m256d abs_pd(__m256d x) {
-    return _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
-}
-
-// The maximum of the squares a[j]^2, j < n (the OMP scores, finite), from lane
-// maxima m0, m1 of |a[0..vec_end)| (vec_end a multiple of 4; squaring rounds
-// monotonically, so max fl(a_j^2) = fl(max |a_j| ^ 2) exactly) and the squares of
-// the rest, already in sq_tail[vec_end..n); then the first index holding it (the
-// squares recomputed with the same product, so equality is exact).  The maximum
-// goes to *best.  Same result as argmax_first over the stored scores.
-__attribute__((target("avx2,fma"))) inline std::ptrdiff_t first_max_sq(
-    __m256d m0, __m256d m1, const double* a, std::ptrdiff_t vec_end, const double* sq_tail,
-    std::ptrdiff_t n, double* best) {
-    alignas(32) double v[4];
-    _mm256_store_pd(v, _mm256_max_pd(m0, m1));
-    const double vmax = std::max(std::max(v[0], v[1]), std::max(v[2], v[3]));
-    double b = vec_end > 0 ? vmax * vmax : sq_tail[0];
-    for (std::ptrdiff_t j = vec_end; j < n; ++j) b = sq_tail[j] > b ? sq_tail[j] : b;
-    *best = b;
-    const __m256d vb = _mm256_set1_pd(b);
-    for (std::ptrdiff_t j = 0; j < vec_end; j += 4) {
-        const __m256d x = _mm256_loadu_pd(a + j);
-        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_mul_pd(x, x), vb, _CMP_EQ_OQ));
-        if (mask != 0) return j + __builtin_ctz(static_cast<unsigned>(mask));
-    }
-    for (std::ptrdiff_t j = vec_end; j < n; ++j)
-        if (sq_tail[j] == b) return j;
-    return 0;
-}
-
-// First index of the maximum of a[j]^2 over j < n (the OMP score of the
-// correlations a, L = 1); the maximum goes to *best.  The squares are not kept.
-__attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double* a,
-                                                                   std::ptrdiff_t n,
-                                                                   double* sq_tail,
-                                                                   double* best) {
-    __m256d m0 = _mm256_setzero_pd(), m1 = m0;
-    std::ptrdiff_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        m0 = _mm256_max_pd(m0, abs_pd(_mm256_loadu_pd(a + j)));
-        m1 = _mm256_max_pd(m1, abs_pd(_mm256_loadu_pd(a + j + 4)));
-    }
-    const std::ptrdiff_t vec_end = j;
-    for (; j < n; ++j) sq_tail[j] = a[j] * a[j];
-    return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
-}
-
-// acc[v] = g[j + 4v .. +4) - sum_c w[c] X[c][j + 4v ..] for v < kV, the columns
-// in order (each output's operations exactly as in scaled_residual_gemv), two
-// columns per iteration.
-template <int kV>
-__attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t ncols,
-                                                               const double* g, const double* X,
-                                                               std::ptrdiff_t ldx, const double* w,
-                                                               std::ptrdiff_t j, __m256d* acc) {
-    for (int v = 0; v < kV; ++v) acc[v] = _mm256_loadu_pd(g + j + 4 * v);
-    std::ptrdiff_t c = 0;
-    for (; c + 2 <= ncols; c += 2) {
-        const __m256d w0 = _mm256_broadcast_sd(w + c), w1 = _mm256_broadcast_sd(w + c + 1);
-        const double* col0 = X + c * ldx + j;
-        const double* col1 = col0 + ldx;
-        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w0, _mm256_loadu_pd(col0 + 4 * v), acc[v]);
-        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w1, _mm256_loadu_pd(col1 + 4 * v), acc[v]);
-    }
-    if (c < ncols) {
-        const __m256d w0 = _mm256_broadcast_sd(w + c);
-        const double* col0 = X + c * ldx + j;
-        for (int v = 0; v < kV; ++v) acc[v] = _mm256_fnmadd_pd(w0, _mm256_loadu_pd(col0 + 4 * v), acc[v]);
-    }
-}
-
-// One block of an OMP step, kV vectors from j: acc = g - X w (residual_block),
-// then q = s * acc (stored), a = a - z q (stored, one fused operation as in
-// update_scores), and |a| into the running maxima (vectors alternate between m0
-// and m1).
-template <int kV>
-__attribute__((target("avx2,fma"))) inline void step_block(std::ptrdiff_t ncols, const double* g,
-                                                           const double* X, std::ptrdiff_t ldx,
-                                                           const double* w, double s, double z,
-                                                           double* q, double* a, std::ptrdiff_t j,
-                                                           __m256d& m0, __m256d& m1) {
-    __m256d acc[kV];
-    residual_block<kV>(ncols, g, X, ldx, w, j, acc);
-    const __m256d vs = _mm256_set1_pd(s), vz = _mm256_set1_pd(z);
-    for (int v = 0; v < kV; ++v) {
-        const __m256d qv = _mm256_mul_pd(acc[v], vs);
-        _mm256_storeu_pd(q + j + 4 * v, qv);
-        const __m256d av = _mm256_fnmadd_pd(vz, qv, _mm256_loadu_pd(a + j + 4 * v));
-        _mm256_storeu_pd(a + j + 4 * v, av);
-        __m256d& m = (v & 1) ? m1 : m0;
-        m = _mm256_max_pd(m, abs_pd(av));
-    }
-}
-
-// One OMP step (L = 1) in a single pass over the N atoms:
-//     q = s * (g - X w)          (exactly as scaled_residual_gemv)
-//     a = a - z q                (exactly as update_scores: one fused operation)
-// and the first index of the largest a[j]^2 (exactly as argmax_first over the
-// scores), returned with that maximum in *best.  q and a are stored; the scores
-// are not (tail entries beyond the last multiple of 4 go to sq_tail).  Outputs
-// go 36 at a time (9 registers: enough independent chains to keep both FMA
-// units busy, and N = 144 splits into four such blocks), then 16, 8, 4.
-__attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
-    std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
-    const double* w, double s, double* q, double z, double* a, double* sq_tail, double* best) {
-    __m256d m0 = _mm256_setzero_pd(), m1 = m0;
-    std::ptrdiff_t j = 0;
-    for (; j + 36 <= n; j += 36) step_block<9>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
-    for (; j + 16 <= n; j += 16) step_block<4>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
-    for (; j + 8 <= n; j += 8) step_block<2>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
-    for (; j + 4 <= n; j += 4) step_block<1>(ncols, g, X, ldx, w, s, z, q, a, j, m0, m1);
-    const std::ptrdiff_t vec_end = j;
-    for (; j < n; ++j) {
-        double r = g[j];
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) r = std::fma(-w[c], X[c * ldx + j], r);
-        const double qj = r * s;
-        q[j] = qj;
-        const double v = std::fma(-z, qj, a[j]);
-        a[j] = v;
-        sq_tail[j] = v * v;
-    }
-    return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
-}
-
-// residual_vector_fma for double: r = y - sum_i g[i * L] At[atoms[i]], the
-// atoms in order, 32 rows (8 registers) at a time.
-__attribute__((target("avx2,fma"))) inline void residual_vector(const double* y, const double* At,
-                                                                std::ptrdiff_t M,
-                                                                const std::int64_t* atoms,
-                                                                const double* g, std::ptrdiff_t L,
-                                                                std::ptrdiff_t n, double* r) {
-    std::ptrdiff_t m0 = 0;
-    for (; m0 + 32 <= M; m0 += 32) {
-        __m256d acc[8];
-        for (int v = 0; v < 8; ++v) acc[v] = _mm256_loadu_pd(y + m0 + 4 * v);
-        for (std::ptrdiff_t i = 0; i < n; ++i) {
-            const __m256d gi = _mm256_broadcast_sd(g + i * L);
-            const double* col = At + atoms[i] * M + m0;
-            for (int v = 0; v < 8; ++v) acc[v] = _mm256_fnmadd_pd(gi, _mm256_loadu_pd(col + 4 * v), acc[v]);
-        }
-        for (int v = 0; v < 8; ++v) _mm256_storeu_pd(r + m0 + 4 * v, acc[v]);
-    }
-    for (; m0 + 4 <= M; m0 += 4) {
-        __m256d acc = _mm256_loadu_pd(y + m0);
-        for (std::ptrdiff_t i = 0; i < n; ++i)
-            acc = _mm256_fnmadd_pd(_mm256_broadcast_sd(g + i * L), _mm256_loadu_pd(At + atoms[i] * M + m0), acc);
-        _mm256_storeu_pd(r + m0, acc);
-    }
-    for (; m0 < M; ++m0) {
-        double acc = y[m0];
-        for (std::ptrdiff_t i = 0; i < n; ++i) acc = std::fma(-g[i * L], At[atoms[i] * M + m0], acc);
-        r[m0] = acc;
-    }
-}
-
-}  // namespace avx2
-#endif
-
-// The fused-multiply-add build of the kernel (kFma: the AVX2/FMA path, where the
-// compiler contracts a * b + c in linalg's loops into one FMA) spells the FMAs
-// out in the helpers below: GCC would otherwise vectorize a chain of them as
-// products then sums, which rounds differently.  The other build keeps linalg's
-// loops as they are.
-
-// z <- L^{-T} z for one right-hand side: linalg::backward_subst_t's operations
-// in its order (same bits), with the running value in a register.
-template <class T>
-CSCORE_FORCE_INLINE void solve_lt_one_fma(const linalg::GrowingCholesky<T>& chol, std::ptrdiff_t n,
-                                          T* z) {
-    const T* Lf = chol.data();
-    const std::ptrdiff_t ld = chol.ld();
-    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
-        T acc = z[i];
-        for (std::ptrdiff_t j = i + 1; j < n; ++j) acc = std::fma(-Lf[j * ld + i], z[j], acc);
-        const T inv = T(1) / Lf[i * ld + i];
-        z[i] = acc * inv;
-    }
-}
-
-// z <- L_n^{-T} z for the leading n x n block of the factor (tol="auto"'s cut),
-// nrhs right-hand sides stored row-major.  Kept apart from linalg's solver so
-// that the compiler's choices for the latter (which fix the bits of every other
-// decode) stay as they were.
-template <class T>
-inline void solve_lt_prefix(const linalg::GrowingCholesky<T>& chol, std::ptrdiff_t n, T* z,
-                            std::ptrdiff_t nrhs) {
-    const T* Lf = chol.data();
-    const std::ptrdiff_t ld = chol.ld();
-    for (std::ptrdiff_t i = n - 1; i >= 0; --i) {
-        T* zi = z + i * nrhs;
-        for (std::ptrdiff_t j = i + 1; j < n; ++j) {
-            const T lji = Lf[j * ld + i];
-            for (std::ptrdiff_t r = 0; r < nrhs; ++r) zi[r] -= lji * z[j * nrhs + r];
-        }
-        const T inv = T(1) / Lf[i * ld + i];
-        for (std::ptrdiff_t r = 0; r < nrhs; ++r) zi[r] *= inv;
-    }
-}
-
-// r = y - sum_i g[i * L] At[atoms[i]]: linalg::axpy's operations in its order
-// (r[m] += (-g_i) * a_i[m], atom by atom, fused), kRows entries at a time kept
-// in registers across the atoms.
-template <class T>
-CSCORE_FORCE_INLINE void residual_vector_fma(const T* y, const T* At, std::ptrdiff_t M,
-                                             const std::int64_t* atoms, const T* g, std::ptrdiff_t L,
-                                             std::ptrdiff_t n, T* r) {
-    constexpr std::ptrdiff_t kRows = 32;
-    std::ptrdiff_t m0 = 0;
-    for (; m0 < M; m0 += kRows) {
-        const std::ptrdiff_t rows = std::min(kRows, M - m0);
-        T acc[kRows];
-        if (rows == kRows) {
-            for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = y[m0 + t];
-            for (std::ptrdiff_t i = 0; i < n; ++i) {
-                const T alpha = -g[i * L];
-                const T* col = At + atoms[i] * M + m0;
-                for (std::ptrdiff_t t = 0; t < kRows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
-            }
-        } else {
-            for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = y[m0 + t];
-            for (std::ptrdiff_t i = 0; i < n; ++i) {
-                const T alpha = -g[i * L];
-                const T* col = At + atoms[i] * M + m0;
-                for (std::ptrdiff_t t = 0; t < rows; ++t) acc[t] = std::fma(alpha, col[t], acc[t]);
-            }
-        }
-        for (std::ptrdiff_t t = 0; t < rows; ++t) r[m0 + t] = acc[t];
-    }
-}
-
-// ||r||_2 for r of size M, scaled so that tiny or huge residuals neither
-// underflow nor overflow.
-template <class T>
-CSCORE_FORCE_INLINE T scaled_norm(const T* r, std::ptrdiff_t M) {
-    T amax = T(0);
-    for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(r[i]));
-    T nrm = T(0);
-    if (amax > T(0)) {
-        T ss = T(0);
-        for (std::ptrdiff_t i = 0; i < M; ++i) {
-            const T v = r[i] / amax;
-            ss += v * v;
-        }
-        nrm = amax * std::sqrt(ss);
-    }
-    return nrm;
-}
-
-// gamma = L^{-T} z for the first n atoms of the support (all of it but in
-// tol="auto"'s cut), then the explicit residual norm of every channel into
-// ws.res; returns their sum.
-template <class T, bool kFma>
-CSCORE_FORCE_INLINE T explicit_residual(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
-    const std::ptrdiff_t M = D.M, L = ws.L;
-    std::copy(ws.z.begin(), ws.z.begin() + n * L, ws.gamma.begin());
-    if (kFma && L == 1)
-        solve_lt_one_fma(ws.chol, n, ws.gamma.data());
-    else if (n == ws.chol.size())
-        ws.chol.solve_lt(ws.gamma.data(), L);
-    else
-        solve_lt_prefix(ws.chol, n, ws.gamma.data(), L);
-    T total = T(0);
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        T* r = ws.r.data();
-        const T* yc = ws.y + c * M;
-        if constexpr (kFma) {
-#ifdef CSCORE_GREEDY_AVX2
-            if constexpr (std::is_same_v<T, double>)
-                avx2::residual_vector(yc, D.At.data(), M, ws.atoms.data(), ws.gamma.data() + c, L, n, r);
-            else
-#endif
-                residual_vector_fma(yc, D.At.data(), M, ws.atoms.data(), ws.gamma.data() + c, L, n, r);
-        } else {
-            std::copy(yc, yc + M, r);
-            for (std::ptrdiff_t i = 0; i < n; ++i)
-                linalg::axpy(M, -ws.gamma[static_cast<std::size_t>(i * L + c)],
-                             D.At.data() + ws.atoms[static_cast<std::size_t>(i)] * M, r);
-        }
-        const T nrm = scaled_norm(r, M);
-        ws.res[static_cast<std::size_t>(c)] = nrm;
-        total += nrm;
-    }
-    return total;
-}
-
-// alpha[:, c] -= z[c] * q for every channel (skipped when q is null) and, in the
-// same pass, score[j] = sum_c alpha[j, c]^2.
-template <class T>
-CSCORE_FORCE_INLINE void update_scores(Workspace<T>& ws, const T* q, const T* z) {
-    const std::ptrdiff_t N = ws.N, L = ws.L;
-    T* s = ws.score.data();
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        T* a = ws.alpha + c * N;
-        if (q != nullptr) {
-            const T zc = z[c];
-            if (c == 0) {
-                for (std::ptrdiff_t j = 0; j < N; ++j) {
-                    const T v = a[j] - zc * q[j];
-                    a[j] = v;
-                    s[j] = v * v;
-                }
-            } else {
-                for (std::ptrdiff_t j = 0; j < N; ++j) {
-                    const T v = a[j] - zc * q[j];
-                    a[j] = v;
-                    s[j] += v * v;
-                }
-            }
-        } else if (c == 0) {
-            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] = a[j] * a[j];
-        } else {
-            for (std::ptrdiff_t j = 0; j < N; ++j) s[j] += a[j] * a[j];
-        }
-    }
-}
-
-// Copies problems [begin, begin + count) of Y into ws.ychunk, channel-major per
-// problem, sweeping Y in the order of its strides (OMP's y (M, B) has the
-// problems adjacent in memory: reading one problem at a time would touch a page
-// per entry).  Energies are sums of squares, so a problem whose entries are huge
-// or tiny (beyond about 1e+-149 in double, 1e+-14 in float) is then scaled by a
-// power of two (exact), kept in ws.scale_exp; the solution and residuals are
-// scaled back at the end.
-template <class T>
-CSCORE_FORCE_INLINE void load_chunk(const View3<const T>& Y, std::ptrdiff_t begin,
-                                    std::ptrdiff_t count, Workspace<T>& ws) {
-    const std::ptrdiff_t M = ws.M, L = ws.L, LM = L * M;
-    T* buf = ws.ychunk.data();
-    if (std::abs(Y.s0) < std::abs(Y.s1)) {
-        for (std::ptrdiff_t c = 0; c < L; ++c)
-            for (std::ptrdiff_t i = 0; i < M; ++i)
-                for (std::ptrdiff_t q = 0; q < count; ++q) buf[q * LM + c * M + i] = Y(begin + q, i, c);
-    } else {
-        for (std::ptrdiff_t q = 0; q < count; ++q)
-            for (std::ptrdiff_t c = 0; c < L; ++c)
-                for (std::ptrdiff_t i = 0; i < M; ++i) buf[q * LM + c * M + i] = Y(begin + q, i, c);
-    }
-    // The scale is kept as its exponent and applied with ldexp: for subnormal
-    // ymax, 2^-e itself is not representable (e < min_exponent), so a multiply
-    // by a precomputed factor would overflow to inf.
-    constexpr int kExpHi = std::numeric_limits<T>::max_exponent / 2 - 16;
-    constexpr int kExpLo = std::numeric_limits<T>::min_exponent / 2 + 16;
-    for (std::ptrdiff_t q = 0; q < count; ++q) {
-        T* yq = buf + q * LM;
-        T ymax = T(0);
-        for (std::ptrdiff_t i = 0; i < LM; ++i) ymax = std::max(ymax, std::abs(yq[i]));
-        int scale_exp = 0;
-        if (ymax > std::ldexp(T(1), kExpHi) || (ymax > T(0) && ymax < std::ldexp(T(1), kExpLo))) {
-            int e = 0;
-            (void)std::frexp(ymax, &e);
-            scale_exp = -e;
-            for (std::ptrdiff_t i = 0; i < LM; ++i) yq[i] = std::ldexp(yq[i], scale_exp);
-        }
-        ws.scale_exp[static_cast<std::size_t>(q)] = scale_exp;
-    }
-}
-
-// The correlations An^T y of every channel of every problem of the chunk into
-// ws.achunk.  The AVX2 double kernels take four vectors at a time where they can
-// (gemv_t_rows4 gives every output the same bits as gemv_t_rows), so neither the
-// grouping nor the chunk changes a result.
-template <class T, bool kBlasGemv>
-CSCORE_FORCE_INLINE void chunk_correlations(const Dictionary<T>& D, std::ptrdiff_t count,
-                                            Workspace<T>& ws) {
-    const std::ptrdiff_t M = D.M, N = D.N, nvec = count * ws.L;
-    const T* y = ws.ychunk.data();
-    T* a = ws.achunk.data();
-    std::ptrdiff_t v = 0;
-#ifdef CSCORE_GREEDY_AVX2
-    if constexpr (!kBlasGemv && std::is_same_v<T, double>) {
-        if (D.An.empty()) {  // one problem: An was not formed (same bits from At)
-            for (; v < nvec; ++v) avx2::gemv_rows(N, M, D.At.data(), y + v * M, a + v * N);
-            return;
-        }
-        for (; v + 4 <= nvec; v += 4) {
-            const double* xs[4] = {y + v * M, y + (v + 1) * M, y + (v + 2) * M, y + (v + 3) * M};
-            double* ys[4] = {a + v * N, a + (v + 1) * N, a + (v + 2) * N, a + (v + 3) * N};
-            avx2::gemv_t_rows4(M, N, D.An.data(), N, xs, ys);
-        }
-        for (; v < nvec; ++v) avx2::gemv_t_rows(M, N, D.An.data(), N, y + v * M, a + v * N);
-        return;
-    }
-#endif
-    for (; v < nvec; ++v)
-        linalg::gemv_n<T>(static_cast<int>(N), static_cast<int>(M), D.An.data(), static_cast<int>(N),
-                          y + v * M, a + v * N);
-}
-
-// Zeroes the chunk's block of X, in the order of X's strides; the problems then
-// write their nonzeros only.
-template <class T>
-CSCORE_FORCE_INLINE void zero_chunk(const View3<T>& X, std::ptrdiff_t begin, std::ptrdiff_t count,
-                                    std::ptrdiff_t N, std::ptrdiff_t L) {
-    if (std::abs(X.s0) < std::abs(X.s1)) {
-        for (std::ptrdiff_t c = 0; c < L; ++c)
-            for (std::ptrdiff_t j = 0; j < N; ++j)
-                for (std::ptrdiff_t q = 0; q < count; ++q) X(begin + q, j, c) = T(0);
-    } else {
-        for (std::ptrdiff_t q = 0; q < count; ++q)
-            for (std::ptrdiff_t j = 0; j < N; ++j)
-                for (std::ptrdiff_t c = 0; c < L; ++c) X(begin + q, j, c) = T(0);
-    }
-}
-
-// Bracket test of the residual measure against tol, from the energy estimates
-// (their absolute error grows like n * eps * ||y||^2), with the explicit residual
-// when the bracket straddles tol.  Sets have_explicit when it computed it.
-template <class T, bool kFma>
-CSCORE_FORCE_INLINE bool residual_below(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n,
-                                        T tol, bool& have_explicit) {
-    constexpr T eps = std::numeric_limits<T>::epsilon();
-    const std::ptrdiff_t L = ws.L;
-    T lo = T(0), hi = T(0);
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        const T e = ws.energy[static_cast<std::size_t>(c)];
-        const T slack = T(1000) * T(static_cast<double>(n + 1)) * eps * ws.yy[static_cast<std::size_t>(c)];
-        lo += std::sqrt(std::max(e - slack, T(0)));
-        hi += std::sqrt(std::max(e + slack, T(0)));
-    }
-    if (hi <= tol && n > 0) return true;
-    if (lo > tol) return false;
-    if (n == 0) {
-        // Empty support: the residual is y itself, known exactly.
-        T t = T(0);
-        for (std::ptrdiff_t c = 0; c < L; ++c) t += std::sqrt(ws.yy[static_cast<std::size_t>(c)]);
-        return t <= tol;
-    }
-    have_explicit = true;
-    return explicit_residual<T, kFma>(D, ws, n) <= tol;
-}
-
-// ln I_x(a, b), the regularized incomplete beta function, given
-// log_front = a ln x + b ln(1 - x) - ln B(a, b), for 0 < x < 1: the continued
-// fraction (modified Lentz) on the side of the mean where it converges fast.
-inline double log_ibeta(double a, double b, double x, double log_front) {
-    const auto cf = [](double p, double q, double t) {
-        constexpr double tiny = 1e-300;
-        double c = 1.0, d = 1.0 - (p + q) * t / (p + 1.0);
-        d = 1.0 / (std::abs(d) < tiny ? tiny : d);
-        double h = d;
-        for (int m = 1; m <= 300; ++m) {
-            const double m2 = 2.0 * m;
-            const double num_even = m * (q - m) * t / ((p + m2 - 1.0) * (p + m2));
-            const double num_odd = -(p + m) * (p + q + m) * t / ((p + m2) * (p + m2 + 1.0));
-            double delta = 1.0;
-            for (const double num : {num_even, num_odd}) {
-                d = 1.0 + num * d;
-                d = 1.0 / (std::abs(d) < tiny ? tiny : d);
-                c = 1.0 + num / c;
-                if (std::abs(c) < tiny) c = tiny;
-                delta = d * c;
-                h *= delta;
-            }
-            if (std::abs(delta - 1.0) < 1e-15) break;
-        }
-        return h;
-    };
-    if (x < (a + 1.0) / (a + b + 2.0)) return log_front + std::log(cf(a, b, x) / a);
-    return std::log1p(-std::exp(log_front + std::log(cf(b, a, 1.0 - x) / b)));
-}
-
-// ln I_x(a, b) for x in [0, 1] (-inf at 0, 0 at 1); lnbeta = ln B(a, b).
-inline double log_ibeta_at(double a, double b, double lnbeta, double x) {
-    if (!(x > 0.0)) return -std::numeric_limits<double>::infinity();
-    if (!(x < 1.0)) return 0.0;
-    return log_ibeta(a, b, x, a * std::log(x) + b * std::log1p(-x) - lnbeta);
-}
-
-// Whether a path that no step of the residual-ratio test took for signal still
-// rejects pure noise (step 2b of python/cscore/decoders/stopping.py): the block
-// test on E(k) / E(0), or one channel's ratio test; energy(k) is the summed,
-// chan(k, c) channel c's squared residual after k steps.
-template <class Energy, class Chan>
-bool holds_signal(const Options& opt, std::ptrdiff_t n, std::ptrdiff_t L, const Energy& energy,
-                  const Chan& chan) {
-    const std::ptrdiff_t K = opt.max_atoms;
-    const double* t = opt.auto_signal;
-    const double e0 = energy(0);
-    const auto ratio = [](double e, double prev) {
-        const double r = prev > 0.0 ? e / prev : 1.0;
-        return std::isnan(r) ? 1.0 : std::min(std::max(r, 0.0), 1.0);
-    };
-    for (std::ptrdiff_t k = 1; k <= n; ++k) {
-        const double x = ratio(energy(k), e0);
-        if (log_ibeta_at(opt.auto_a[k - 1], t[k - 1], t[K + k - 1], x) + t[2 * K + k - 1] <= 0.0)
-            return true;
-    }
-    if (L == 1) return false;
-    for (std::ptrdiff_t c = 0; c < L; ++c)
-        for (std::ptrdiff_t k = 1; k <= n; ++k) {
-            const double x = ratio(chan(k, c), chan(k - 1, c));
-            if (log_ibeta_at(t[3 * K + k - 1], 0.5, t[4 * K + k - 1], x) + t[5 * K + k - 1] <= 0.0)
-                return true;
-        }
-    return false;
-}
-
-// The step k_rrt of residual ratio thresholding on a path with squared residual
-// norms E(0..n) (summed over channels): the last step whose ratio
-// RR(k)^2 = E(k) / E(k - 1) is below its threshold; when none is, the step with
-// the smallest union-bound p-value (see python/cscore/decoders/stopping.py) if
-// the path holds signal (holds_signal, when opt.auto_signal is set), else 0.
-template <class Energy, class Chan>
-std::ptrdiff_t rrt_signal_steps(const Options& opt, std::ptrdiff_t n, std::ptrdiff_t L,
-                                const Energy& energy, const Chan& chan) {
-    const auto ratio = [&](std::ptrdiff_t k) {
-        const double prev = energy(k - 1);
-        const double rr2 = prev > 0.0 ? energy(k) / prev : 1.0;
-        return std::isnan(rr2) ? 1.0 : std::min(std::max(rr2, 0.0), 1.0);
-    };
-    for (std::ptrdiff_t k = n; k >= 1; --k)
-        if (ratio(k) < opt.auto_gamma2[k - 1]) return k;
-    if (opt.auto_signal != nullptr && !holds_signal(opt, n, L, energy, chan)) return 0;
-    std::ptrdiff_t best_k = 0;
-    double best = std::numeric_limits<double>::infinity();
-    for (std::ptrdiff_t k = 1; k <= n; ++k) {
-        const double x = ratio(k), a = opt.auto_a[k - 1], b = opt.auto_b;
-        double log_i = 0.0;  // ln I_x(a, b): 0 at x = 1
-        if (!(x > 0.0)) {
-            log_i = -std::numeric_limits<double>::infinity();
-        } else if (x < 1.0) {
-            log_i = log_ibeta(a, b, x, a * std::log(x) + b * std::log1p(-x) - opt.auto_lnbeta[k - 1]);
-        }
-        const double logp = log_i + opt.auto_logu[k - 1];
-        if (logp < best || best_k == 0) {
-            best = logp;
-            best_k = k;
-        }
-    }
-    return best_k;
-}
-
-// The squared residual norm of every channel after every prefix k = 0..n of the
-// path into ws.epath ((n + 1) x L): the explicit residual at the end plus the tail
-// of z (sums of squares: no cancellation).  Leaves gamma and res for all n atoms.
-template <class T, bool kFma>
-void path_energies(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n) {
-    const std::ptrdiff_t L = ws.L;
-    explicit_residual<T, kFma>(D, ws, n);
-    if (ws.epath.size() < static_cast<std::size_t>((n + 1) * L)) ws.epath.resize(static_cast<std::size_t>((n + 1) * L));
-    T* E = ws.epath.data();
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        T acc = ws.res[static_cast<std::size_t>(c)] * ws.res[static_cast<std::size_t>(c)];
-        E[n * L + c] = acc;
-        for (std::ptrdiff_t k = n - 1; k >= 0; --k) {
-            const T zk = ws.z[static_cast<std::size_t>(k * L + c)];
-            acc += zk * zk;
-            E[k * L + c] = acc;
-        }
-    }
-}
-
-// tol="auto" once the greedy path (n steps) has ended: residual ratio
-// thresholding on the path, the noise level from the residual after the signal
-// steps, the paper's threshold from it, and the cut: the first step whose summed
-// channel residual norms are <= the threshold, at most opt.auto_cap atoms.
-// Leaves gamma and res for the cut and returns its length; the noise level, the
-// threshold and the signal steps go to *sigma, *tol, *n_signal (scaled units).
-template <class T, bool kFma>
-std::ptrdiff_t auto_cut(const Dictionary<T>& D, Workspace<T>& ws, std::ptrdiff_t n,
-                        const Options& opt, T* sigma, T* tol, std::int64_t* n_signal) {
-    const std::ptrdiff_t M = D.M, L = ws.L;
-    path_energies<T, kFma>(D, ws, n);
-    const T* E = ws.epath.data();
-    const auto energy = [&](std::ptrdiff_t k) {
-        double e = 0.0;
-        for (std::ptrdiff_t c = 0; c < L; ++c) e += static_cast<double>(E[k * L + c]);
-        return e;
-    };
-    const auto chan = [&](std::ptrdiff_t k, std::ptrdiff_t c) {
-        return static_cast<double>(E[k * L + c]);
-    };
-    const std::ptrdiff_t k_sig = rrt_signal_steps(opt, n, L, energy, chan);
-    const double dof = static_cast<double>(L * std::max<std::ptrdiff_t>(M - k_sig, 1));
-    const double s = std::sqrt(energy(k_sig) / dof);
-    const double t = static_cast<double>(L) * s * std::sqrt(static_cast<double>(M * L));
-    std::ptrdiff_t cut = n;
-    for (std::ptrdiff_t k = 0; k <= n; ++k) {
-        double total = 0.0;
-        for (std::ptrdiff_t c = 0; c < L; ++c) total += std::sqrt(static_cast<double>(E[k * L + c]));
-        if (total <= t * (1.0 + 1e-12)) {
-            cut = k;
-            break;
-        }
-    }
-    cut = std::min(cut, opt.auto_cap);
-    if (cut < n) explicit_residual<T, kFma>(D, ws, cut);
-    *sigma = static_cast<T>(s);
-    *tol = static_cast<T>(t);
-    *n_signal = k_sig;
-    return cut;
-}
 
 // Writes problem p's outputs (X was zeroed by zero_chunk) from its coefficients
 // gamma (n x L, normalized atoms), its explicit residual norms res (L) and its
 // atoms (n of them; the rest of the row is padded with -1).
 template <class T>
 CSCORE_FORCE_INLINE void write_outputs(const Dictionary<T>& D, std::ptrdiff_t L, std::ptrdiff_t K,
-                                       const T* gamma, const T* res, const std::int64_t* atoms,
+                                       const T* gamma, const Real<T>* res, const std::int64_t* atoms,
                                        std::ptrdiff_t p, std::ptrdiff_t n, int scale_exp,
-                                       StopReason reason, bool stopped_dependent, T ytot2,
+                                       StopReason reason, bool stopped_dependent, Real<T> ytot2,
                                        const Outputs<T>& out) {
-    constexpr T eps = std::numeric_limits<T>::epsilon();
+    using R = Real<T>;
+    constexpr R eps = std::numeric_limits<R>::epsilon();
     // ldexp(v, 0) == v: the call is skipped for unscaled problems.
-    const auto unscale = [scale_exp](T v) { return scale_exp == 0 ? v : std::ldexp(v, -scale_exp); };
-    T res_total = T(0);
+    const auto unscale = [scale_exp](auto v) {
+        return scale_exp == 0 ? v : Scalar<decltype(v)>::ldexp(v, -scale_exp);
+    };
+    R res_total = R(0);
     for (std::ptrdiff_t c = 0; c < L; ++c) {
         out.residual[p * L + c] = unscale(res[c]);
         res_total += res[c];
@@ -1250,17 +100,8 @@ CSCORE_FORCE_INLINE void write_outputs(const Dictionary<T>& D, std::ptrdiff_t L,
     out.stop[p] = static_cast<std::int8_t>(reason);
     // Worth a warning only when the early stop left a residual that is not
     // rounding noise: "the requested precision might not have been met".
-    const T ynorm = std::sqrt(ytot2);
+    const R ynorm = std::sqrt(ytot2);
     out.warn[p] = static_cast<std::uint8_t>(stopped_dependent && res_total > std::sqrt(eps) * ynorm);
-}
-
-// write_outputs for the problem in ws (gamma and res those of the final support).
-template <class T>
-CSCORE_FORCE_INLINE void write_problem(const Dictionary<T>& D, const Workspace<T>& ws, std::ptrdiff_t p,
-                                       std::ptrdiff_t n, int scale_exp, StopReason reason,
-                                       bool stopped_dependent, T ytot2, const Outputs<T>& out) {
-    write_outputs(D, ws.L, ws.K, ws.gamma.data(), ws.res.data(), ws.atoms.data(), p, n, scale_exp,
-                  reason, stopped_dependent, ytot2, out);
 }
 
 // A decoded problem whose fit is still to be finished (see decode_one).
@@ -1270,8 +111,255 @@ struct Pending {
     int scale_exp = 0;
     StopReason reason = StopReason::exhausted;
     bool stopped_dependent = false;
-    T ytot2 = T(0);
+    Real<T> ytot2 = Real<T>(0);
 };
+
+// One problem's state while decode_one runs (the chunk's problem q, problem p).
+// What a kernel is given by address (NextAtom, PathEnd) is kept apart, so that
+// the compiler can keep these fields in registers.
+template <class T>
+struct Problem {
+    using R = Real<T>;
+    std::ptrdiff_t q = 0, p = 0;
+    int scale_exp = 0;       // y was scaled by 2^scale_exp (load_chunk)
+    R tol = R(0);            // opt.tol in the scaled units
+    R ytot2 = R(0);          // sum_c ||y_c||^2
+    R vanish = R(0);         // a best score at or below this is rounding noise
+    std::ptrdiff_t n = 0;    // atoms in the support
+    StopReason reason = StopReason::exhausted;
+    bool stopped_dependent = false;
+    bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
+};
+
+// The fused OMP step's next atom, found by the step before (avx2::omp_step).
+template <class T>
+struct NextAtom {
+    std::ptrdiff_t k = 0;
+    Real<T> best = Real<T>(0);  // its score
+};
+
+// Whether problems of T run the hand-vectorized double kernels (the AVX2 build,
+// kBlasGemv false); plain OMP (L = 1) there fuses each step into one pass.
+template <class T, bool kBlasGemv>
+inline constexpr bool kAvx2Double =
+#ifdef CSCORE_GREEDY_AVX2
+    !kBlasGemv && std::is_same_v<T, double>;
+#else
+    false;
+#endif
+
+// Starts problem pb.p (the chunk's problem pb.q): points ws at its measurements
+// and correlations, takes the channel energies, empties the support.
+template <class T>
+CSCORE_FORCE_INLINE void start_problem(const Options& opt, Workspace<T>& ws, Problem<T>& pb, PathEnd& end) {
+    using R = Real<T>;
+    const std::ptrdiff_t M = ws.M, N = ws.N, L = ws.L;
+    constexpr R eps = std::numeric_limits<R>::epsilon();
+    ws.y = ws.ychunk.data() + pb.q * L * M;
+    ws.alpha = ws.achunk.data() + pb.q * L * N;
+    pb.scale_exp = ws.scale_exp[static_cast<std::size_t>(pb.q)];
+    pb.tol = static_cast<R>(std::ldexp(opt.tol, pb.scale_exp));
+    R ytot2 = R(0);
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        const R e = Scalar<T>::sum_sq(ws.y + c * M, M);
+        ws.yy[static_cast<std::size_t>(c)] = e;
+        ws.energy[static_cast<std::size_t>(c)] = e;
+        ytot2 += e;
+    }
+    pb.ytot2 = ytot2;
+    std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
+    ws.chol.reset();
+    // A correlation (squared, summed over channels) at or below this is rounding
+    // noise: the residual is orthogonal to every atom.
+    pb.vanish = (R(32) * eps) * (R(32) * eps) * ytot2;
+    end.start(static_cast<double>(ytot2));
+}
+
+// The next atom: the first of the largest scores (the scores were refreshed with
+// alpha; at n = 0 they are formed here), or the forced path's next atom; -1 when
+// that path ends.  Its score goes to *best.
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>& ws, std::ptrdiff_t p,
+                                               std::ptrdiff_t n, NextAtom<T>& next, Real<T>* best) {
+    const std::ptrdiff_t N = ws.N;
+    if (opt.forced != nullptr) {
+        const std::ptrdiff_t k = opt.forced[p * opt.forced_ld + n];
+        *best = std::numeric_limits<Real<T>>::max();
+        return k < 0 || k >= N ? -1 : k;
+    }
+#ifdef CSCORE_GREEDY_AVX2
+    if constexpr (kAvx2Double<T, kBlasGemv>) {
+        if (ws.L == 1) {
+            if (n == 0) next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
+            *best = next.best;
+            return next.k;
+        }
+        if (n == 0) update_scores<T>(ws, nullptr, nullptr);
+        const std::ptrdiff_t k = avx2::argmax_first(ws.score.data(), N);
+        *best = ws.score[static_cast<std::size_t>(k)];
+        return k;
+    }
+#endif
+    if (n == 0) update_scores<T>(ws, nullptr, nullptr);
+    const std::ptrdiff_t k = linalg::argmax_first(ws.score.data(), N);
+    *best = ws.score[static_cast<std::size_t>(k)];
+    return k;
+}
+
+// The new column qn = (G_{:,k} - Q w) / l of Q (inv = 1 / l) and the refreshed
+// correlations and scores (alpha -= qn zn).  Plain OMP on the AVX2 path does it in
+// one pass that also finds the next atom (avx2::omp_step), skipped after the last
+// atom (nothing reads it then).
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, std::ptrdiff_t n,
+                                              NextAtom<T>& next, const T* gk, Real<T> inv, T* qn,
+                                              const T* zn) {
+    const std::ptrdiff_t N = ws.N;
+    const T* Q = ws.Q.data();
+    const T* w = ws.w.data();
+    if constexpr (kIsComplex<T>) {
+        complex_q_column(N, n, gk, Q, N, w, inv, qn);
+        update_scores(ws, qn, zn);
+    } else if constexpr (kBlasGemv) {
+        linalg::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
+        update_scores(ws, qn, zn);
+#ifdef CSCORE_GREEDY_AVX2
+    } else if constexpr (kAvx2Double<T, kBlasGemv>) {
+        if (ws.L == 1) {
+            if (n + 1 < opt.max_atoms)
+                next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
+                                        &next.best);
+        } else {
+            avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
+            update_scores(ws, qn, zn);
+        }
+#endif
+    } else {
+        for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
+        linalg::sub_gemv(N, n, Q, N, w, qn);
+        for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
+        update_scores(ws, qn, zn);
+    }
+    (void)opt, (void)next;
+}
+
+// Adds atom k to a support of n atoms (see the header): w = conj(Q[k, :]), the
+// new pivot, the new row of z and the energies, then the new Q column and the
+// correlations.  False, with the support unchanged, for a dependent atom.
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE bool add_atom(const Dictionary<T>& D, const Options& opt, Workspace<T>& ws,
+                                  std::ptrdiff_t n, NextAtom<T>& next, std::ptrdiff_t k) {
+    using S = Scalar<T>;
+    using R = Real<T>;
+    const std::ptrdiff_t N = D.N, L = ws.L;
+    ws.ensure(n);
+    T* Q = ws.Q.data();
+    T* w = ws.w.data();
+    for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = S::conj(Q[i * N + k]);
+    const T* gk = D.gram_column(k, ws.gcol.data());
+    const R gkk = S::real(gk[k]);
+    if (!ws.chol.append_row(w, gkk)) return false;
+    const R lnn = ws.chol.pivot(n);
+    const R inv = R(1) / lnn;
+    T* qn = Q + n * N;
+    T* zn = ws.z.data() + n * L;
+    for (std::ptrdiff_t c = 0; c < L; ++c) {
+        const T zc = ws.alpha[c * N + k] * inv;
+        zn[c] = zc;
+        ws.energy[static_cast<std::size_t>(c)] -= S::abs2(zc);
+    }
+    refresh_correlations<T, kBlasGemv>(opt, ws, n, next, gk, inv, qn, zn);
+    ws.selected[static_cast<std::size_t>(k)] = 1;
+    ws.atoms[static_cast<std::size_t>(n)] = k;
+    return true;
+}
+
+// Whether the auto path ends after this step (Options::auto_end, on the
+// channels' summed energies).
+template <class T>
+CSCORE_FORCE_INLINE bool path_ends(const Options& opt, const Workspace<T>& ws, std::ptrdiff_t n, PathEnd& end) {
+    double e = 0.0;
+    for (std::ptrdiff_t c = 0; c < ws.L; ++c) e += static_cast<double>(ws.energy[static_cast<std::size_t>(c)]);
+    return end.step(e, static_cast<int>(n), opt.auto_end);
+}
+
+// Runs the greedy loop of problem pb until a stopping rule holds (see the
+// header); the support's size, the stop reason and whether ws holds the explicit
+// residual go to pb.
+template <class T, bool kBlasGemv>
+CSCORE_FORCE_INLINE void run_path(const Dictionary<T>& D, const Options& opt, Workspace<T>& ws,
+                                  Problem<T>& pb, PathEnd& end) {
+    constexpr bool kFma = !kBlasGemv;  // the AVX2/FMA build (see explicit_residual)
+    const bool use_tol = opt.tol >= 0.0;
+    const bool path_end = opt.auto_end.reset2 != nullptr;
+    const Real<T> tol = pb.tol, vanish = pb.vanish;
+    NextAtom<T> next;
+    std::ptrdiff_t n = 0;
+    bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
+    StopReason reason = StopReason::exhausted;
+    for (;;) {
+        if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
+            reason = StopReason::tol;
+            break;
+        }
+        if (n >= opt.max_atoms) {
+            reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
+            break;
+        }
+        Real<T> best;
+        const std::ptrdiff_t k = select_atom<T, kBlasGemv>(opt, ws, pb.p, n, next, &best);
+        if (k < 0) break;  // the given path ends
+        if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)] ||
+            !add_atom<T, kBlasGemv>(D, opt, ws, n, next, k)) {
+            reason = StopReason::dependent;
+            pb.stopped_dependent = true;
+            break;
+        }
+        have_explicit = false;
+        ++n;
+        if (path_end && path_ends(opt, ws, n, end)) {
+            reason = StopReason::exhausted;
+            break;
+        }
+    }
+    pb.n = n;
+    pb.have_explicit = have_explicit;
+    pb.reason = reason;
+}
+
+// tol="auto" after the path: the cut (auto_cut) and its outputs.
+template <class T, bool kFma>
+CSCORE_FORCE_INLINE void finish_auto(const Dictionary<T>& D, const Options& opt, Workspace<T>& ws,
+                                     Problem<T>& pb, const Outputs<T>& out) {
+    using R = Real<T>;
+    R s = R(0), t = R(0);
+    std::int64_t k_sig = 0;
+    const std::ptrdiff_t cut = auto_cut<T, kFma>(D, ws, pb.n, opt, &s, &t, &k_sig);
+    pb.stopped_dependent = pb.stopped_dependent && cut == pb.n;
+    pb.reason = StopReason::tol;
+    pb.n = cut;
+    pb.have_explicit = true;
+    const int e = pb.scale_exp;
+    out.sigma[pb.p] = e == 0 ? s : std::ldexp(s, -e);
+    out.tol[pb.p] = e == 0 ? t : std::ldexp(t, -e);
+    out.n_signal[pb.p] = k_sig;
+}
+
+// The squared residual norms after every step of the path into out.path_energy
+// (the last one repeated up to max_atoms).
+template <class T, bool kFma>
+CSCORE_FORCE_INLINE void write_path_energies(const Dictionary<T>& D, Workspace<T>& ws, Problem<T>& pb,
+                                             const Outputs<T>& out) {
+    path_energies<T, kFma>(D, ws, pb.n);
+    pb.have_explicit = true;
+    const std::ptrdiff_t K = ws.K, L = ws.L, n = pb.n, p = pb.p;
+    const int e2 = 2 * pb.scale_exp;
+    for (std::ptrdiff_t k = 0; k <= K; ++k)
+        for (std::ptrdiff_t c = 0; c < L; ++c) {
+            const Real<T> e = ws.epath[static_cast<std::size_t>(std::min(k, n) * L + c)];
+            out.path_energy[(p * (K + 1) + k) * L + c] = e2 == 0 ? e : std::ldexp(e, -e2);
+        }
+}
 
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
 // correlations from chunk_correlations) into the outputs.  For OMP (L = 1) in
@@ -1285,176 +373,22 @@ template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void decode_one(const Dictionary<T>& D, std::ptrdiff_t q, std::ptrdiff_t p,
                                     const Options& opt, Workspace<T>& ws, const Outputs<T>& out,
                                     Pending<T>* defer = nullptr) {
-    const std::ptrdiff_t M = D.M, N = D.N, L = ws.L;
-    constexpr T eps = std::numeric_limits<T>::epsilon();
-#ifdef CSCORE_GREEDY_AVX2
-    constexpr bool kAvx2d = !kBlasGemv && std::is_same_v<T, double>;
-#else
-    constexpr bool kAvx2d = false;
-#endif
-    const bool fused = kAvx2d && L == 1;
-    constexpr bool kFma = !kBlasGemv;  // the AVX2/FMA build (see explicit_residual)
-    const bool use_tol = opt.tol >= 0.0;
-    ws.y = ws.ychunk.data() + q * L * M;
-    ws.alpha = ws.achunk.data() + q * L * N;
-    const int scale_exp = ws.scale_exp[static_cast<std::size_t>(q)];
-    const T tol = static_cast<T>(std::ldexp(opt.tol, scale_exp));
-
-    T ytot2 = T(0);
-    for (std::ptrdiff_t c = 0; c < L; ++c) {
-        const T* yc = ws.y + c * M;
-        const T e = linalg::dot(yc, yc, M);
-        ws.yy[static_cast<std::size_t>(c)] = e;
-        ws.energy[static_cast<std::size_t>(c)] = e;
-        ytot2 += e;
-    }
-
-    std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
-    ws.chol.reset();
-    // A correlation (squared, summed over channels) at or below this is rounding
-    // noise: the residual is orthogonal to every atom.
-    const T vanish = (T(32) * eps) * (T(32) * eps) * ytot2;
-
-    StopReason reason = StopReason::exhausted;
-    bool stopped_dependent = false;
-    // the auto path's end (Options::auto_end), on the channels' summed energies
-    const bool path_end = opt.auto_end.reset2 != nullptr;
-    PathEnd end;
-    end.start(static_cast<double>(ytot2));
-    std::ptrdiff_t n = 0;
-    bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
-    std::ptrdiff_t k_next = 0;   // fused: the next atom, found by the last step
-    T best_next = T(0);
-    const bool use_auto = opt.auto_gamma2 != nullptr;  // tol="auto": the path, then auto_cut
-#ifndef CSCORE_GREEDY_AVX2
-    (void)fused, (void)k_next, (void)best_next;  // the fused path is AVX2 only
-#endif
-    for (;;) {
-        if (use_tol && residual_below<T, kFma>(D, ws, n, tol, have_explicit)) {
-            reason = StopReason::tol;
-            break;
-        }
-        if (n >= opt.max_atoms) {
-            reason = opt.cap_is_n_nonzero ? StopReason::n_nonzero : StopReason::exhausted;
-            break;
-        }
-        // Selection (the scores were refreshed together with alpha).
-        std::ptrdiff_t k;
-        T best;
-        if (opt.forced != nullptr) {
-            k = opt.forced[p * opt.forced_ld + n];
-            if (k < 0 || k >= N) break;  // the given path ends
-            best = std::numeric_limits<T>::max();
-        } else
-#ifdef CSCORE_GREEDY_AVX2
-        if constexpr (kAvx2d) {
-            if (fused) {
-                if (n == 0) k_next = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &best_next);
-                k = k_next;
-                best = best_next;
-            } else {
-                if (n == 0) update_scores<T>(ws, nullptr, nullptr);
-                k = avx2::argmax_first(ws.score.data(), N);
-                best = ws.score[static_cast<std::size_t>(k)];
-            }
-        } else
-#endif
-        {
-            if (n == 0) update_scores<T>(ws, nullptr, nullptr);
-            k = linalg::argmax_first(ws.score.data(), N);
-            best = ws.score[static_cast<std::size_t>(k)];
-        }
-        if (!(best > vanish) || ws.selected[static_cast<std::size_t>(k)]) {
-            reason = StopReason::dependent;
-            stopped_dependent = true;
-            break;
-        }
-        // w = Q[k, :] (= L^{-1} G_{I,k}, see the header).
-        ws.ensure(n);
-        T* Q = ws.Q.data();
-        T* w = ws.w.data();
-        for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = Q[i * N + k];
-        const T* gk = D.gram_column(k, ws.gcol.data());
-        const T gkk = gk[k];
-        if (!ws.chol.append_row(w, gkk)) {
-            reason = StopReason::dependent;
-            stopped_dependent = true;
-            break;
-        }
-        have_explicit = false;
-        const T lnn = ws.chol.pivot(n);
-        const T inv = T(1) / lnn;
-        T* qn = Q + n * N;
-        T* zn = ws.z.data() + n * L;
-        for (std::ptrdiff_t c = 0; c < L; ++c) {
-            const T zc = ws.alpha[c * N + k] * inv;
-            zn[c] = zc;
-            ws.energy[static_cast<std::size_t>(c)] -= zc * zc;
-        }
-        if constexpr (kBlasGemv) {
-            linalg::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
-            update_scores(ws, qn, zn);
-#ifdef CSCORE_GREEDY_AVX2
-        } else if constexpr (kAvx2d) {
-            if (fused) {
-                // After the last atom the loop only stops (tol test, cap): nothing
-                // reads this step's Q column, correlations or next atom.
-                if (n + 1 < opt.max_atoms)
-                    k_next = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha,
-                                            ws.score.data(), &best_next);
-            } else {
-                avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
-                update_scores(ws, qn, zn);
-            }
-#endif
-        } else {
-            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
-            linalg::sub_gemv(N, n, Q, N, w, qn);
-            for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
-            update_scores(ws, qn, zn);
-        }
-        ws.selected[static_cast<std::size_t>(k)] = 1;
-        ws.atoms[static_cast<std::size_t>(n)] = k;
-        ++n;
-        if (path_end) {
-            double e = 0.0;
-            for (std::ptrdiff_t c = 0; c < L; ++c)
-                e += static_cast<double>(ws.energy[static_cast<std::size_t>(c)]);
-            if (end.step(e, static_cast<int>(n), opt.auto_end)) {
-                reason = StopReason::exhausted;
-                break;
-            }
-        }
-    }
-
-    if (use_auto) {
-        T s = T(0), t = T(0);
-        std::int64_t k_sig = 0;
-        const std::ptrdiff_t cut = auto_cut<T, kFma>(D, ws, n, opt, &s, &t, &k_sig);
-        stopped_dependent = stopped_dependent && cut == n;
-        reason = StopReason::tol;
-        n = cut;
-        have_explicit = true;
-        out.sigma[p] = scale_exp == 0 ? s : std::ldexp(s, -scale_exp);
-        out.tol[p] = scale_exp == 0 ? t : std::ldexp(t, -scale_exp);
-        out.n_signal[p] = k_sig;
-    }
-    if (out.path_energy != nullptr) {
-        path_energies<T, kFma>(D, ws, n);
-        have_explicit = true;
-        const std::ptrdiff_t K = ws.K;
-        for (std::ptrdiff_t k = 0; k <= K; ++k)
-            for (std::ptrdiff_t c = 0; c < L; ++c) {
-                const T e = ws.epath[static_cast<std::size_t>(std::min(k, n) * L + c)];
-                out.path_energy[(p * (K + 1) + k) * L + c] = scale_exp == 0 ? e : std::ldexp(e, -2 * scale_exp);
-            }
-    }
-    if (defer != nullptr && !have_explicit) {
-        *defer = Pending<T>{q, p, n, scale_exp, reason, stopped_dependent, ytot2};
+    constexpr bool kFma = !kBlasGemv;
+    Problem<T> pb;
+    pb.q = q;
+    pb.p = p;
+    PathEnd end;  // the auto path's end (Options::auto_end)
+    start_problem(opt, ws, pb, end);
+    run_path<T, kBlasGemv>(D, opt, ws, pb, end);
+    if (opt.auto_gamma2 != nullptr) finish_auto<T, kFma>(D, opt, ws, pb, out);
+    if (out.path_energy != nullptr) write_path_energies<T, kFma>(D, ws, pb, out);
+    if (defer != nullptr && !pb.have_explicit) {
+        *defer = Pending<T>{q, p, pb.n, pb.scale_exp, pb.reason, pb.stopped_dependent, pb.ytot2};
         return;
     }
-    if (!have_explicit) explicit_residual<T, kFma>(D, ws, n);
-    write_problem(D, ws, p, n, scale_exp, reason, stopped_dependent, ytot2, out);
+    if (!pb.have_explicit) explicit_residual<T, kFma>(D, ws, pb.n);
+    write_outputs(D, ws.L, ws.K, ws.gamma.data(), ws.res.data(), ws.atoms.data(), p, pb.n, pb.scale_exp,
+                  pb.reason, pb.stopped_dependent, pb.ytot2, out);
 }
 
 #ifdef CSCORE_GREEDY_AVX2
@@ -1482,7 +416,7 @@ CSCORE_FORCE_INLINE void solve_lt_two_fma(const linalg::GrowingCholesky<double>&
 // Finishes two plain OMP problems left by decode_one (L = 1, double, AVX2): the
 // first one's state in ws.*_b, the second's in ws.  The fits (the back
 // substitutions, latency-bound) of the two run interleaved when their supports
-// have the same size; then, as explicit_residual and write_problem do for one
+// have the same size; then, as explicit_residual and write_outputs do for one
 // problem, the explicit residual, its norm and the outputs of each.
 CSCORE_FORCE_INLINE void finish_pair(const Dictionary<double>& D, Workspace<double>& ws,
                                      const Pending<double>* pend, const Outputs<double>& out) {
@@ -1580,7 +514,8 @@ inline void prefetch_chunk(const View3<const T>& Y, const View3<T>& X, std::ptrd
 }
 
 // Decodes problems [begin, end) (at most kChunk).  The generic version relies on
-// the registered BLAS gemv for the O(N n) step; the AVX2 version (x86 with
+// the registered BLAS gemv for the O(N n) step (complex data: the portable loops
+// of greedy_complex.hpp); the AVX2 version (x86 with
 // GCC/Clang, chosen at run time when cpu::active_isa() is avx2 or above, see
 // cpu.hpp) inlines the whole kernel compiled for AVX2, which beats a BLAS call at
 // these small sizes.  Either way every problem runs the same code for the whole
@@ -1627,15 +562,18 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         mode = GramMode::cached;
     // One problem on the AVX2 path takes its correlations from At (avx2::gemv_rows,
     // the bits of gemv_t_rows over An): An, a second copy of A, is not formed.
+    // Complex data takes its correlations from At too (complex_correlations).
 #ifdef CSCORE_GREEDY_AVX2
-    const bool need_an = !(std::is_same_v<T, double> && P == 1 && cpu::isa_at_least(cpu::Isa::avx2));
+    const bool need_an =
+        !kIsComplex<T> && !(std::is_same_v<T, double> && P == 1 && cpu::isa_at_least(cpu::Isa::avx2));
 #else
-    const bool need_an = true;
+    const bool need_an = !kIsComplex<T>;
 #endif
     const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode, need_an);
     const std::ptrdiff_t K = opt.max_atoms;
+    // Complex data always runs the generic build (its products are never fused).
 #ifdef CSCORE_GREEDY_AVX2
-    const bool avx2 = cpu::isa_at_least(cpu::Isa::avx2);
+    const bool avx2 = !kIsComplex<T> && cpu::isa_at_least(cpu::Isa::avx2);
 #else
     const bool avx2 = false;
 #endif
@@ -1655,9 +593,11 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             // while this one is decoded.
             if (end < P) prefetch_chunk(Y, out.X, end, std::min(P, end + kChunk) - end, M, N, L);
 #ifdef CSCORE_GREEDY_AVX2
-            if (avx2) {
-                decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
-                continue;
+            if constexpr (!kIsComplex<T>) {
+                if (avx2) {
+                    decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
+                    continue;
+                }
             }
 #endif
             (void)avx2;
