@@ -55,7 +55,7 @@ import numpy as np
 
 from .._tol import column_tol
 from .._validation import as_float_array
-from ..models.registry import file_sha256, is_model_path, resolve_model
+from ..models.registry import is_model_path, resolve_model
 from ._complex import (
     as_array,
     complex_dtype,

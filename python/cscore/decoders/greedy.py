@@ -13,16 +13,16 @@ vectorized for them (chosen at run time); setting the environment variable
 (results then differ from the AVX2 build by rounding only).
 
 Complex data.  ``A`` and ``Y`` may be complex64/complex128 (radar, sonar, MRI,
-antenna arrays; the direction-of-arrival guide docs/complex.md): the complex
-kernel (``cpp/include/cscore/greedy_complex.hpp``) runs the same algorithm with
-conjugate transposes -- correlations ``A^H r``, Gram matrix ``A^H A``, least
+antenna arrays; the direction-of-arrival guide docs/complex.md): the same
+templated kernel runs on complex scalars (its complex-only parts, the Hermitian
+Gram entries and Cholesky factor, in ``cpp/include/cscore/greedy_complex.hpp``)
+with conjugate transposes -- correlations ``A^H r``, Gram matrix ``A^H A``, least
 squares through the Hermitian Cholesky factor -- selects the atom maximizing
 ``sum_c |a_j^H r_c|^2 / ||a_j||^2`` and returns complex coefficients; residual
 norms stay real.  dtype: complex64 when every input is complex64 or float32,
 else complex128 (a real input is promoted, see :mod:`cscore.decoders._complex`).
 Same validation, threading (GIL released, results independent of the thread
-count) and stopping rules as the real path, whose code is separate and whose
-results are unchanged.  ``tol="auto"`` needs real data.
+count) and stopping rules as the real path.  ``tol="auto"`` needs real data.
 
 Problems are decoded in chunks of 32 (measurements loaded and solutions zeroed in
 memory order, ``A^T y`` four vectors at a time); for OMP one pass over the atoms
