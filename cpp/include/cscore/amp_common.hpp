@@ -170,6 +170,102 @@ struct Guard {
     }
 };
 
+// The best-iterate copy of one piece of a run's state (dst = src).
+inline void assign(Buffer& dst, const Buffer& src) { dst.copy_from(src); }
+template <class T>
+void assign(T& dst, const T& src) {
+    dst = src;
+}
+
+// What an AMP or a VAMP run holds besides its own vectors (AmpTask, VampTask
+// derive from it): y, the row activity, the learned parameters, the damping, the
+// guard and the counters; and the steps both take alike.
+struct Run {
+    Buffer y, act, bact;  // bact: the best iterate's activity
+    idx M = 0, N = 0, Lt = 0;
+    const Options* opt = nullptr;
+    RunResult res;
+    Params prm, bprm;
+    double beta = 0.0, scale = 1.0, scale2 = 1.0, dx2 = 0.0, x2 = 0.0;
+    Guard guard{1.0};
+    bool learn_noise = false, active = false;
+    long it = 0;
+
+    void size_run(idx M_, idx N_, idx Lt_) {
+        M = M_;
+        N = N_;
+        Lt = Lt_;
+        y.resize(M * Lt);
+        act.resize(N);
+        bact.resize(N);
+    }
+
+    // Starts a run on the y loaded (M x Lt column-major): false for a zero y (zero
+    // estimate, nothing learned; the run ends at once), else y is scaled to unit
+    // mean square.
+    bool begin(const Options& o) {
+        opt = &o;
+        res = RunResult{};
+        res.damping = o.damping;
+        const idx ML = M * Lt;
+        const double ny2 = sumsq(y.data(), ML);
+        act.fill(0.0);
+        active = false;
+        it = 0;
+        if (!(ny2 > 0.0)) {
+            res.prm.lambda = o.sparsity;
+            res.prm.phi = 0.0;
+            res.prm.psi.assign(static_cast<std::size_t>(Lt), 0.0);
+            scale = 0.0;
+            return false;
+        }
+        scale2 = ny2 / static_cast<double>(ML);
+        scale = std::sqrt(scale2);
+        for (idx i = 0; i < ML; ++i) y[i] /= scale;
+        return true;
+    }
+
+    // The damping, and the guard with the zero estimate as the first best iterate
+    // (its residual is ||y||^2 = M Lt after scaling).  The caller then snapshots.
+    void arm() {
+        beta = opt->damping;
+        guard = Guard(static_cast<double>(M * Lt));
+        res.stop = Stop::max_iter;
+    }
+
+    bool params_finite() const {
+        bool finite = std::isfinite(x2) && std::isfinite(prm.phi) && std::isfinite(prm.lambda);
+        for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(prm.psi[l]);
+        return finite;
+    }
+
+    // After an iteration with residual rho2: the divergence guard, then the
+    // stopping rule (||x_t - x_{t-1}|| <= tol ||x_t||, or max_iter).
+    template <class Snapshot, class Restore>
+    void judge(double rho2, bool finite, Snapshot&& snapshot, Restore&& restore) {
+        const Guard::Next next = guard.update(rho2, finite, beta, snapshot, restore);
+        if (next == Guard::Next::diverged) {
+            res.stop = Stop::diverged;
+            active = false;
+        } else if (next == Guard::Next::go_on && dx2 <= opt->tol * opt->tol * x2) {
+            res.stop = Stop::tol;
+            active = false;
+        } else if (it >= opt->max_iter) {
+            active = false;  // stop stays max_iter
+        }
+    }
+
+    // Back to the problem's units: the estimate x (N x Lt) and the parameters.
+    void unscale(Buffer& x) {
+        if (scale == 0.0) return;  // zero measurements: nothing was scaled
+        for (idx i = 0; i < N * Lt; ++i) x[i] *= scale;
+        res.damping = beta;
+        prm.phi *= scale2;
+        for (double& p : prm.psi) p *= scale2;
+        res.prm = prm;
+    }
+};
+
 // Copies channels [l0, l0 + Lt) of problem p of Y (P, M, L) C-contiguous into a
 // column-major M x Lt buffer.
 inline void load_y(const double* Y, idx p, idx M, idx L, idx l0, idx Lt, double* y) {
@@ -218,8 +314,8 @@ struct Batch {
     idx channel(idx t) const { return opt.joint ? 0 : t % L; }
 };
 
-// Runs [begin, end) of one worker, up to kAmpSlots at a time.  Task: a run's state
-// (AmpTask, VampTask) with y, act, res, active, finish() and estimate();
+// Runs [begin, end) of one worker, up to kAmpSlots at a time.  Task: a Run
+// (AmpTask, VampTask) with finish() and estimate();
 // setup(task) sizes a slot once, start(task) starts a run on the y loaded into it,
 // iterate(runs) advances the active runs by one iteration.  A run that ends is
 // stored and its slot starts the next run (runs that end at once, zero

@@ -23,70 +23,36 @@ namespace detail {
 // damping guard and stopping); only the two products of an iteration are done for
 // the whole group at once (amp_products.hpp), column by column in a fixed order,
 // so a run's result does not depend on the other runs of its group.
-struct AmpTask {
-    Buffer y, X, Xh, S, AX, T, act;
-    Buffer bX, bS, bAX, bact;  // best-iterate snapshot
+struct AmpTask : Run {
+    Buffer X, Xh, S, AX, T;
+    Buffer bX, bS, bAX;  // best-iterate snapshot
     DenoiseOut d;
-    idx M = 0, N = 0, Lt = 0;
     double frob2 = 0.0;
-    const Options* opt = nullptr;
-    RunResult res;
-    Params prm, bprm;
     std::vector<double> vbar, bvbar, tau, mup;
-    double beta = 0.0, scale = 1.0, scale2 = 1.0;
-    Guard guard{1.0};
-    bool learn_noise = false, active = false;
-    long it = 0;
-    double dx2 = 0.0, x2 = 0.0;
 
     void size(idx M_, idx N_, idx Lt_) {
-        M = M_;
-        N = N_;
-        Lt = Lt_;
-        for (Buffer* b : {&y, &S, &AX, &bS, &bAX}) b->resize(M * Lt);
+        size_run(M_, N_, Lt_);
+        for (Buffer* b : {&S, &AX, &bS, &bAX}) b->resize(M * Lt);
         for (Buffer* b : {&X, &Xh, &T, &bX}) b->resize(N * Lt);
-        act.resize(N);
-        bact.resize(N);
     }
-    void snapshot() {
-        bX.copy_from(X);
-        bS.copy_from(S);
-        bAX.copy_from(AX);
-        bact.copy_from(act);
-        bprm = prm;
-        bvbar = vbar;
+    // The state kept of the best iterate, as (current, copy) pairs.
+    template <class F>
+    void best_pairs(F&& f) {
+        f(X, bX);
+        f(S, bS);
+        f(AX, bAX);
+        f(act, bact);
+        f(prm, bprm);
+        f(vbar, bvbar);
     }
-    void restore() {
-        X.copy_from(bX);
-        S.copy_from(bS);
-        AX.copy_from(bAX);
-        act.copy_from(bact);
-        prm = bprm;
-        vbar = bvbar;
-    }
+    void snapshot() { best_pairs([](auto& cur, auto& best) { assign(best, cur); }); }
+    void restore() { best_pairs([](auto& cur, auto& best) { assign(cur, best); }); }
 
     // Starts a run on y (M x Lt column-major, already in `y`; scaled here).
     void start(double frob2_, const Options& o) {
         frob2 = frob2_;
-        opt = &o;
-        res = RunResult{};
-        res.damping = o.damping;
-        const idx ML = M * Lt;
-        const double ny2 = sumsq(y.data(), ML);
         X.fill(0.0);
-        act.fill(0.0);
-        active = false;
-        it = 0;
-        if (!(ny2 > 0.0)) {  // zero measurements: zero estimate, nothing learned
-            res.prm.lambda = o.sparsity;
-            res.prm.phi = 0.0;
-            res.prm.psi.assign(static_cast<std::size_t>(Lt), 0.0);
-            scale = 0.0;
-            return;
-        }
-        scale2 = ny2 / static_cast<double>(ML);
-        scale = std::sqrt(scale2);
-        for (idx i = 0; i < ML; ++i) y[i] /= scale;
+        if (!begin(o)) return;
         prm = init_params(o, y.data(), M, Lt, frob2, scale2);
         const bool bg = o.denoiser == Denoiser::bg;
         learn_noise = bg && !(o.noise_var > 0.0);
@@ -97,10 +63,8 @@ struct AmpTask {
         mup.assign(tau.size(), 0.0);
         S.fill(0.0);
         AX.fill(0.0);
-        beta = o.damping;
-        guard = Guard(static_cast<double>(ML));  // ||y||^2 after scaling
+        arm();
         snapshot();
-        res.stop = Stop::max_iter;
         active = o.max_iter > 0;
     }
 
@@ -173,34 +137,15 @@ struct AmpTask {
             acc += e * e;
         }
         const double rho2 = simd::hsum(acc);
-        bool finite = std::isfinite(x2) && std::isfinite(prm.phi) && std::isfinite(prm.lambda);
-        for (idx l = 0; l < Lt; ++l)
-            finite = finite && std::isfinite(vbar[l]) && std::isfinite(prm.psi[l]);
-        const Guard::Next next = guard.update(
-            rho2, finite, beta, [&] { snapshot(); }, [&] { restore(); });
-        if (next == Guard::Next::diverged) {
-            res.stop = Stop::diverged;
-            active = false;
-        } else if (next == Guard::Next::go_on && dx2 <= opt->tol * opt->tol * x2) {
-            res.stop = Stop::tol;
-            active = false;
-        } else if (it >= opt->max_iter) {
-            active = false;  // stop stays max_iter
-        }
+        bool finite = params_finite();
+        for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(vbar[l]);
+        judge(rho2, finite, [&] { snapshot(); }, [&] { restore(); });
     }
 
-    // Back to the problem's units (X and the parameters).
     // The estimate (in the problem's units after finish()).
     const double* estimate() const { return X.data(); }
 
-    void finish() {
-        if (scale == 0.0) return;  // zero measurements: nothing was scaled
-        for (idx i = 0; i < N * Lt; ++i) X[i] *= scale;
-        res.damping = beta;
-        prm.phi *= scale2;
-        for (double& p : prm.psi) p *= scale2;
-        res.prm = prm;
-    }
+    void finish() { unscale(X); }
 };
 
 // The element-wise steps for one instruction set (see CSCORE_AMP_INLINE).

@@ -20,70 +20,38 @@ namespace detail {
 // all of them at once by amp_products.hpp (same chain per entry whatever the batch).
 // UT = U^T packed (R x M), s: the R singular values, Vt = V^T packed (R x N),
 // V packed (N x R).
-struct VampTask {
-    Buffer y, yt, r2, r1, x1, Vr, Wk, T, act;
-    Buffer br2, bx1, bact;
+struct VampTask : Run {
+    Buffer yt, r2, r1, x1, Vr, Wk, T;
+    Buffer br2, bx1;  // best-iterate snapshot
     DenoiseOut d;
-    idx M = 0, N = 0, R = 0, Lt = 0;
+    idx R = 0;
     const double* s = nullptr;
-    const Options* opt = nullptr;
-    RunResult res;
-    Params prm, bprm;
     std::vector<double> yperp, g2, g1, tau, a1, a2, bg2;
-    double beta = 0.0, scale = 1.0, scale2 = 1.0, dx2 = 0.0, x2 = 0.0;
-    Guard guard{1.0};
-    bool learn_noise = false, active = false;
-    long it = 0;
 
     void size(idx M_, idx N_, idx R_, idx Lt_) {
-        M = M_;
-        N = N_;
+        size_run(M_, N_, Lt_);
         R = R_;
-        Lt = Lt_;
-        y.resize(M * Lt);
         for (Buffer* b : {&yt, &Vr, &Wk}) b->resize(R * Lt);
         for (Buffer* b : {&r2, &r1, &x1, &T, &br2, &bx1}) b->resize(N * Lt);
-        act.resize(N);
-        bact.resize(N);
     }
-    void snapshot() {
-        br2.copy_from(r2);
-        bx1.copy_from(x1);
-        bact.copy_from(act);
-        bprm = prm;
-        bg2 = g2;
+    // The state kept of the best iterate, as (current, copy) pairs.
+    template <class F>
+    void best_pairs(F&& f) {
+        f(r2, br2);
+        f(x1, bx1);
+        f(act, bact);
+        f(prm, bprm);
+        f(g2, bg2);
     }
-    void restore() {
-        r2.copy_from(br2);
-        x1.copy_from(bx1);
-        act.copy_from(bact);
-        prm = bprm;
-        g2 = bg2;
-    }
+    void snapshot() { best_pairs([](auto& cur, auto& best) { assign(best, cur); }); }
+    void restore() { best_pairs([](auto& cur, auto& best) { assign(cur, best); }); }
 
     // Starts a run on y (M x Lt, in `y`); UT: U^T packed, for U^T y.
     void start(const PackedMatrix& UT, const double* s_, const Options& o,
                std::vector<double>& tmp) {
         s = s_;
-        opt = &o;
-        res = RunResult{};
-        res.damping = o.damping;
-        const idx ML = M * Lt;
-        const double ny2 = sumsq(y.data(), ML);
         x1.fill(0.0);
-        act.fill(0.0);
-        active = false;
-        it = 0;
-        if (!(ny2 > 0.0)) {
-            res.prm.lambda = o.sparsity;
-            res.prm.phi = 0.0;
-            res.prm.psi.assign(static_cast<std::size_t>(Lt), 0.0);
-            scale = 0.0;
-            return;
-        }
-        scale2 = ny2 / static_cast<double>(ML);
-        scale = std::sqrt(scale2);
-        for (idx i = 0; i < ML; ++i) y[i] /= scale;
+        if (!begin(o)) return;
         double frob2 = 0.0;
         for (idx k = 0; k < R; ++k) frob2 += s[k] * s[k];
         prm = init_params(o, y.data(), M, Lt, frob2, scale2);
@@ -112,10 +80,8 @@ struct VampTask {
             g2[l] = 1.0 / std::max(v0, kVarFloor);
         }
         r2.fill(0.0);
-        beta = o.damping;
-        guard = Guard(static_cast<double>(ML));
+        arm();
         snapshot();
-        res.stop = Stop::max_iter;
         active = true;
     }
 
@@ -185,34 +151,15 @@ struct VampTask {
                 rho2 += e * e;
             }
         }
-        bool finite = std::isfinite(x2) && std::isfinite(prm.phi) && std::isfinite(prm.lambda) &&
-                      all_finite(r2.data(), N * Lt);
-        for (idx l = 0; l < Lt; ++l)
-            finite = finite && std::isfinite(g2[l]) && g2[l] > 0.0 && std::isfinite(prm.psi[l]);
-        const Guard::Next next = guard.update(
-            rho2, finite, beta, [&] { snapshot(); }, [&] { restore(); });
-        if (next == Guard::Next::diverged) {
-            res.stop = Stop::diverged;
-            active = false;
-        } else if (next == Guard::Next::go_on && dx2 <= opt->tol * opt->tol * x2) {
-            res.stop = Stop::tol;
-            active = false;
-        } else if (it >= opt->max_iter) {
-            active = false;
-        }
+        bool finite = params_finite() && all_finite(r2.data(), N * Lt);
+        for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(g2[l]) && g2[l] > 0.0;
+        judge(rho2, finite, [&] { snapshot(); }, [&] { restore(); });
     }
 
     // The estimate (in the problem's units after finish()).
     const double* estimate() const { return x1.data(); }
 
-    void finish() {
-        if (scale == 0.0) return;
-        for (idx i = 0; i < N * Lt; ++i) x1[i] *= scale;
-        res.damping = beta;
-        prm.phi *= scale2;
-        for (double& p : prm.psi) p *= scale2;
-        res.prm = prm;
-    }
+    void finish() { unscale(x1); }
 };
 
 // One VAMP iteration of the runs `act` (three shared products).
