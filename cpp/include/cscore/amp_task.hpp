@@ -148,7 +148,11 @@ struct AmpTask : Run {
     void finish() { unscale(X); }
 };
 
-// The element-wise steps for one instruction set (see CSCORE_AMP_INLINE).
+// The element-wise steps for one instruction set: compiled three times (baseline,
+// AVX2, AVX-512; chosen with the products' instruction set) from the one inlined
+// body above.  Floating-point contraction is off in the SIMD copies, so all three
+// compute the same rounded operations: the instruction set changes the speed of
+// these steps, never their bits.
 struct AmpSteps {
     void (*before_At)(AmpTask&);
     void (*after_At)(AmpTask&);

@@ -4,10 +4,11 @@
 // row), and the few-problems path, whose lanes are cells (biases per lane).
 //
 // float uses the vectorizable exp of simd_math.hpp, double the C library (for
-// cross-checks).  float runs in 8-lane vectors when cpu::active_isa() is avx2 or
-// above, else in 4-lane ones (baseline x86-64), and the lanes left over one by
-// one; every lane gets the same operations in the same order (no contraction:
-// the AVX2 copy does not enable FMA), so the width changes no bit.
+// cross-checks).  float runs in 16-lane vectors when cpu::active_isa() is avx512,
+// 8-lane ones from avx2, else 4-lane ones (baseline x86-64), the lanes left over
+// in the narrower vectors and then one by one; every lane gets the same
+// operations in the same order (no contraction: the AVX2 copy does not enable
+// FMA, the AVX-512 one switches it off), so the width changes no bit.
 #pragma once
 
 #include <cmath>
@@ -109,6 +110,10 @@ template <>
 struct Narrower<simd::vf8> {
     using type = simd::vf4;
 };
+template <>
+struct Narrower<simd::vf16> {
+    using type = simd::vf8;
+};
 #endif
 
 // Lanes [k, n): whole vectors of V, then the rest in narrower types.
@@ -126,6 +131,12 @@ CSCORE_AVX2_FN inline void update_avx2(Cell cell, const Gates<float, B>& gt, int
                                        float* v, bool first) {
     update<simd::vf8>(cell, gt, 0, n, c, v, first);
 }
+
+template <class B>
+CSCORE_AVX512_ELEM_FN inline void update_avx512(Cell cell, const Gates<float, B>& gt, int n,
+                                                float* c, float* v, bool first) {
+    update<simd::vf16>(cell, gt, 0, n, c, v, first);
+}
 #endif
 
 // Lanes [0, n) in the widest vectors the active instruction set has.
@@ -133,7 +144,12 @@ template <class S, class B>
 inline void update_all(Cell cell, const Gates<S, B>& gt, int n, S* c, S* v, bool first) {
     if constexpr (std::is_same_v<S, float>) {
 #ifdef CSCORE_LSTM_AVX2
-        if (cpu::isa_at_least(cpu::Isa::avx2)) {
+        const cpu::Isa isa = cpu::active_isa();
+        if (isa >= cpu::Isa::avx512) {
+            update_avx512(cell, gt, n, c, v, first);
+            return;
+        }
+        if (isa >= cpu::Isa::avx2) {
             update_avx2(cell, gt, n, c, v, first);
             return;
         }

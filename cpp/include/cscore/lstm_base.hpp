@@ -16,12 +16,15 @@
 #include "cscore/simd_math.hpp"
 
 // Kernels compiled for instruction sets above the build's baseline, chosen at run
-// time by cpu::active_isa().  CSCORE_LSTM_AVX2: 8-lane float vectors (the cell
-// update), only when the build itself does not target AVX2; CSCORE_LSTM_FMA: the
-// FMA products (avx2 and avx512).
+// time by cpu::active_isa().  CSCORE_LSTM_AVX2: 8- and 16-lane float vectors
+// (the cell update), only when the build itself does not target AVX2; the
+// AVX-512 copy has contraction off (AVX-512 has FMA), so both keep the rounded
+// multiply and add of the scalar code.  CSCORE_LSTM_FMA: the FMA products (avx2
+// and avx512).
 #if defined(CSCORE_SIMD) && defined(__x86_64__) && !defined(__AVX2__)
 #define CSCORE_LSTM_AVX2 1
 #define CSCORE_AVX2_FN __attribute__((target("avx2")))
+#define CSCORE_AVX512_ELEM_FN __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
 #endif
 #if defined(__GNUC__) && defined(__x86_64__)
 #define CSCORE_LSTM_FMA 1

@@ -4,7 +4,7 @@
 // (lstm_activation.hpp) and AMP/VAMP (amp_denoise.hpp, amp_task.hpp) use.
 //
 // Every function is a template over the value type V: a plain float or double
-// (one lane), or a GCC/Clang vector of them (vf4, vf8, vd8 below; Lanes<V> names
+// (one lane), or a GCC/Clang vector of them (vf4, vf8, vf16, vd8 below; Lanes<V> names
 // its scalar, its integer partner and its width).  The same source then serves the
 // generic scalar code, the baseline-x86-64 vectors and the AVX2 and AVX-512 ones:
 // a caller compiled for an instruction set (a function with a target attribute)
@@ -51,6 +51,8 @@ typedef float vf4 __attribute__((vector_size(16)));
 typedef std::int32_t vi4 __attribute__((vector_size(16)));
 typedef float vf8 __attribute__((vector_size(32)));
 typedef std::int32_t vi8 __attribute__((vector_size(32)));
+typedef float vf16 __attribute__((vector_size(64)));
+typedef std::int32_t vi16 __attribute__((vector_size(64)));
 typedef double vd8 __attribute__((vector_size(64)));
 typedef long long vl8 __attribute__((vector_size(64)));
 
@@ -65,6 +67,12 @@ struct Lanes<vf8> {
     using scalar = float;
     using bits = vi8;
     static constexpr int width = 8;
+};
+template <>
+struct Lanes<vf16> {
+    using scalar = float;
+    using bits = vi16;
+    static constexpr int width = 16;
 };
 template <>
 struct Lanes<vd8> {
