@@ -31,20 +31,18 @@
 namespace cscore::simd {
 
 // The scalar, the integer of the same size and the number of lanes of V.
+template <class S, class I, int W>
+struct LaneTraits {
+    using scalar = S;
+    using bits = I;
+    static constexpr int width = W;
+};
 template <class V>
 struct Lanes;
 template <>
-struct Lanes<float> {
-    using scalar = float;
-    using bits = std::int32_t;
-    static constexpr int width = 1;
-};
+struct Lanes<float> : LaneTraits<float, std::int32_t, 1> {};
 template <>
-struct Lanes<double> {
-    using scalar = double;
-    using bits = std::int64_t;
-    static constexpr int width = 1;
-};
+struct Lanes<double> : LaneTraits<double, std::int64_t, 1> {};
 
 #ifdef CSCORE_SIMD
 typedef float vf4 __attribute__((vector_size(16)));
@@ -57,29 +55,13 @@ typedef double vd8 __attribute__((vector_size(64)));
 typedef long long vl8 __attribute__((vector_size(64)));
 
 template <>
-struct Lanes<vf4> {
-    using scalar = float;
-    using bits = vi4;
-    static constexpr int width = 4;
-};
+struct Lanes<vf4> : LaneTraits<float, vi4, 4> {};
 template <>
-struct Lanes<vf8> {
-    using scalar = float;
-    using bits = vi8;
-    static constexpr int width = 8;
-};
+struct Lanes<vf8> : LaneTraits<float, vi8, 8> {};
 template <>
-struct Lanes<vf16> {
-    using scalar = float;
-    using bits = vi16;
-    static constexpr int width = 16;
-};
+struct Lanes<vf16> : LaneTraits<float, vi16, 16> {};
 template <>
-struct Lanes<vd8> {
-    using scalar = double;
-    using bits = vl8;
-    static constexpr int width = 8;
-};
+struct Lanes<vd8> : LaneTraits<double, vl8, 8> {};
 #endif
 
 template <class V>
