@@ -171,3 +171,9 @@ py::tuple run_decode(py::ssize_t N, const carr<double>& At, const carr<double>& 
 }
 
 }  // namespace cscore::bindings::lstm_common
+
+namespace cscore::bindings {
+// The array and shape helpers every LSTM binding uses, by their plain names.
+using lstm_common::carr;
+using lstm_common::expect_shape;
+}  // namespace cscore::bindings

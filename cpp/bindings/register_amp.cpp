@@ -10,7 +10,7 @@
 #include <string>
 
 #include "cscore/amp.hpp"
-#include "interrupt.hpp"
+#include "common.hpp"
 #include "register.hpp"
 
 namespace py = pybind11;
@@ -38,39 +38,36 @@ py::array_t<T, py::array::c_style> view(const py::array& a, const char* fn, cons
     return py::reinterpret_borrow<py::array_t<T, py::array::c_style>>(a);
 }
 
-struct Outs {
-    f64 X, act, params, damp;
-    i64 n_iter;
-    i8 stop;
-};
-
-Outs check_outputs(const char* fn, py::array X, py::array act, py::array params, py::array n_iter,
-                   py::array stop, py::array damp, std::ptrdiff_t P, std::ptrdiff_t N,
-                   std::ptrdiff_t L) {
-    Outs o{view<double>(X, fn, "X"),           view<double>(act, fn, "activity"),
-           view<double>(params, fn, "params"), view<double>(damp, fn, "damping"),
-           view<std::int64_t>(n_iter, fn, "n_iter"), view<std::int8_t>(stop, fn, "stop")};
-    require(o.X.ndim() == 3 && o.X.shape(0) == P && o.X.shape(1) == N && o.X.shape(2) == L, fn,
+// Checks the preallocated outputs and returns their buffers (the arrays stay
+// alive as the caller's arguments).
+amp::Outputs check_outputs(const char* fn, py::array X, py::array act, py::array params,
+                           py::array n_iter, py::array stop, py::array damp, std::ptrdiff_t P,
+                           std::ptrdiff_t N, std::ptrdiff_t L) {
+    const f64 x = view<double>(X, fn, "X"), a = view<double>(act, fn, "activity"),
+              pr = view<double>(params, fn, "params"), dm = view<double>(damp, fn, "damping");
+    const i64 it = view<std::int64_t>(n_iter, fn, "n_iter");
+    const i8 st = view<std::int8_t>(stop, fn, "stop");
+    require(x.ndim() == 3 && x.shape(0) == P && x.shape(1) == N && x.shape(2) == L, fn,
             "X must be (P, N, L)");
-    require(o.act.ndim() == 3 && o.act.shape(0) == P && o.act.shape(1) == N &&
-                o.act.shape(2) == L,
-            fn, "activity must be (P, N, L)");
-    require(o.params.ndim() == 3 && o.params.shape(0) == P && o.params.shape(1) == L &&
-                o.params.shape(2) == 3,
-            fn, "params must be (P, L, 3)");
-    for (const py::array* a : {static_cast<const py::array*>(&o.n_iter),
-                               static_cast<const py::array*>(&o.stop),
-                               static_cast<const py::array*>(&o.damp)})
-        require(a->ndim() == 2 && a->shape(0) == P && a->shape(1) == L, fn,
+    require(a.ndim() == 3 && a.shape(0) == P && a.shape(1) == N && a.shape(2) == L, fn,
+            "activity must be (P, N, L)");
+    require(pr.ndim() == 3 && pr.shape(0) == P && pr.shape(1) == L && pr.shape(2) == 3, fn,
+            "params must be (P, L, 3)");
+    for (const py::array* v : {static_cast<const py::array*>(&it),
+                               static_cast<const py::array*>(&st),
+                               static_cast<const py::array*>(&dm)})
+        require(v->ndim() == 2 && v->shape(0) == P && v->shape(1) == L, fn,
                 "n_iter, stop, damping must be (P, L)");
-    for (const py::array* a : {static_cast<const py::array*>(&o.X),
-                               static_cast<const py::array*>(&o.act),
-                               static_cast<const py::array*>(&o.params),
-                               static_cast<const py::array*>(&o.damp),
-                               static_cast<const py::array*>(&o.n_iter),
-                               static_cast<const py::array*>(&o.stop)})
-        require(a->writeable(), fn, "outputs must be writeable");
-    return o;
+    for (const py::array* v : {&X, &act, &params, &damp, &n_iter, &stop})
+        require(v->writeable(), fn, "outputs must be writeable");
+    amp::Outputs out;
+    out.X = static_cast<double*>(X.mutable_data());
+    out.activity = static_cast<double*>(act.mutable_data());
+    out.params = static_cast<double*>(params.mutable_data());
+    out.n_iter = static_cast<std::int64_t*>(n_iter.mutable_data());
+    out.stop = static_cast<std::int8_t*>(stop.mutable_data());
+    out.damping = static_cast<double*>(damp.mutable_data());
+    return out;
 }
 
 amp::Options make_options(const char* fn, int denoiser, bool joint, long max_iter, double tol,
@@ -98,15 +95,26 @@ amp::Options make_options(const char* fn, int denoiser, bool joint, long max_ite
     return opt;
 }
 
-amp::Outputs raw(Outs& o) {
+// The checks both calls make once their inputs are read (sizes, threads, outputs,
+// options), with the options and the output buffers.
+struct Call {
+    amp::Options opt;
     amp::Outputs out;
-    out.X = o.X.mutable_data();
-    out.activity = o.act.mutable_data();
-    out.params = o.params.mutable_data();
-    out.n_iter = o.n_iter.mutable_data();
-    out.stop = o.stop.mutable_data();
-    out.damping = o.damp.mutable_data();
-    return out;
+};
+
+Call check_call(const char* fn, std::ptrdiff_t P, std::ptrdiff_t M, std::ptrdiff_t N,
+                std::ptrdiff_t L, int n_threads, py::array X, py::array activity,
+                py::array params, py::array n_iter, py::array stop, py::array damping_out,
+                int denoiser, bool joint, long max_iter, double tol, double damping, double alpha,
+                double sparsity, bool learn_sparsity, double slab_var, double noise_var,
+                double snr0) {
+    require(M <= INT32_MAX && N <= INT32_MAX && L <= INT32_MAX, fn, "dimensions too large");
+    require(n_threads >= 1, fn, "n_threads must be >= 1");
+    Call c;
+    c.out = check_outputs(fn, X, activity, params, n_iter, stop, damping_out, P, N, L);
+    c.opt = make_options(fn, denoiser, joint, max_iter, tol, damping, alpha, sparsity,
+                         learn_sparsity, slab_var, noise_var, snr0);
+    return c;
 }
 
 void amp_decode(const py::array& A, double frob2, const py::array& Y, py::array X,
@@ -119,21 +127,15 @@ void amp_decode(const py::array& A, double frob2, const py::array& Y, py::array 
     require(a.ndim() == 2 && y.ndim() == 3, fn, "A must be 2-D and Y 3-D (P, M, L)");
     const std::ptrdiff_t M = a.shape(0), N = a.shape(1), P = y.shape(0), L = y.shape(2);
     require(y.shape(1) == M && M >= 1 && N >= 1 && L >= 1, fn, "shapes of A and Y disagree");
-    require(M <= INT32_MAX && N <= INT32_MAX && L <= INT32_MAX, fn, "dimensions too large");
     require(frob2 > 0.0, fn, "frob2 must be > 0");
-    require(n_threads >= 1, fn, "n_threads must be >= 1");
-    Outs o = check_outputs(fn, X, activity, params, n_iter, stop, damping_out, P, N, L);
-    const amp::Options opt = make_options(fn, denoiser, joint, max_iter, tol, damping, alpha,
-                                          sparsity, learn_sparsity, slab_var, noise_var, snr0);
-    const amp::Outputs out = raw(o);
+    const Call c = check_call(fn, P, M, N, L, n_threads, X, activity, params, n_iter, stop,
+                              damping_out, denoiser, joint, max_iter, tol, damping, alpha,
+                              sparsity, learn_sparsity, slab_var, noise_var, snr0);
     const double* ap = a.data();
     const double* yp = y.data();
-    Interruptible intr;
-    {
-        py::gil_scoped_release release;
-        amp::amp_decode(ap, M, N, frob2, yp, P, L, opt, out, n_threads, intr.control());
-    }
-    intr.rethrow_if_interrupted();
+    run_released([&](Control* ctl) {
+        amp::amp_decode(ap, M, N, frob2, yp, P, L, c.opt, c.out, n_threads, ctl);
+    });
 }
 
 void vamp_decode(const py::array& U, const py::array& s, const py::array& Vt, const py::array& Y,
@@ -151,22 +153,16 @@ void vamp_decode(const py::array& U, const py::array& s, const py::array& Vt, co
     require(sv.shape(0) == R && vt.shape(0) == R && y.shape(1) == M && M >= 1 && N >= 1 &&
                 R >= 1 && L >= 1,
             fn, "shapes of U, s, Vt and Y disagree");
-    require(M <= INT32_MAX && N <= INT32_MAX && L <= INT32_MAX, fn, "dimensions too large");
-    require(n_threads >= 1, fn, "n_threads must be >= 1");
-    Outs o = check_outputs(fn, X, activity, params, n_iter, stop, damping_out, P, N, L);
-    const amp::Options opt = make_options(fn, denoiser, joint, max_iter, tol, damping, alpha,
-                                          sparsity, learn_sparsity, slab_var, noise_var, snr0);
-    const amp::Outputs out = raw(o);
+    const Call c = check_call(fn, P, M, N, L, n_threads, X, activity, params, n_iter, stop,
+                              damping_out, denoiser, joint, max_iter, tol, damping, alpha,
+                              sparsity, learn_sparsity, slab_var, noise_var, snr0);
     const double* up = u.data();
     const double* sp = sv.data();
     const double* vp = vt.data();
     const double* yp = y.data();
-    Interruptible intr;
-    {
-        py::gil_scoped_release release;
-        amp::vamp_decode(up, sp, vp, M, N, R, yp, P, L, opt, out, n_threads, intr.control());
-    }
-    intr.rethrow_if_interrupted();
+    run_released([&](Control* ctl) {
+        amp::vamp_decode(up, sp, vp, M, N, R, yp, P, L, c.opt, c.out, n_threads, ctl);
+    });
 }
 
 }  // namespace

@@ -17,9 +17,6 @@ namespace py = pybind11;
 namespace cscore::bindings {
 namespace {
 
-using lstm_common::carr;
-using lstm_common::expect_shape;
-
 template <class T>
 blstm::Weights<T> make_weights(const carr<T>& WRf, const carr<T>& bf, const carr<T>& WRb,
                                const carr<T>& bb, const carr<T>& U, const carr<T>& c_out,

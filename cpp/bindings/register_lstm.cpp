@@ -18,9 +18,6 @@ namespace py = pybind11;
 namespace cscore::bindings {
 namespace {
 
-using lstm_common::carr;
-using lstm_common::expect_shape;
-
 template <class T>
 lstm::Weights<T> make_weights(const carr<T>& WR, const carr<T>& b, const carr<T>& U,
                               const carr<T>& c_out, const std::string& cell, int M) {

@@ -1,0 +1,217 @@
+// AMP (amp.hpp): the state of one run and its iteration, in three element-wise
+// steps around the two products, compiled for the baseline, AVX2 and AVX-512
+// (AmpSteps), and one iteration of a worker's runs with shared products
+// (AmpIteration).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "cscore/amp_common.hpp"
+#include "cscore/amp_denoise.hpp"
+#include "cscore/amp_products.hpp"
+#include "cscore/cpu.hpp"
+#include "cscore/simd_math.hpp"
+
+namespace cscore::amp {
+namespace detail {
+
+// Workspace and state of one AMP run.  A worker advances a group of runs together
+// (AmpIteration): each run does its own iteration (its Onsager term, EM parameters,
+// damping guard and stopping); only the two products of an iteration are done for
+// the whole group at once (amp_products.hpp), column by column in a fixed order,
+// so a run's result does not depend on the other runs of its group.
+struct AmpTask : Run {
+    Buffer X, Xh, S, AX, T;
+    Buffer bX, bS, bAX;  // best-iterate snapshot
+    DenoiseOut d;
+    double frob2 = 0.0;
+    std::vector<double> vbar, bvbar, tau, mup;
+
+    void size(idx M_, idx N_, idx Lt_) {
+        size_run(M_, N_, Lt_);
+        for (Buffer* b : {&S, &AX, &bS, &bAX}) b->resize(M * Lt);
+        for (Buffer* b : {&X, &Xh, &T, &bX}) b->resize(N * Lt);
+    }
+    // The state kept of the best iterate, as (current, copy) pairs.
+    template <class F>
+    void best_pairs(F&& f) {
+        f(X, bX);
+        f(S, bS);
+        f(AX, bAX);
+        f(act, bact);
+        f(prm, bprm);
+        f(vbar, bvbar);
+    }
+    void snapshot() { best_pairs([](auto& cur, auto& best) { assign(best, cur); }); }
+    void restore() { best_pairs([](auto& cur, auto& best) { assign(cur, best); }); }
+
+    // Starts a run on y (M x Lt column-major, already in `y`; scaled here).
+    void start(double frob2_, const Options& o) {
+        frob2 = frob2_;
+        X.fill(0.0);
+        if (!begin(o)) return;
+        prm = init_params(o, y.data(), M, Lt, frob2, scale2);
+        const bool bg = o.denoiser == Denoiser::bg;
+        learn_noise = bg && !(o.noise_var > 0.0);
+        // vbar: sum_j var_jl (the prior's N lambda phi to start; unused while s = 0)
+        vbar.assign(static_cast<std::size_t>(Lt),
+                    bg ? static_cast<double>(N) * prm.lambda * prm.phi : 0.0);
+        tau.assign(static_cast<std::size_t>(Lt), 0.0);
+        mup.assign(tau.size(), 0.0);
+        S.fill(0.0);
+        AX.fill(0.0);
+        arm();
+        snapshot();
+        active = o.max_iter > 0;
+    }
+
+    // z = y - A x + mu_p s, tau = ||z||^2/M, s <- damped z/tau (before r = x + tau A^T s).
+    CSCORE_AMP_INLINE void before_At() {
+        res.n_iter = ++it;
+        const double* yy = y.data();
+        for (idx l = 0; l < Lt; ++l) {
+            mup[l] = vbar[l] / static_cast<double>(M);  // vbar holds sum_j var_j
+            const idx o = l * M;
+            const double mu = mup[l];
+            simd::vd8 acc{}, yv, axv, sv;
+            for (idx i = 0; i < M; i += 8) {  // ||z||^2 (z itself is recomputed below)
+                const idx cnt = std::min<idx>(8, M - i);
+                simd::load_partial(yy + o + i, cnt, yv);
+                simd::load_partial(AX.data() + o + i, cnt, axv);
+                simd::load_partial(S.data() + o + i, cnt, sv);
+                const simd::vd8 z = yv - axv + mu * sv;
+                acc += z * z;
+            }
+            const double zz = simd::hsum(acc);
+            tau[l] = std::max(zz / static_cast<double>(M), kVarFloor);
+            if (learn_noise) {  // EM noise update (uniform-variance GAMP output rule)
+                const double psi = prm.psi[l], f = psi / (mup[l] + psi);
+                prm.psi[l] = std::max(zz / static_cast<double>(M) * f * f + mup[l] * f, kVarFloor);
+            }
+            const double inv_tau = 1.0 / tau[l];  // a multiply per entry, not a division
+            for (idx i = o; i < o + M; ++i) {
+                const double z = yy[i] - AX[i] + mu * S[i];  // the same z as above
+                const double s_new = z * inv_tau;
+                S[i] = (1.0 - beta) * s_new + beta * S[i];
+            }
+        }
+    }
+
+    // With T = A^T s: r = x + tau T, denoise, EM, damped update of x.
+    CSCORE_AMP_INLINE void after_At() {
+        for (idx l = 0; l < Lt; ++l)  // r = x + tau T, in T (keeps the working set small)
+            for (idx j = l * N; j < (l + 1) * N; ++j) T[j] = X[j] + tau[l] * T[j];
+        denoise(*opt, T.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
+        em_prior(*opt, N, Lt, d, prm);
+        // damped update; ||x_t - x_{t-1}||^2 and ||x_t||^2 on the way
+        simd::vd8 adx{}, ax2{}, xh, xo;
+        const idx NL = N * Lt;
+        for (idx i = 0; i < NL; i += 8) {
+            const idx cnt = std::min<idx>(8, NL - i);
+            simd::load_partial(Xh.data() + i, cnt, xh);
+            simd::load_partial(X.data() + i, cnt, xo);
+            const simd::vd8 xn = (1.0 - beta) * xh + beta * xo;
+            const simd::vd8 dx = xn - xo;
+            adx += dx * dx;
+            ax2 += xn * xn;
+            simd::store_partial(X.data() + i, xn, cnt);
+        }
+        dx2 = simd::hsum(adx);
+        x2 = simd::hsum(ax2);
+        for (idx l = 0; l < Lt; ++l) vbar[l] = (1.0 - beta) * d.vsum[l] + beta * vbar[l];
+    }
+
+    // With AX = A x: the residual, the divergence guard and the stopping rule.
+    CSCORE_AMP_INLINE void after_A() {
+        const double* yy = y.data();
+        simd::vd8 acc{}, yv, axv;
+        const idx ML = M * Lt;
+        for (idx i = 0; i < ML; i += 8) {
+            const idx cnt = std::min<idx>(8, ML - i);
+            simd::load_partial(yy + i, cnt, yv);
+            simd::load_partial(AX.data() + i, cnt, axv);
+            const simd::vd8 e = yv - axv;
+            acc += e * e;
+        }
+        const double rho2 = simd::hsum(acc);
+        bool finite = params_finite();
+        for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(vbar[l]);
+        judge(rho2, finite, [&] { snapshot(); }, [&] { restore(); });
+    }
+
+    // The estimate (in the problem's units after finish()).
+    const double* estimate() const { return X.data(); }
+
+    void finish() { unscale(X); }
+};
+
+// The element-wise steps for one instruction set: compiled three times (baseline,
+// AVX2, AVX-512; chosen with the products' instruction set) from the one inlined
+// body above.  Floating-point contraction is off in the SIMD copies, so all three
+// compute the same rounded operations: the instruction set changes the speed of
+// these steps, never their bits.
+struct AmpSteps {
+    void (*before_At)(AmpTask&);
+    void (*after_At)(AmpTask&);
+    void (*after_A)(AmpTask&);
+};
+inline void before_At_base(AmpTask& t) { t.before_At(); }
+inline void after_At_base(AmpTask& t) { t.after_At(); }
+inline void after_A_base(AmpTask& t) { t.after_A(); }
+#ifdef CSCORE_AMP_SIMD
+#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
+#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
+CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At(); }
+CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At(); }
+CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A(); }
+CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At(); }
+CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At(); }
+CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A(); }
+#endif
+inline AmpSteps amp_steps(cpu::Isa isa) {
+#ifdef CSCORE_AMP_SIMD
+    if (isa == cpu::Isa::avx512) return {before_At_avx512, after_At_avx512, after_A_avx512};
+    if (isa == cpu::Isa::avx2) return {before_At_avx2, after_At_avx2, after_A_avx2};
+#endif
+    (void)isa;
+    return {before_At_base, after_At_base, after_A_base};
+}
+
+// One iteration of the runs `act`: every run's pre-product step, one product with
+// A^T for all of them, their denoiser steps, one product with A, their checks.
+// A: packed M x N; At: packed N x M.
+struct AmpIteration {
+    std::vector<const double*> in;
+    std::vector<double*> outp;
+    std::vector<double> tmp;
+    void operator()(const PackedMatrix& A, const PackedMatrix& At, const AmpSteps& steps,
+                    const std::vector<AmpTask*>& act) {
+        in.clear();
+        outp.clear();
+        for (AmpTask* t : act) {
+            steps.before_At(*t);
+            for (idx l = 0; l < t->Lt; ++l) {
+                in.push_back(t->S.data() + l * t->M);
+                outp.push_back(t->T.data() + l * t->N);
+            }
+        }
+        multiply(At, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
+        in.clear();
+        outp.clear();
+        for (AmpTask* t : act) {
+            steps.after_At(*t);
+            for (idx l = 0; l < t->Lt; ++l) {
+                in.push_back(t->X.data() + l * t->N);
+                outp.push_back(t->AX.data() + l * t->M);
+            }
+        }
+        multiply(A, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
+        for (AmpTask* t : act) steps.after_A(*t);
+    }
+};
+
+}  // namespace detail
+}  // namespace cscore::amp
