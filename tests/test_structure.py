@@ -70,8 +70,9 @@ def cpp_functions(text: str) -> list[tuple[str, int]]:
     """(head, line count) of every function body in C++ source, by brace matching.
 
     Comments, string literals and preprocessor lines are blanked first.  A brace
-    opened outside any function whose preceding statement text holds a parameter list and is not a namespace, class, struct, union, enum or extern
-    block starts a function; it ends at the matching brace.
+    opened outside any function, whose preceding statement text holds a parameter
+    list and is not a namespace, class, struct, union, enum or extern block, starts
+    a function; it ends at the matching brace.
     """
     text = _STRIP.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
     out: list[tuple[str, int]] = []
