@@ -82,31 +82,42 @@ inline void maxabs_input(const double* r, idx M, T* x, idx stride) {
 }
 
 // Incremental least squares for one channel: thin QR of the support columns.
+// Q, Rt, z and atoms grow with the atoms added (their capacity is kept between
+// problems), so a decode stopped by `tol` after k atoms touches O(M k + k^2)
+// memory per channel, not O(M k_max + k_max^2).
 struct ChannelLS {
     int k = 0;
     bool stopped = false;
     std::vector<double> r;      // residual (M)
-    std::vector<double> Q;      // M x k_max, orthonormal columns
-    std::vector<double> Rt;     // k_max x k_max upper triangle, column-major
-    std::vector<double> z;      // Q^T y
-    std::vector<std::int64_t> atoms;
+    std::vector<double> Q;      // M x k, orthonormal columns
+    std::vector<double> Rt;     // upper triangle packed by columns: column t at t(t+1)/2
+    std::vector<double> z;      // Q^T y (k)
+    std::vector<std::int64_t> atoms;    // the support, in order (k)
     std::vector<unsigned char> chosen;  // N flags
 
-    void reset(const double* y, idx M, int N, int k_max) {
+    static std::size_t packed(int t) {
+        return static_cast<std::size_t>(t) * static_cast<std::size_t>(t + 1) / 2;
+    }
+
+    void reset(const double* y, idx M, int N, int /*k_max*/) {
         k = 0;
         stopped = false;
         r.assign(y, y + M);
-        Q.assign(static_cast<std::size_t>(M) * static_cast<std::size_t>(k_max), 0.0);
-        Rt.assign(static_cast<std::size_t>(k_max) * static_cast<std::size_t>(k_max), 0.0);
-        z.assign(static_cast<std::size_t>(k_max), 0.0);
-        atoms.assign(static_cast<std::size_t>(k_max), -1);
+        Q.clear();
+        Rt.clear();
+        z.clear();
+        atoms.clear();
         chosen.assign(static_cast<std::size_t>(N), 0);
     }
 
     // Appends atom `a` (column a_col of A, norm a_norm); false if dependent.
-    bool append(std::int64_t a, const double* a_col, double a_norm, idx M, int k_max) {
-        double* q = Q.data() + static_cast<idx>(k) * M;
-        double* rc = Rt.data() + static_cast<idx>(k) * k_max;
+    bool append(std::int64_t a, const double* a_col, double a_norm, idx M, int /*k_max*/) {
+        const std::size_t q_at = static_cast<std::size_t>(k) * static_cast<std::size_t>(M);
+        const std::size_t r_at = packed(k);
+        Q.resize(q_at + static_cast<std::size_t>(M));
+        Rt.resize(r_at + static_cast<std::size_t>(k) + 1, 0.0);  // a new column: zeros
+        double* q = Q.data() + q_at;
+        double* rc = Rt.data() + r_at;
         std::copy(a_col, a_col + M, q);
         for (int pass = 0; pass < 2; ++pass) {
             for (int i = 0; i < k; ++i) {
@@ -121,8 +132,8 @@ struct ChannelLS {
         for (idx m = 0; m < M; ++m) rho += q[m] * q[m];
         rho = std::sqrt(rho);
         if (!(rho > kDependentTol * a_norm)) {
-            std::fill(q, q + M, 0.0);
-            std::fill(rc, rc + k, 0.0);
+            Q.resize(q_at);
+            Rt.resize(r_at);
             return false;
         }
         const double inv = 1.0 / rho;
@@ -133,23 +144,21 @@ struct ChannelLS {
         }
         for (idx m = 0; m < M; ++m) r[static_cast<std::size_t>(m)] -= zk * q[m];
         rc[k] = rho;
-        z[static_cast<std::size_t>(k)] = zk;
-        atoms[static_cast<std::size_t>(k)] = a;
+        z.push_back(zk);
+        atoms.push_back(a);
         chosen[static_cast<std::size_t>(a)] = 1;
         ++k;
         return true;
     }
 
     // Coefficients on the support (R c = z), written into S column (stride L).
-    void coefficients(double* s_col, idx stride, int k_max) const {
+    void coefficients(double* s_col, idx stride, int /*k_max*/) const {
         std::vector<double> c(static_cast<std::size_t>(k));
         for (int i = k - 1; i >= 0; --i) {
             double acc = z[static_cast<std::size_t>(i)];
             for (int t = i + 1; t < k; ++t)
-                acc -= Rt[static_cast<std::size_t>(static_cast<idx>(t) * k_max + i)] *
-                       c[static_cast<std::size_t>(t)];
-            c[static_cast<std::size_t>(i)] =
-                acc / Rt[static_cast<std::size_t>(static_cast<idx>(i) * k_max + i)];
+                acc -= Rt[packed(t) + static_cast<std::size_t>(i)] * c[static_cast<std::size_t>(t)];
+            c[static_cast<std::size_t>(i)] = acc / Rt[packed(i) + static_cast<std::size_t>(i)];
         }
         for (int i = 0; i < k; ++i)
             s_col[atoms[static_cast<std::size_t>(i)] * stride] = c[static_cast<std::size_t>(i)];
@@ -297,8 +306,9 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                     const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
                     c.coefficients(out.S + p * N * L + j, L, k_max);
                     out.resid[p * L + j] = c.residual_norm();
-                    std::copy(c.atoms.begin(), c.atoms.end(),
-                              out.atoms + (p * L + j) * k_max);
+                    std::int64_t* aj = out.atoms + (p * L + j) * k_max;
+                    std::copy(c.atoms.begin(), c.atoms.end(), aj);
+                    std::fill(aj + c.k, aj + k_max, std::int64_t(-1));
                     if (rrt) {  // the norm at the path's end, repeated past it
                         double* pn = out.path_norms + (p * L + j) * kp1;
                         std::fill(pn + out.n_iter[p], pn + kp1, out.resid[p * L + j]);
