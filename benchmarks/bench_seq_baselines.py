@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cscore.seq import frame_error, load_japanese_vowels, utterance_error
+from cscore.seq import context_window, frame_error, load_japanese_vowels, utterance_error
 
 
 def folds(labels: np.ndarray, seed: int = 123) -> list[np.ndarray]:
@@ -30,18 +30,10 @@ def folds(labels: np.ndarray, seed: int = 123) -> list[np.ndarray]:
     return [np.concatenate([p[10 * k : 10 * k + 10] for p in perm]) for k in range(3)]
 
 
-def context_frames(x: np.ndarray, c: int) -> np.ndarray:
-    """Each frame with its neighbours, ``c`` frames centred on it (edges repeated):
-    (T, D) -> (T, c * D), the input the ESN and RDSN of cscore.seq see with context=c."""
-    h = (c - 1) // 2
-    padded = np.pad(x, ((h, h), (0, 0)), mode="edge")
-    return np.concatenate([padded[i : i + x.shape[0]] for i in range(c)], axis=1)
-
-
 def features(Xtr, Xother):
     allf = np.concatenate(Xtr)
     mu, sd = allf.mean(0), allf.std(0)
-    f = lambda X: [context_frames((x - mu) / sd, 3) for x in X]  # noqa: E731
+    f = lambda X: [context_window((x - mu) / sd, 3) for x in X]  # noqa: E731
     return f(Xtr), f(Xother)
 
 

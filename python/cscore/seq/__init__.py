@@ -10,6 +10,7 @@ docs/seq.md).
 
 from __future__ import annotations
 
+from ._base import context_window
 from ._data import SequenceData, load_japanese_vowels, read_ts
 from ._esn import ESN
 from ._files import SeqModelFileError, load_model
@@ -21,6 +22,7 @@ __all__ = [
     "RDSN",
     "SeqModelFileError",
     "SequenceData",
+    "context_window",
     "frame_error",
     "load_japanese_vowels",
     "load_model",

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from ._base import DEFAULTS, SeqBase
-from ._base import context_window as _context  # noqa: F401  (benchmarks/ import it here)
 from ._files import register_kind
 
 __all__ = ["ESN"]
