@@ -23,6 +23,7 @@ from cscore import text
 from cscore.text.cranfield import (
     bm25_scores,
     evaluate_methods,
+    format_table,
     model_scores,
     selection_scores,
     tfidf_scores,
@@ -30,15 +31,6 @@ from cscore.text.cranfield import (
 from cscore.text.metrics import mean_ndcg, paired_difference, per_query_ndcg
 from cscore.text.recipes import plot_table
 
-
-def methods_table(rows, ks=(1, 3, 10)) -> str:
-    """The NDCG of every method, full ranking and reranking, as a Markdown table."""
-    cols = [f"NDCG@{k}" for k in ks] + [f"rerank@{k}" for k in ks]
-    lines = ["| method | " + " | ".join(cols) + " | note |", "|---" * (len(cols) + 2) + "|"]
-    for r in rows:
-        vals = [r.full[k] for k in ks] + [r.rerank[k] for k in ks]
-        lines.append(f"| {r.name} | " + " | ".join(f"{v:.3f}" for v in vals) + f" | {r.note} |")
-    return "\n".join(lines)
 
 def paired(a: np.ndarray, b: np.ndarray) -> str:
     """``mean +- s.e. | wins/losses`` of the per-query differences a - b."""
@@ -57,7 +49,7 @@ def main() -> None:
     rows = evaluate_methods(c, split, models, interpolate_with="LSTM")
     print(f"## Test queries ({len(split.test)}), NDCG over all 1400 documents "
           f"and reranking BM25's top 100\n")
-    print(methods_table(rows))
+    print(format_table(rows))
     test = list(split.test)
     nd = {r.name: r.per_query[10] for r in rows}
     print("\n## Paired differences of NDCG@10 on the test queries\n")
