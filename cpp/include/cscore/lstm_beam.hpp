@@ -251,14 +251,14 @@ class ChunkSearch {
         if (!x.empty()) return x;
         const int M = d_.M;
         const auto& path = pc.paths[static_cast<std::size_t>(j)];
-        const int len = static_cast<int>(path.size()), cap = std::max(len, 1);
+        const int len = static_cast<int>(path.size());
         x.resize(static_cast<std::size_t>(len + 1) * static_cast<std::size_t>(M));
         ChannelLS ls;
-        ls.reset(pc.y.data() + static_cast<idx>(j) * M, M, d_.N, cap);
+        ls.reset(pc.y.data() + static_cast<idx>(j) * M, M, d_.N);
         for (int t = 0; t <= len; ++t) {
             if (t > 0) {
                 const std::int64_t a = path[static_cast<std::size_t>(t - 1)];
-                if (!ls.stopped && !ls.append(a, d_.At + a * M, d_.col_norms[a], M, cap))
+                if (!ls.stopped && !ls.append(a, d_.At + a * M, d_.col_norms[a], M))
                     ls.stopped = true;
             }
             maxabs_input(ls.r.data(), M, x.data() + static_cast<idx>(t) * M, 1);

@@ -99,7 +99,7 @@ struct ChannelLS {
         return static_cast<std::size_t>(t) * static_cast<std::size_t>(t + 1) / 2;
     }
 
-    void reset(const double* y, idx M, int N, int /*k_max*/) {
+    void reset(const double* y, idx M, int N) {
         k = 0;
         stopped = false;
         r.assign(y, y + M);
@@ -111,7 +111,7 @@ struct ChannelLS {
     }
 
     // Appends atom `a` (column a_col of A, norm a_norm); false if dependent.
-    bool append(std::int64_t a, const double* a_col, double a_norm, idx M, int /*k_max*/) {
+    bool append(std::int64_t a, const double* a_col, double a_norm, idx M) {
         const std::size_t q_at = static_cast<std::size_t>(k) * static_cast<std::size_t>(M);
         const std::size_t r_at = packed(k);
         Q.resize(q_at + static_cast<std::size_t>(M));
@@ -152,7 +152,7 @@ struct ChannelLS {
     }
 
     // Coefficients on the support (R c = z), written into S column (stride L).
-    void coefficients(double* s_col, idx stride, int /*k_max*/) const {
+    void coefficients(double* s_col, idx stride) const {
         std::vector<double> c(static_cast<std::size_t>(k));
         for (int i = k - 1; i >= 0; --i) {
             double acc = z[static_cast<std::size_t>(i)];
@@ -229,7 +229,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                     opt.k_from_user ? StopReason::n_nonzero : StopReason::max_iter);
                 for (int j = 0; j < L; ++j) {
                     for (idx m = 0; m < M; ++m) ybuf[static_cast<std::size_t>(m)] = Y[(p * M + m) * L + j];
-                    ls[static_cast<std::size_t>(q * L + j)].reset(ybuf.data(), M, N, k_max);
+                    ls[static_cast<std::size_t>(q * L + j)].reset(ybuf.data(), M, N);
                 }
             }
             for (int it = 0; it < k_max; ++it) {
@@ -292,8 +292,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                             }
                         }
                         if (best < 0 || c.chosen[static_cast<std::size_t>(best)] ||
-                            !c.append(best, At + static_cast<idx>(best) * M,
-                                      col_norms[best], M, k_max)) {
+                            !c.append(best, At + static_cast<idx>(best) * M, col_norms[best], M)) {
                             c.stopped = true;
                         }
                     }
@@ -304,7 +303,7 @@ void greedy_decode(int M, int N, const T* c_out, const double* At, const double*
                 const idx p = p0 + q;
                 for (int j = 0; j < L; ++j) {
                     const ChannelLS& c = ls[static_cast<std::size_t>(q * L + j)];
-                    c.coefficients(out.S + p * N * L + j, L, k_max);
+                    c.coefficients(out.S + p * N * L + j, L);
                     out.resid[p * L + j] = c.residual_norm();
                     std::int64_t* aj = out.atoms + (p * L + j) * k_max;
                     std::copy(c.atoms.begin(), c.atoms.end(), aj);
