@@ -46,9 +46,10 @@ def private_imports(path: Path) -> list[str]:
         base = path.parent
         for _ in range(max(node.level - 1, 0)):
             base = base.parent
-        where = base.joinpath(*node.module.split(".")) if node.module and node.level else None
-        if node.level and not node.module:
-            where = base
+        # the package folder the names come from (relative imports only)
+        where = None
+        if node.level:
+            where = base.joinpath(*node.module.split(".")) if node.module else base
         for alias in node.names:
             name = alias.name
             if not name.startswith("_") or name.startswith("__"):
