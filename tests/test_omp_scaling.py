@@ -141,3 +141,32 @@ def test_operator_tol_beyond_the_first_room(rng):
         xd = cscore.omp(An, Y[:, b], n_nonzero=n)
         np.testing.assert_array_equal(np.flatnonzero(xd), np.flatnonzero(rk.x))
         np.testing.assert_allclose(rk.x, xd, rtol=0, atol=1e-9 * np.max(np.abs(xd)))
+
+
+@pytest.mark.parametrize("L", [1, 3])
+def test_columns_formed_ahead_give_the_same_bits(rng, L):
+    # A dictionary of 2 MiB and more (here 256 x 1024 float64) forms one
+    # problem's Gram columns ahead: the pass that forms the selected atom's
+    # column also forms those of the next best candidates (greedy_ahead.hpp).
+    # Decoded one at a time (columns on demand, formed ahead) or as a batch of
+    # 64 that stores G: the same bits, for OMP and SOMP, by n_nonzero and tol.
+    M, N, k, B = 256, 1024, 48, 64
+    A = rng.standard_normal((M, N))
+    S = np.zeros((B, N, L))
+    for b in range(B):
+        S[b, rng.choice(N, k, replace=False)] = rng.standard_normal((k, L)) + 2
+    Y = A @ S + 0.01 * rng.standard_normal((B, M, L))
+    if L == 1:
+        Yb = np.ascontiguousarray(Y[:, :, 0].T)  # omp's (M, B)
+        stored = cscore.omp(A, Yb, n_nonzero=k, n_threads=1)
+        for b in range(0, B, 9):
+            np.testing.assert_array_equal(cscore.omp(A, Yb[:, b], n_nonzero=k), stored[:, b])
+        tol = 0.01 * np.sqrt(M) * 1.2
+        r = cscore.omp(A, Yb[:, :4], tol=tol, return_result=True, n_threads=1)
+        for b in range(4):
+            one = cscore.omp(A, Yb[:, b], n_nonzero=int(r.n_iter[b]))
+            np.testing.assert_array_equal(one, r.x[:, b])
+    else:
+        stored = cscore.somp(A, Y, n_nonzero=k, n_threads=1)
+        for b in range(0, B, 9):
+            np.testing.assert_array_equal(cscore.somp(A, Y[b], n_nonzero=k), stored[b])

@@ -168,6 +168,7 @@ CSCORE_FORCE_INLINE void start_problem(const Options& opt, Workspace<T>& ws, Pro
     }
     pb.ytot2 = ytot2;
     std::fill(ws.selected.begin(), ws.selected.end(), static_cast<unsigned char>(0));
+    ws.ahead.reset();
     ws.chol.reset();
     // A correlation (squared, summed over channels) at or below this is rounding
     // noise: the residual is orthogonal to every atom.
@@ -256,7 +257,8 @@ CSCORE_FORCE_INLINE bool add_atom(const Dictionary<T>& D, const Options& opt, Wo
     T* Q = ws.Q.data();
     T* w = ws.w.data();
     for (std::ptrdiff_t i = 0; i < n; ++i) w[i] = S::conj(Q[i * N + k]);
-    const T* gk = D.gram_column(k, ws.gcol.data());
+    const T* gk = ws.ahead.enabled ? ws.ahead.column(D, k, ws.alpha, L, ws.selected.data())
+                                   : D.gram_column(k, ws.gcol.data());
     const R gkk = S::real(gk[k]);
     if (!ws.chol.append_row(w, gkk)) return false;
     const R lnn = ws.chol.pivot(n);
@@ -585,6 +587,7 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
     std::atomic<std::ptrdiff_t> next{0};
     parallel_for(workers, static_cast<int>(workers), [&](std::ptrdiff_t, std::ptrdiff_t, int) {
         Workspace<T> ws(M, N, L, K);
+        ws.ahead.configure(D);
         for (;;) {
             const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
             if (c >= n_chunks || should_stop(ctl)) break;

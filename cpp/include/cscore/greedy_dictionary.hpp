@@ -27,6 +27,7 @@
 #include "cscore/cpu.hpp"
 #include "cscore/greedy_avx2.hpp"
 #include "cscore/greedy_complex.hpp"
+#include "cscore/greedy_prepare.hpp"
 #include "cscore/greedy_scalar.hpp"
 #include "cscore/linalg.hpp"
 
@@ -73,6 +74,35 @@ struct LineAllocator {
 template <class T>
 using LineVector = std::vector<T, LineAllocator<T>>;
 
+// n values on LineAllocator's storage, left uninitialized: for the dictionary's
+// copies and its Gram matrix, whose every entry is written before it is read
+// (a std::vector would first zero them all, a pass over memory for nothing).
+template <class T>
+class LineBuffer {
+    static_assert(std::is_trivially_copyable_v<T>, "LineBuffer holds plain values");
+
+  public:
+    LineBuffer() = default;
+    explicit LineBuffer(std::size_t n) : n_(n), p_(n != 0 ? LineAllocator<T>().allocate(n) : nullptr) {}
+    LineBuffer(const LineBuffer&) = delete;
+    LineBuffer& operator=(const LineBuffer&) = delete;
+    LineBuffer(LineBuffer&& o) noexcept : n_(o.n_), p_(o.p_) { o.n_ = 0, o.p_ = nullptr; }
+    LineBuffer& operator=(LineBuffer&&) = delete;
+    ~LineBuffer() {
+        if (p_ != nullptr) LineAllocator<T>().deallocate(p_, n_);
+    }
+    T* data() noexcept { return p_; }
+    const T* data() const noexcept { return p_; }
+    std::size_t size() const noexcept { return n_; }
+    bool empty() const noexcept { return n_ == 0; }
+    T& operator[](std::size_t i) noexcept { return p_[i]; }
+    const T& operator[](std::size_t i) const noexcept { return p_[i]; }
+
+  private:
+    std::size_t n_ = 0;
+    T* p_ = nullptr;
+};
+
 // A strided 3-D view (problem, row, channel) over caller memory, strides in elements.
 template <class T>
 struct View3 {
@@ -113,11 +143,11 @@ struct Dictionary {
     using R = Real<T>;
     std::ptrdiff_t M = 0, N = 0;
     LineVector<R> inv_norm;  // 1 / ||a_j||
-    LineVector<T> An;        // normalized A, row-major M x N (empty when not needed)
-    LineVector<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
+    LineBuffer<T> An;        // normalized A, row-major M x N (empty when not needed)
+    LineBuffer<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
     GramMode mode = GramMode::stored;
     bool has_gram = true;     // G stored (else its columns are computed on demand)
-    LineVector<T> G;         // An^H An, N x N Hermitian (column j contiguous)
+    LineBuffer<T> G;         // An^H An, N x N Hermitian (column j contiguous)
     // GramMode::cached: column k, formed once under its flag (thread-safe).
     std::unique_ptr<std::once_flag[]> col_once;
     std::unique_ptr<LineVector<T>[]> col_cache;
@@ -148,6 +178,26 @@ struct Dictionary {
         }
     }
 
+    // Complex A: At by tiles of 8 (rows of A read contiguously; a power-of-two
+    // stride puts the lines written in one cache set, and 8 of them fit its
+    // ways), each atom normalized in place, then An from At.
+    void prepare_complex(const T* A, std::ptrdiff_t lda) {
+        constexpr std::ptrdiff_t kTile = 8;
+        for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+            for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+                for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
+                    for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j) At[j * M + i] = A[i * lda + j];
+        for (std::ptrdiff_t j = 0; j < N; ++j) {
+            const R norm = complex_normalize(At.data() + j * M, M);
+            if (!(norm > R(0))) throw std::invalid_argument("A has an all-zero column");
+            inv_norm[static_cast<std::size_t>(j)] = R(1) / norm;
+        }
+        for (std::ptrdiff_t j0 = 0; j0 < N && !An.empty(); j0 += kTile)
+            for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
+                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
+                    for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
+    }
+
     // A is row-major M x N with row stride lda (elements).  G is stored (or
     // cached) only when it has at most gram_limit entries.  Throws on a zero
     // column.
@@ -161,36 +211,12 @@ struct Dictionary {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
         avx = cpu::isa_at_least(cpu::Isa::avx2);
 #endif
-        // A transposed into At by tiles (rows of A read contiguously).
-        // Tiles of 8: a power-of-two stride (M or N) puts the lines written in one
-        // cache set, and 8 of them fit its ways.
-        constexpr std::ptrdiff_t kTile = 8;
-        for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
-            for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
-                for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i)
-                    for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j) At[j * M + i] = A[i * lda + j];
-        for (std::ptrdiff_t j = 0; j < N; ++j) {
-            T* col = At.data() + j * M;
-            if constexpr (kIsComplex<T>) {
-                const R norm = complex_normalize(col, M);
-                if (!(norm > R(0))) throw std::invalid_argument("A has an all-zero column");
-                inv_norm[static_cast<std::size_t>(j)] = R(1) / norm;
-            } else {
-                // Scaled norm: immune to overflow/underflow for extreme column scales.
-                T amax = T(0);
-                for (std::ptrdiff_t i = 0; i < M; ++i) amax = std::max(amax, std::abs(col[i]));
-                if (!(amax > T(0))) throw std::invalid_argument("A has an all-zero column");
-                T ss = T(0);
-                for (std::ptrdiff_t i = 0; i < M; ++i) ss += (col[i] / amax) * (col[i] / amax);
-                const T norm = amax * std::sqrt(ss);
-                inv_norm[static_cast<std::size_t>(j)] = T(1) / norm;
-                for (std::ptrdiff_t i = 0; i < M; ++i) col[i] = (col[i] / amax) / std::sqrt(ss);
-            }
+        if constexpr (kIsComplex<T>) {
+            prepare_complex(A, lda);
+        } else {
+            // Columns normalized straight from A's rows (greedy_prepare.hpp).
+            normalize_columns<T>(A, lda, M, N, inv_norm.data(), At.data(), need_an ? An.data() : nullptr);
         }
-        for (std::ptrdiff_t j0 = 0; j0 < N && !An.empty(); j0 += kTile)
-            for (std::ptrdiff_t i0 = 0; i0 < M; i0 += kTile)
-                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
-                    for (std::ptrdiff_t i = i0; i < std::min(M, i0 + kTile); ++i) An[i * N + j] = At[j * M + i];
         if (mode == GramMode::cached) {
             col_once.reset(new std::once_flag[static_cast<std::size_t>(N)]);
             col_cache.reset(new LineVector<T>[static_cast<std::size_t>(N)]);
@@ -203,6 +229,19 @@ struct Dictionary {
             T* gj = G.data() + j * N;
             gram_block(j, j, N - j, gj + j);
             for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = Scalar<T>::conj(gj[i]);
+        }
+    }
+
+    // Columns ks[0..nk) of G into outs[0..nk) in one pass over the atoms: a block
+    // of atoms small enough to stay in L1 gives its entries to every column
+    // before the next block is read.  Each entry by gram_block: the bits of one
+    // column at a time.
+    void gram_columns(const std::ptrdiff_t* ks, int nk, T* const* outs) const {
+        const std::ptrdiff_t fit = static_cast<std::ptrdiff_t>(std::size_t{32768} / (static_cast<std::size_t>(M) * sizeof(T)));
+        const std::ptrdiff_t rows = std::max<std::ptrdiff_t>(8, fit / 8 * 8);
+        for (std::ptrdiff_t i0 = 0; i0 < N; i0 += rows) {
+            const std::ptrdiff_t count = std::min(rows, N - i0);
+            for (int c = 0; c < nk; ++c) gram_block(ks[c], i0, count, outs[c] + i0);
         }
     }
 

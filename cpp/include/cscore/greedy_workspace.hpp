@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cscore/greedy_ahead.hpp"
 #include "cscore/greedy_complex.hpp"
 #include "cscore/greedy_dictionary.hpp"
 #include "cscore/greedy_scalar.hpp"
@@ -95,6 +96,7 @@ struct Workspace {
     LineVector<T> gamma;   // cap x L
     LineVector<T> w;       // cap  new row of the Cholesky factor
     LineVector<T> gcol;    // N  a Gram column computed on demand
+    ColumnsAhead<T> ahead;  // on demand, large A: columns formed ahead (greedy_ahead.hpp)
     LineVector<T> r;       // M
     std::vector<R> yy;      // L  ||y_c||^2
     std::vector<R> energy;  // L  residual energy estimates

@@ -51,7 +51,9 @@ typedef float vf8 __attribute__((vector_size(32)));
 typedef std::int32_t vi8 __attribute__((vector_size(32)));
 typedef float vf16 __attribute__((vector_size(64)));
 typedef std::int32_t vi16 __attribute__((vector_size(64)));
+typedef double vd4 __attribute__((vector_size(32)));
 typedef double vd8 __attribute__((vector_size(64)));
+typedef long long vl4 __attribute__((vector_size(32)));
 typedef long long vl8 __attribute__((vector_size(64)));
 
 template <>
@@ -60,6 +62,8 @@ template <>
 struct Lanes<vf8> : LaneTraits<float, vi8, 8> {};
 template <>
 struct Lanes<vf16> : LaneTraits<float, vi16, 16> {};
+template <>
+struct Lanes<vd4> : LaneTraits<double, vl4, 4> {};
 template <>
 struct Lanes<vd8> : LaneTraits<double, vl8, 8> {};
 #endif
