@@ -571,7 +571,8 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
 #else
     const bool need_an = !kIsComplex<T>;
 #endif
-    const Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode, need_an);
+    Dictionary<T> D(A, M, N, lda, opt.gram_limit, mode, need_an);
+    D.form_gram(n_threads);
     const std::ptrdiff_t K = opt.max_atoms;
     // Complex data always runs the generic build (its products are never fused).
 #ifdef CSCORE_GREEDY_AVX2
@@ -579,10 +580,39 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
 #else
     const bool avx2 = false;
 #endif
+    // One range of problems [begin, end) on this worker's workspace.
+    const auto decode_range = [&](const Dictionary<T>& Dc, Workspace<T>& ws, std::ptrdiff_t begin,
+                                  std::ptrdiff_t end) {
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (!kIsComplex<T>) {
+            if (avx2) {
+                decode_range_avx2<T>(Dc, Y, begin, end, opt, ws, out, ctl);
+                return;
+            }
+        }
+#endif
+        (void)avx2;
+        decode_range_generic<T>(Dc, Y, begin, end, opt, ws, out, ctl);
+    };
+    // A batch stopped by tol alone does not know its atom count.  The first
+    // problem is decoded alone (its columns cached) and its count n0 stands for
+    // the others': when 2 P n0 >= N, G is stored after all (the rule of a known
+    // count) and the other problems read it.  Cached and stored columns have the
+    // same bits, so no result depends on it.
+    std::ptrdiff_t first = 0;
+    if (D.mode == GramMode::cached && P > 1) {
+        Workspace<T> ws(M, N, L, K);
+        ws.ahead.configure(D);
+        decode_range(D, ws, 0, 1);
+        first = 1;
+        const std::ptrdiff_t n0 = std::max<std::ptrdiff_t>(out.n_iter[0], 1);
+        if (2 * P * n0 >= N && !should_stop(ctl)) D.store_gram(opt.gram_limit, n_threads);
+    }
     // Problems are handed out in fixed chunks from a shared counter, so a thread
     // that gets less CPU (a busy machine) simply takes fewer chunks.  Each problem
     // is still computed by the same code, so results do not depend on the split.
-    const std::ptrdiff_t n_chunks = (P + kChunk - 1) / kChunk;
+    const std::ptrdiff_t rest = P - first;
+    const std::ptrdiff_t n_chunks = (rest + kChunk - 1) / kChunk;
     const std::ptrdiff_t workers = std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(n_threads, n_chunks));
     std::atomic<std::ptrdiff_t> next{0};
     parallel_for(workers, static_cast<int>(workers), [&](std::ptrdiff_t, std::ptrdiff_t, int) {
@@ -591,20 +621,11 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
         for (;;) {
             const std::ptrdiff_t c = next.fetch_add(1, std::memory_order_relaxed);
             if (c >= n_chunks || should_stop(ctl)) break;
-            const std::ptrdiff_t begin = c * kChunk, end = std::min(P, begin + kChunk);
+            const std::ptrdiff_t begin = first + c * kChunk, end = std::min(P, begin + kChunk);
             // The next chunk (this worker's if it is the only one) is requested
             // while this one is decoded.
             if (end < P) prefetch_chunk(Y, out.X, end, std::min(P, end + kChunk) - end, M, N, L);
-#ifdef CSCORE_GREEDY_AVX2
-            if constexpr (!kIsComplex<T>) {
-                if (avx2) {
-                    decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
-                    continue;
-                }
-            }
-#endif
-            (void)avx2;
-            decode_range_generic<T>(D, Y, begin, end, opt, ws, out, ctl);
+            decode_range(D, ws, begin, end);
         }
     }, ctl);
 }

@@ -30,6 +30,7 @@
 #include "cscore/greedy_prepare.hpp"
 #include "cscore/greedy_scalar.hpp"
 #include "cscore/linalg.hpp"
+#include "cscore/parallel.hpp"
 
 namespace cscore::greedy {
 
@@ -87,7 +88,14 @@ class LineBuffer {
     LineBuffer(const LineBuffer&) = delete;
     LineBuffer& operator=(const LineBuffer&) = delete;
     LineBuffer(LineBuffer&& o) noexcept : n_(o.n_), p_(o.p_) { o.n_ = 0, o.p_ = nullptr; }
-    LineBuffer& operator=(LineBuffer&&) = delete;
+    LineBuffer& operator=(LineBuffer&& o) noexcept {
+        if (this != &o) {
+            this->~LineBuffer();
+            n_ = o.n_, p_ = o.p_;
+            o.n_ = 0, o.p_ = nullptr;
+        }
+        return *this;
+    }
     ~LineBuffer() {
         if (p_ != nullptr) LineAllocator<T>().deallocate(p_, n_);
     }
@@ -223,25 +231,66 @@ struct Dictionary {
             col_ready.reset(new std::atomic<bool>[static_cast<std::size_t>(N)]);
             for (std::ptrdiff_t j = 0; j < N; ++j) col_ready[static_cast<std::size_t>(j)].store(false);
         }
-        if (!has_gram) return;
-        // Column j from row j down (G_ij = conj(G_ji): the same products and sums).
-        for (std::ptrdiff_t j = 0; j < N; ++j) {
-            T* gj = G.data() + j * N;
-            gram_block(j, j, N - j, gj + j);
-            for (std::ptrdiff_t i = j + 1; i < N; ++i) G[i * N + j] = Scalar<T>::conj(gj[i]);
-        }
     }
 
-    // Columns ks[0..nk) of G into outs[0..nk) in one pass over the atoms: a block
-    // of atoms small enough to stay in L1 gives its entries to every column
-    // before the next block is read.  Each entry by gram_block: the bits of one
-    // column at a time.
-    void gram_columns(const std::ptrdiff_t* ks, int nk, T* const* outs) const {
+    // G (GramMode::stored; nothing otherwise): column j from row j down, four
+    // columns per pass over the atoms below them (gram_columns), the blocks of
+    // columns shared out to n_threads; then the upper triangle mirrored
+    // (G_ij = conj(G_ji): the same products and sums).  Every entry has the bits
+    // of gram_block one column at a time, whoever forms it.
+    void form_gram(int n_threads) {
+        if (!has_gram) return;
+        constexpr std::ptrdiff_t kCols = 4;
+        const std::ptrdiff_t blocks = (N + kCols - 1) / kCols;
+        std::atomic<std::ptrdiff_t> next{0};
+        const std::ptrdiff_t workers = std::max<std::ptrdiff_t>(1, std::min<std::ptrdiff_t>(n_threads, blocks));
+        parallel_for(workers, static_cast<int>(workers), [&](std::ptrdiff_t, std::ptrdiff_t, int) {
+            for (;;) {
+                const std::ptrdiff_t b = next.fetch_add(1, std::memory_order_relaxed);
+                if (b >= blocks) break;
+                const std::ptrdiff_t j0 = b * kCols;
+                const int nk = static_cast<int>(std::min(kCols, N - j0));
+                std::ptrdiff_t ks[kCols];
+                T* outs[kCols];
+                for (int c = 0; c < nk; ++c) ks[c] = j0 + c, outs[c] = G.data() + (j0 + c) * N;
+                gram_columns(ks, nk, outs, ks);
+            }
+        });
+        constexpr std::ptrdiff_t kTile = 32;
+        for (std::ptrdiff_t j0 = 0; j0 < N; j0 += kTile)
+            for (std::ptrdiff_t i0 = j0; i0 < N; i0 += kTile)
+                for (std::ptrdiff_t j = j0; j < std::min(N, j0 + kTile); ++j)
+                    for (std::ptrdiff_t i = std::max(i0, j + 1); i < std::min(N, i0 + kTile); ++i)
+                        G[i * N + j] = Scalar<T>::conj(G[j * N + i]);
+    }
+
+    // Switches a GramMode::cached dictionary to a stored G (formed by form_gram)
+    // when it has at most gram_limit entries; the cached columns are dropped.
+    void store_gram(std::ptrdiff_t gram_limit, int n_threads) {
+        if (mode != GramMode::cached || N > gram_limit / std::max<std::ptrdiff_t>(N, 1)) return;
+        G = LineBuffer<T>(static_cast<std::size_t>(N * N));
+        mode = GramMode::stored;
+        has_gram = true;
+        form_gram(n_threads);
+        col_cache.reset();
+        col_once.reset();
+        col_ready.reset();
+    }
+
+    // Columns ks[0..nk) of G into outs[0..nk) in one pass over the atoms, column
+    // c from row from[c] down (from null: from row 0): a block of atoms small
+    // enough to stay in L1 gives its entries to every column before the next
+    // block is read.  Each entry by gram_block: the bits of one column at a time.
+    void gram_columns(const std::ptrdiff_t* ks, int nk, T* const* outs,
+                      const std::ptrdiff_t* from = nullptr) const {
         const std::ptrdiff_t fit = static_cast<std::ptrdiff_t>(std::size_t{32768} / (static_cast<std::size_t>(M) * sizeof(T)));
         const std::ptrdiff_t rows = std::max<std::ptrdiff_t>(8, fit / 8 * 8);
         for (std::ptrdiff_t i0 = 0; i0 < N; i0 += rows) {
             const std::ptrdiff_t count = std::min(rows, N - i0);
-            for (int c = 0; c < nk; ++c) gram_block(ks[c], i0, count, outs[c] + i0);
+            for (int c = 0; c < nk; ++c) {
+                const std::ptrdiff_t lo = from == nullptr ? i0 : std::max(i0, from[c]);
+                if (lo < i0 + count) gram_block(ks[c], lo, i0 + count - lo, outs[c] + lo);
+            }
         }
     }
 
