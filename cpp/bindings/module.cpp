@@ -1,10 +1,13 @@
 #include <pybind11/pybind11.h>
+#include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <stdexcept>
 #include <string>
 #include <thread>
 
 #include "cscore/blas.hpp"
+#include "cscore/column_stats.hpp"
 #include "cscore/cpu.hpp"
 #include "register.hpp"
 
@@ -35,6 +38,28 @@ py::tuple cpu_isa_request() {
     return py::make_tuple(st.variable, py::reinterpret_steal<py::str>(value), st.recognized);
 }
 
+// (col_max, finite) of a C-contiguous float32/float64 matrix: column_stats.hpp.
+py::tuple column_abs_max(const py::array& A) {
+    if (A.ndim() != 2 || !(A.flags() & py::array::c_style))
+        throw std::invalid_argument("_column_abs_max: A must be a C-contiguous 2-D array");
+    const std::ptrdiff_t M = A.shape(0), N = A.shape(1);
+    py::array_t<double> col_max(N);
+    double* out = col_max.mutable_data();
+    bool finite = true;
+    if (A.dtype().is(py::dtype::of<double>())) {
+        const double* a = static_cast<const double*>(A.data());
+        py::gil_scoped_release release;
+        finite = cscore::column_abs_max(a, M, N, N, out);
+    } else if (A.dtype().is(py::dtype::of<float>())) {
+        const float* a = static_cast<const float*>(A.data());
+        py::gil_scoped_release release;
+        finite = cscore::column_abs_max(a, M, N, N, out);
+    } else {
+        throw std::invalid_argument("_column_abs_max: A must be float32 or float64");
+    }
+    return py::make_tuple(col_max, finite);
+}
+
 py::list blas_names() {
     py::list out;
     for (const auto& kv : cscore::blas::registry()) out.append(kv.first);
@@ -58,6 +83,9 @@ PYBIND11_MODULE(_core, m) {
           "Best instruction set the CPU supports: 'avx512', 'avx2' or 'generic'.");
     m.def("_cpu_isa_request", &cpu_isa_request,
           "(variable, value, recognized) of the environment setting read for cpu_isa.");
+    m.def("_column_abs_max", &column_abs_max, py::arg("A"),
+          "(largest |a_ij| per column as float64, whether every entry is finite) of a "
+          "C-contiguous float32/float64 matrix, in one pass (internal).");
     cscore::bindings::register_greedy(m);
     cscore::bindings::register_bcs(m);
     cscore::bindings::register_sbl(m);

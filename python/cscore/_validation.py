@@ -207,10 +207,43 @@ def check_matrix(name: str, A: Any, *, dtype: np.dtype | type | None = None) -> 
     numpy.ndarray
         ``A`` as a C-contiguous float array.
     """
-    out = as_float_array(name, A, ndim=2, dtype=dtype)
+    return check_matrix_scales(name, A, dtype=dtype)[0]
+
+
+def check_matrix_scales(
+    name: str, A: Any, *, dtype: np.dtype | type | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`check_matrix`, and the largest ``|a_ij|`` of each column.
+
+    The checks and the column maxima come from one pass over ``A`` (the
+    compiled core's ``_column_abs_max``); the first non-finite entry is then
+    located only when there is one.
+
+    Parameters
+    ----------
+    name : str
+        Argument name used in error messages.
+    A : array_like
+        The matrix.
+    dtype : dtype, optional
+        Target float dtype (see :func:`as_float_array`).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``A`` as a C-contiguous float array.
+    numpy.ndarray of float64, shape (N,)
+        ``max_i |a_ij|`` per column (exact).
+    """
+    from . import _core
+
+    out = as_float_array(name, A, ndim=2, dtype=dtype, finite=False)
+    col_max, finite = _core._column_abs_max(out)
+    if not finite:
+        check_finite(name, out)
     # Exact test (a norm would underflow to 0 for columns of tiny, nonzero entries).
-    check_no_zero_column(name, np.any(out != 0, axis=0))
-    return out
+    check_no_zero_column(name, col_max > 0)
+    return out, col_max
 
 
 def check_no_zero_column(name: str, nonzero: np.ndarray) -> None:

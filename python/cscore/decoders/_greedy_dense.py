@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from .._config import resolve_threads
+from .._validation import check_matrix_scales
 from ._complex import as_array, checked_matrix, decode_dtype, is_complex
 from ._greedy_common import DEPENDENT_MSG, GreedyLayout, checked_rows, resolve_stopping
 from ._rrt import path_length, rrt_tables, signal_tables
@@ -32,7 +33,9 @@ __all__ = [
 _GRAM_LIMIT = 1 << 25
 
 
-def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+def _unit_scale_columns(
+    A_arr: np.ndarray, col_max: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
     """``A`` with its columns of extreme scale brought to unit scale, and the scales.
 
     Columns of extreme scale (e.g. float32 subnormals, whose inverse norm would
@@ -40,11 +43,12 @@ def _unit_scale_columns(A_arr: np.ndarray) -> tuple[np.ndarray, np.ndarray | Non
     normalized columns anyway and x_j scales back by 1/c_j.  Columns of ordinary
     scale are untouched (results are bit-identical); the scales are None when
     no column is extreme.  Complex columns are scaled by their largest part.
+    ``col_max``, when given, is ``max_i |a_ij|`` per column of a real ``A``.
     """
     cplx = A_arr.dtype.kind == "c"
     if cplx:
         col_max = np.max(np.maximum(np.abs(A_arr.real), np.abs(A_arr.imag)), axis=0)
-    else:
+    elif col_max is None:
         # max |a_ij| from the column maxima and minima: no temporary the size of A
         col_max = np.maximum(np.max(A_arr, axis=0), -np.min(A_arr, axis=0))
     extreme = (col_max < 2.0**-40) | (col_max > 2.0**40)
@@ -89,12 +93,16 @@ def run_dense(
         check_device(device)
     dtype = decode_dtype(A, Y)
     real_dtype = np.finfo(dtype).dtype  # of the residual norms
-    A_arr = checked_matrix("A", A, dtype=dtype)
+    col_max: np.ndarray | None = None
+    if np.dtype(dtype).kind == "c":
+        A_arr = checked_matrix("A", A, dtype=dtype)
+    else:  # the checks and the column scales from one pass over A
+        A_arr, col_max = check_matrix_scales("A", A, dtype=dtype)
     # A batch of zero problems, y (M, 0) or Y (0, M, L), gives an empty result.
     Y_arr = as_array(y_name, Y, ndim=layout.y_ndims, dtype=dtype, empty_batch=layout.empty)
     M, N = A_arr.shape
     checked_rows(layout, Y_arr.shape, A_arr.shape)
-    A_arr, col_scale = _unit_scale_columns(A_arr)
+    A_arr, col_scale = _unit_scale_columns(A_arr, col_max)
     auto = is_auto(tol)
     if auto:
         _refuse_complex_auto(fn, A_arr, Y_arr)
