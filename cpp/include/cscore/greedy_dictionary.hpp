@@ -27,6 +27,7 @@
 #include "cscore/cpu.hpp"
 #include "cscore/greedy_avx2.hpp"
 #include "cscore/greedy_complex.hpp"
+#include "cscore/greedy_gram_tiles.hpp"
 #include "cscore/greedy_prepare.hpp"
 #include "cscore/greedy_scalar.hpp"
 #include "cscore/linalg.hpp"
@@ -283,6 +284,16 @@ struct Dictionary {
     // block is read.  Each entry by gram_block: the bits of one column at a time.
     void gram_columns(const std::ptrdiff_t* ks, int nk, T* const* outs,
                       const std::ptrdiff_t* from = nullptr) const {
+#ifdef CSCORE_GREEDY_AVX2
+        if constexpr (std::is_same_v<T, double>) {
+            if (avx) {  // up to four columns per sweep, in registers (greedy_gram_tiles.hpp)
+                for (int c0 = 0; c0 < nk; c0 += 4)
+                    gram_columns_avx(At.data(), M, N, ks + c0, std::min(4, nk - c0), outs + c0,
+                                     from == nullptr ? nullptr : from + c0);
+                return;
+            }
+        }
+#endif
         const std::ptrdiff_t fit = static_cast<std::ptrdiff_t>(std::size_t{32768} / (static_cast<std::size_t>(M) * sizeof(T)));
         const std::ptrdiff_t rows = std::max<std::ptrdiff_t>(8, fit / 8 * 8);
         for (std::ptrdiff_t i0 = 0; i0 < N; i0 += rows) {
