@@ -93,8 +93,9 @@ def test_gram_strategies_give_the_same_bits(rng, B, monkeypatch):
 
 
 def test_cached_gram_columns_thread_independent(rng):
-    # A tol-stopped batch shares its cached Gram columns between threads.
-    M, N, k, B = 40, 300, 6, 200
+    # A tol-stopped batch whose first problem finds too few atoms to repay G
+    # (2 B n0 < N) shares its cached Gram columns between threads (3 chunks).
+    M, N, k, B = 40, 3000, 6, 70
     A, Y = _problem(rng, M, N, k, B)
     tol = 0.01 * np.sqrt(M) * 1.2
     r1 = cscore.omp(A, Y, tol=tol, n_threads=1, return_result=True)
@@ -141,6 +142,21 @@ def test_operator_tol_beyond_the_first_room(rng):
         xd = cscore.omp(An, Y[:, b], n_nonzero=n)
         np.testing.assert_array_equal(np.flatnonzero(xd), np.flatnonzero(rk.x))
         np.testing.assert_allclose(rk.x, xd, rtol=0, atol=1e-9 * np.max(np.abs(xd)))
+
+
+def test_tol_batch_that_repays_g_stores_it(rng):
+    # A tol-stopped batch decodes its first problem alone; when 2 B n0 >= N it
+    # stores G for the others (as a batch with a known count does).  The same
+    # bits as the problems decoded one by one (columns on demand), whatever
+    # the thread count.
+    M, N, k, B = 48, 400, 5, 90
+    A, Y = _problem(rng, M, N, k, B)
+    tol = 0.01 * np.sqrt(M) * 1.2
+    r1 = cscore.omp(A, Y, tol=tol, n_threads=1, return_result=True)
+    assert 2 * B * int(r1.n_iter[0]) >= N
+    for b in range(0, B, 11):
+        np.testing.assert_array_equal(r1.x[:, b], cscore.omp(A, Y[:, b], tol=tol))
+    np.testing.assert_array_equal(cscore.omp(A, Y, tol=tol, n_threads=3), r1.x)
 
 
 @pytest.mark.parametrize("L", [1, 3])
