@@ -37,6 +37,9 @@
 //   greedy_complex.hpp     the complex-only kernels and Cholesky factor
 //   greedy_avx2.hpp        the hand-vectorized AVX2 double kernels
 //   greedy_dictionary.hpp  normalized atoms and the Gram matrix (stored/cached/on demand)
+//   greedy_prepare.hpp     the column norms and normalized atoms, columns in vector lanes
+//   greedy_gram_tiles.hpp  up to four Gram columns per sweep over the atoms (AVX)
+//   greedy_ahead.hpp       one problem's Gram columns formed ahead (large A, on demand)
 //   greedy_workspace.hpp   Options, Outputs and the per-thread Workspace
 //   greedy_steps.hpp       loading, correlations, score refresh, explicit residual, tol test
 //   greedy_auto.hpp        tol="auto": residual ratio thresholding and the cut
