@@ -189,15 +189,18 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
     }
 #ifdef CSCORE_GREEDY_AVX2
     if constexpr (kAvx2Double<T, kBlasGemv>) {
-        if (ws.L == 1) {
-            if (n == 0) next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
-            *best = next.best;
-            return next.k;
+        // After the first atom the step found the next one (omp_step, somp_step).
+        if (n == 0) {
+            if (ws.L == 1) {
+                next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
+            } else {
+                update_scores<T>(ws, nullptr, nullptr);
+                next.k = avx2::argmax_first(ws.score.data(), N);
+                next.best = ws.score[static_cast<std::size_t>(next.k)];
+            }
         }
-        if (n == 0) update_scores<T>(ws, nullptr, nullptr);
-        const std::ptrdiff_t k = avx2::argmax_first(ws.score.data(), N);
-        *best = ws.score[static_cast<std::size_t>(k)];
-        return k;
+        *best = next.best;
+        return next.k;
     }
 #endif
     if (n == 0) update_scores<T>(ws, nullptr, nullptr);
@@ -225,13 +228,15 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         update_scores(ws, qn, zn);
 #ifdef CSCORE_GREEDY_AVX2
     } else if constexpr (kAvx2Double<T, kBlasGemv>) {
-        if (ws.L == 1) {
-            if (n + 1 < opt.max_atoms)
+        // After the last atom nothing reads this step's Q column, correlations,
+        // scores or next atom: the loop only stops (tol test, cap).
+        if (n + 1 < opt.max_atoms) {
+            if (ws.L == 1)
                 next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
                                         &next.best);
-        } else {
-            avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
-            update_scores(ws, qn, zn);
+            else
+                next.k = avx2::somp_step(N, n, gk, Q, N, w, inv, qn, zn, ws.L, ws.alpha, N,
+                                         ws.score.data(), &next.best);
         }
 #endif
     } else {
