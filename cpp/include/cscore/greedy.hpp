@@ -131,7 +131,8 @@ struct Problem {
     bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
 };
 
-// The fused OMP step's next atom, found by the step before (avx2::omp_step).
+// The fused step's next atom, found by the step before (avx2::omp_step for OMP,
+// avx2::somp_step for SOMP).
 template <class T>
 struct NextAtom {
     std::ptrdiff_t k = 0;
@@ -139,7 +140,7 @@ struct NextAtom {
 };
 
 // Whether problems of T run the hand-vectorized double kernels (the AVX2 build,
-// kBlasGemv false); plain OMP (L = 1) there fuses each step into one pass.
+// kBlasGemv false); there each step is fused into one pass (OMP and SOMP).
 template <class T, bool kBlasGemv>
 inline constexpr bool kAvx2Double =
 #ifdef CSCORE_GREEDY_AVX2
@@ -210,9 +211,9 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
 }
 
 // The new column qn = (G_{:,k} - Q w) / l of Q (inv = 1 / l) and the refreshed
-// correlations and scores (alpha -= qn zn).  Plain OMP on the AVX2 path does it in
-// one pass that also finds the next atom (avx2::omp_step), skipped after the last
-// atom (nothing reads it then).
+// correlations and scores (alpha -= qn zn).  The AVX2 path does it in one pass
+// that also finds the next atom (avx2::omp_step for L = 1, avx2::somp_step for
+// L >= 2), skipped after the last atom (nothing reads it then).
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, std::ptrdiff_t n,
                                               NextAtom<T>& next, const T* gk, Real<T> inv, T* qn,
@@ -367,10 +368,10 @@ CSCORE_FORCE_INLINE void write_path_energies(const Dictionary<T>& D, Workspace<T
 }
 
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
-// correlations from chunk_correlations) into the outputs.  For OMP (L = 1) in
-// double on the AVX2 path, one pass per step computes the new Q column, updates
-// the correlations and finds the next atom (avx2::omp_step); the other cases run
-// the same arithmetic as separate passes.
+// correlations from chunk_correlations) into the outputs.  In double on the AVX2
+// path, one pass per step computes the new Q column, updates the correlations and
+// scores and finds the next atom (avx2::omp_step, avx2::somp_step); the other
+// cases run the same arithmetic as separate passes.
 // With `defer`, a problem whose fit is still to be solved (always the case of
 // plain OMP: no tol, no tol="auto", no path energies) is left in ws for the
 // caller to finish (finish_pair), its summary in *defer.

@@ -3,8 +3,9 @@
 // gram_block_generic), and in namespace avx2 the FMA kernels of one OMP/SOMP
 // step -- correlations A^T y (gemv_t_rows, gemv_t_rows4, gemv_rows), the new Q
 // column (scaled_residual_gemv), the first maximum of the scores (argmax_first,
-// argmax_sq), the fused OMP step (omp_step) and the explicit residual
-// (residual_vector).  Each states which portable loop's bits it reproduces.
+// argmax_sq), the fused OMP and SOMP steps (omp_step, somp_step) and the
+// explicit residual (residual_vector).  Each states which portable loop's bits it
+// reproduces.
 // Compiled only on x86 with GCC/Clang (CSCORE_GREEDY_AVX2), chosen at run time.
 #pragma once
 
@@ -154,6 +155,8 @@ __attribute__((target("avx2,fma"))) inline void gemv_t_rows4(std::ptrdiff_t m, s
 
 // y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): 16
 // outputs at a time stay in registers while the columns stream by, in order.
+// The decoders' steps now run fused (omp_step, somp_step); this stays as the
+// plain form of their Q column, whose bits they reproduce.
 __attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* y) {
