@@ -213,11 +213,13 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
 // The new column qn = (G_{:,k} - Q w) / l of Q (inv = 1 / l) and the refreshed
 // correlations and scores (alpha -= qn zn).  The AVX2 path does it in one pass
 // that also finds the next atom (avx2::omp_step for L = 1, avx2::somp_step for
-// L >= 2), skipped after the last atom (nothing reads it then).
+// L >= 2).  Skipped after the last atom: nothing reads this step's Q column,
+// correlations, scores or next atom then (the loop only stops: tol test, cap).
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, std::ptrdiff_t n,
                                               NextAtom<T>& next, const T* gk, Real<T> inv, T* qn,
                                               const T* zn) {
+    if (n + 1 >= opt.max_atoms) return;
     const std::ptrdiff_t N = ws.N;
     const T* Q = ws.Q.data();
     const T* w = ws.w.data();
@@ -229,16 +231,12 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         update_scores(ws, qn, zn);
 #ifdef CSCORE_GREEDY_AVX2
     } else if constexpr (kAvx2Double<T, kBlasGemv>) {
-        // After the last atom nothing reads this step's Q column, correlations,
-        // scores or next atom: the loop only stops (tol test, cap).
-        if (n + 1 < opt.max_atoms) {
-            if (ws.L == 1)
-                next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
-                                        &next.best);
-            else
-                next.k = avx2::somp_step(N, n, gk, Q, N, w, inv, qn, zn, ws.L, ws.alpha, N,
-                                         ws.score.data(), &next.best);
-        }
+        if (ws.L == 1)
+            next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
+                                    &next.best);
+        else
+            next.k = avx2::somp_step(N, n, gk, Q, N, w, inv, qn, zn, ws.L, ws.alpha, N, ws.score.data(),
+                                     &next.best);
 #endif
     } else {
         for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
@@ -246,7 +244,7 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
         update_scores(ws, qn, zn);
     }
-    (void)opt, (void)next;
+    (void)next;
 }
 
 // Adds atom k to a support of n atoms (see the header): w = conj(Q[k, :]), the
