@@ -106,6 +106,23 @@ def test_somp_matches_reference(rng, scaled):
         assert set(np.flatnonzero(res.support[b][:, 0])) == set(supp_ref)
 
 
+# N = 3 (no full vector of 4 atoms), 7 (one vector and a tail), 21 (a 16-atom
+# block, a vector and a tail), 45 (a 24-atom block, a 16-atom block, a vector and a
+# tail): every part of the AVX2 kernel's one-pass step.
+@pytest.mark.parametrize("N,L", [(3, 2), (7, 3), (21, 2), (45, 6)])
+def test_somp_matches_reference_all_block_sizes(rng, N, L):
+    M = 12
+    A = rng.standard_normal((M, N))
+    k = min(N, 8) - 1
+    Ys = rng.standard_normal((3, M, L))
+    res = cscore.somp(A, Ys, n_nonzero=k, return_result=True)
+    for b in range(Ys.shape[0]):
+        S_ref, supp_ref = ref_somp(A, Ys[b], k)
+        assert list(res.extra["atoms"][b]) == supp_ref
+        np.testing.assert_allclose(res.x[b], S_ref, rtol=1e-9, atol=1e-9 * np.abs(S_ref).max())
+        np.testing.assert_allclose(res.residual_norm[b], residual_norms(A, Ys[b], S_ref), rtol=1e-9)
+
+
 def test_coefficients_are_least_squares_on_support(rng):
     A, _, Y = make_problem(rng, 40, 90, L=5, k=6, joint=False, sigma=0.1)
     A = A * rng.uniform(0.01, 100.0, A.shape[1])

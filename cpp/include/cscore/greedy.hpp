@@ -134,7 +134,8 @@ struct Problem {
     bool have_explicit = false;  // ws.res / ws.gamma valid for the current n
 };
 
-// The fused OMP step's next atom, found by the step before (avx2::omp_step).
+// The fused step's next atom, found by the step before (avx2::omp_step for OMP,
+// avx2::somp_step for SOMP).
 template <class T>
 struct NextAtom {
     std::ptrdiff_t k = 0;
@@ -142,7 +143,7 @@ struct NextAtom {
 };
 
 // Whether problems of T run the hand-vectorized double kernels (the AVX2 build,
-// kBlasGemv false); plain OMP (L = 1) there fuses each step into one pass.
+// kBlasGemv false); there each step is fused into one pass (OMP and SOMP).
 template <class T, bool kBlasGemv>
 inline constexpr bool kAvx2Double =
 #ifdef CSCORE_GREEDY_AVX2
@@ -193,15 +194,18 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
     }
 #ifdef CSCORE_GREEDY_AVX2
     if constexpr (kAvx2Double<T, kBlasGemv>) {
-        if (ws.L == 1) {
-            if (n == 0) next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
-            *best = next.best;
-            return next.k;
+        // After the first atom the step found the next one (omp_step, somp_step).
+        if (n == 0) {
+            if (ws.L == 1) {
+                next.k = avx2::argmax_sq(ws.alpha, N, ws.score.data(), &next.best);
+            } else {
+                update_scores<T>(ws, nullptr, nullptr);
+                next.k = avx2::argmax_first(ws.score.data(), N);
+                next.best = ws.score[static_cast<std::size_t>(next.k)];
+            }
         }
-        if (n == 0) update_scores<T>(ws, nullptr, nullptr);
-        const std::ptrdiff_t k = avx2::argmax_first(ws.score.data(), N);
-        *best = ws.score[static_cast<std::size_t>(k)];
-        return k;
+        *best = next.best;
+        return next.k;
     }
 #endif
     if (n == 0) update_scores<T>(ws, nullptr, nullptr);
@@ -211,13 +215,15 @@ CSCORE_FORCE_INLINE std::ptrdiff_t select_atom(const Options& opt, Workspace<T>&
 }
 
 // The new column qn = (G_{:,k} - Q w) / l of Q (inv = 1 / l) and the refreshed
-// correlations and scores (alpha -= qn zn).  Plain OMP on the AVX2 path does it in
-// one pass that also finds the next atom (avx2::omp_step), skipped after the last
-// atom (nothing reads it then).
+// correlations and scores (alpha -= qn zn).  The AVX2 path does it in one pass
+// that also finds the next atom (avx2::omp_step for L = 1, avx2::somp_step for
+// L >= 2).  Skipped after the last atom: nothing reads this step's Q column,
+// correlations, scores or next atom then (the loop only stops: tol test, cap).
 template <class T, bool kBlasGemv>
 CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& ws, std::ptrdiff_t n,
                                               NextAtom<T>& next, const T* gk, Real<T> inv, T* qn,
                                               const T* zn) {
+    if (n + 1 >= opt.max_atoms) return;
     const std::ptrdiff_t N = ws.N;
     const T* Q = ws.Q.data();
     const T* w = ws.w.data();
@@ -229,14 +235,12 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         update_scores(ws, qn, zn);
 #ifdef CSCORE_GREEDY_AVX2
     } else if constexpr (kAvx2Double<T, kBlasGemv>) {
-        if (ws.L == 1) {
-            if (n + 1 < opt.max_atoms)
-                next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
-                                        &next.best);
-        } else {
-            avx2::scaled_residual_gemv(N, n, gk, Q, N, w, inv, qn);
-            update_scores(ws, qn, zn);
-        }
+        if (ws.L == 1)
+            next.k = avx2::omp_step(N, n, gk, Q, N, w, inv, qn, zn[0], ws.alpha, ws.score.data(),
+                                    &next.best);
+        else
+            next.k = avx2::somp_step(N, n, gk, Q, N, w, inv, qn, zn, ws.L, ws.alpha, N, ws.score.data(),
+                                     &next.best);
 #endif
     } else {
         for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] = gk[j];
@@ -244,7 +248,7 @@ CSCORE_FORCE_INLINE void refresh_correlations(const Options& opt, Workspace<T>& 
         for (std::ptrdiff_t j = 0; j < N; ++j) qn[j] *= inv;
         update_scores(ws, qn, zn);
     }
-    (void)opt, (void)next;
+    (void)next;
 }
 
 // Adds atom k to a support of n atoms (see the header): w = conj(Q[k, :]), the
@@ -367,10 +371,10 @@ CSCORE_FORCE_INLINE void write_path_energies(const Dictionary<T>& D, Workspace<T
 }
 
 // Decodes problem p (the chunk's problem q, loaded by load_chunk with its
-// correlations from chunk_correlations) into the outputs.  For OMP (L = 1) in
-// double on the AVX2 path, one pass per step computes the new Q column, updates
-// the correlations and finds the next atom (avx2::omp_step); the other cases run
-// the same arithmetic as separate passes.
+// correlations from chunk_correlations) into the outputs.  In double on the AVX2
+// path, one pass per step computes the new Q column, updates the correlations and
+// scores and finds the next atom (avx2::omp_step, avx2::somp_step); the other
+// cases run the same arithmetic as separate passes.
 // With `defer`, a problem whose fit is still to be solved (always the case of
 // plain OMP: no tol, no tol="auto", no path energies) is left in ws for the
 // caller to finish (finish_pair), its summary in *defer.

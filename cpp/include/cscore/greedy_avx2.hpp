@@ -3,8 +3,9 @@
 // gram_block_generic), and in namespace avx2 the FMA kernels of one OMP/SOMP
 // step -- correlations A^T y (gemv_t_rows, gemv_t_rows4, gemv_rows), the new Q
 // column (scaled_residual_gemv), the first maximum of the scores (argmax_first,
-// argmax_sq), the fused OMP step (omp_step) and the explicit residual
-// (residual_vector).  Each states which portable loop's bits it reproduces.
+// argmax_sq), the fused OMP and SOMP steps (omp_step, somp_step) and the
+// explicit residual (residual_vector).  Each states which portable loop's bits it
+// reproduces.
 // Compiled only on x86 with GCC/Clang (CSCORE_GREEDY_AVX2), chosen at run time.
 #pragma once
 
@@ -154,6 +155,8 @@ __attribute__((target("avx2,fma"))) inline void gemv_t_rows4(std::ptrdiff_t m, s
 
 // y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): 16
 // outputs at a time stay in registers while the columns stream by, in order.
+// The decoders' steps now run fused (omp_step, somp_step); this stays as the
+// plain form of their Q column, whose bits they reproduce.
 __attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
     std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
     const double* w, double s, double* y) {
@@ -396,6 +399,99 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t omp_step(
         sq_tail[j] = v * v;
     }
     return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
+}
+
+// One block of a SOMP step (L >= 2 channels), kV vectors from j: acc = g - X w
+// (residual_block), q = s * acc (stored), then channel by channel, in order,
+// a_c = a_c - z[c] q (stored, one fused operation as in update_scores) and the
+// score sum_c a_c^2 (channel 0 a product, the others one fused multiply-add
+// each, as in update_scores), stored and taken into the running maxima (vectors
+// alternate between m0 and m1).  q and the scores stay in registers across the
+// channels.
+template <int kV>
+__attribute__((target("avx2,fma"))) inline void somp_block(std::ptrdiff_t ncols, const double* g,
+                                                           const double* X, std::ptrdiff_t ldx,
+                                                           const double* w, double s, const double* z,
+                                                           std::ptrdiff_t L, double* q, double* a,
+                                                           std::ptrdiff_t lda, double* score,
+                                                           std::ptrdiff_t j, __m256d& m0, __m256d& m1) {
+    __m256d qv[kV], sc[kV];
+    residual_block<kV>(ncols, g, X, ldx, w, j, qv);
+    const __m256d vs = _mm256_set1_pd(s);
+    for (int v = 0; v < kV; ++v) {
+        qv[v] = _mm256_mul_pd(qv[v], vs);
+        _mm256_storeu_pd(q + j + 4 * v, qv[v]);
+    }
+    {
+        const __m256d vz = _mm256_broadcast_sd(z);
+        double* ac = a + j;
+        for (int v = 0; v < kV; ++v) {
+            const __m256d av = _mm256_fnmadd_pd(vz, qv[v], _mm256_loadu_pd(ac + 4 * v));
+            _mm256_storeu_pd(ac + 4 * v, av);
+            sc[v] = _mm256_mul_pd(av, av);
+        }
+    }
+    for (std::ptrdiff_t c = 1; c < L; ++c) {
+        const __m256d vz = _mm256_broadcast_sd(z + c);
+        double* ac = a + c * lda + j;
+        for (int v = 0; v < kV; ++v) {
+            const __m256d av = _mm256_fnmadd_pd(vz, qv[v], _mm256_loadu_pd(ac + 4 * v));
+            _mm256_storeu_pd(ac + 4 * v, av);
+            sc[v] = _mm256_fmadd_pd(av, av, sc[v]);
+        }
+    }
+    for (int v = 0; v < kV; ++v) {
+        _mm256_storeu_pd(score + j + 4 * v, sc[v]);
+        __m256d& m = (v & 1) ? m1 : m0;
+        m = _mm256_max_pd(m, sc[v]);
+    }
+}
+
+// One SOMP step (L >= 2 channels, channel c's correlations at a + c * lda) in a
+// single pass over the N atoms:
+//     q = s * (g - X w)                     (exactly as scaled_residual_gemv)
+//     a_c = a_c - z[c] q,  score = sum_c a_c^2   (exactly as update_scores)
+// and the first index of the largest score (exactly as argmax_first over the
+// stored scores), returned with that maximum in *best.  q, a and the scores are
+// stored.  Outputs go 24 at a time (6 registers for q and 6 for the scores;
+// N = 144 splits into six such blocks), then 16, then 4.
+__attribute__((target("avx2,fma"))) inline std::ptrdiff_t somp_step(
+    std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
+    const double* w, double s, double* q, const double* z, std::ptrdiff_t L, double* a,
+    std::ptrdiff_t lda, double* score, double* best) {
+    __m256d m0 = _mm256_setzero_pd(), m1 = m0;
+    std::ptrdiff_t j = 0;
+    for (; j + 24 <= n; j += 24) somp_block<6>(ncols, g, X, ldx, w, s, z, L, q, a, lda, score, j, m0, m1);
+    for (; j + 16 <= n; j += 16) somp_block<4>(ncols, g, X, ldx, w, s, z, L, q, a, lda, score, j, m0, m1);
+    for (; j + 4 <= n; j += 4) somp_block<1>(ncols, g, X, ldx, w, s, z, L, q, a, lda, score, j, m0, m1);
+    const std::ptrdiff_t vec_end = j;
+    for (; j < n; ++j) {
+        double r = g[j];
+        for (std::ptrdiff_t c = 0; c < ncols; ++c) r = std::fma(-w[c], X[c * ldx + j], r);
+        const double qj = r * s;
+        q[j] = qj;
+        double sj = 0.0;
+        for (std::ptrdiff_t c = 0; c < L; ++c) {
+            const double v = std::fma(-z[c], qj, a[c * lda + j]);
+            a[c * lda + j] = v;
+            sj = c == 0 ? v * v : std::fma(v, v, sj);
+        }
+        score[j] = sj;
+    }
+    // The largest score: the lanes' maxima, then the tail; then its first index.
+    alignas(32) double lanes[4];
+    _mm256_store_pd(lanes, _mm256_max_pd(m0, m1));
+    double b = vec_end > 0 ? std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3])) : score[0];
+    for (std::ptrdiff_t t = vec_end; t < n; ++t) b = score[t] > b ? score[t] : b;
+    *best = b;
+    const __m256d vb = _mm256_set1_pd(b);
+    for (j = 0; j + 4 <= n; j += 4) {
+        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(score + j), vb, _CMP_EQ_OQ));
+        if (mask != 0) return j + __builtin_ctz(static_cast<unsigned>(mask));
+    }
+    for (; j < n; ++j)
+        if (score[j] == b) return j;
+    return 0;
 }
 
 // residual_vector_fma for double: r = y - sum_i g[i * L] At[atoms[i]], the
