@@ -126,7 +126,7 @@ CSCORE_AMP_AVX2_FN inline void block_avx2(const double* panel, pidx k, const dou
         const __m256d a0 = _mm256_loadu_pd(a), a1 = _mm256_loadu_pd(a + 4),
                       a2 = _mm256_loadu_pd(a + 8);
         for (int c = 0; c < NB; ++c) {
-            const __m256d b = _mm256_broadcast_sd(x[c] + kk);
+            const __m256d b = _mm256_set1_pd(x[c][kk]);
             acc[0][c] = _mm256_fmadd_pd(a0, b, acc[0][c]);
             acc[1][c] = _mm256_fmadd_pd(a1, b, acc[1][c]);
             acc[2][c] = _mm256_fmadd_pd(a2, b, acc[2][c]);
@@ -178,7 +178,7 @@ CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, p
                       a2 = _mm256_loadu_pd(a + 8), a3 = _mm256_loadu_pd(b),
                       a4 = _mm256_loadu_pd(b + 4), a5 = _mm256_loadu_pd(b + 8);
         for (int c = 0; c < NB; ++c) {
-            const __m256d x = _mm256_broadcast_sd(X[c] + x0 + kk);
+            const __m256d x = _mm256_set1_pd(X[c][x0 + kk]);
             acc[0][c] = _mm256_fmadd_pd(a0, x, acc[0][c]);
             acc[1][c] = _mm256_fmadd_pd(a1, x, acc[1][c]);
             acc[2][c] = _mm256_fmadd_pd(a2, x, acc[2][c]);
