@@ -69,23 +69,28 @@ struct AmpTask : Run {
     }
 
     // z = y - A x + mu_p s, tau = ||z||^2/M, s <- damped z/tau (before r = x + tau A^T s).
+    // V: the vectors that hold eight lanes (amp_denoise.hpp), here and below.
+    template <class V>
     CSCORE_AMP_INLINE void before_At() {
+        constexpr int P = kParts<V>;
         res.n_iter = ++it;
         const double* yy = y.data();
         for (idx l = 0; l < Lt; ++l) {
             mup[l] = vbar[l] / static_cast<double>(M);  // vbar holds sum_j var_j
             const idx o = l * M;
             const double mu = mup[l];
-            simd::vd8 acc{}, yv, axv, sv;
+            V acc[P] = {}, yv[P], axv[P], sv[P];
             for (idx i = 0; i < M; i += 8) {  // ||z||^2 (z itself is recomputed below)
                 const idx cnt = std::min<idx>(8, M - i);
-                simd::load_partial(yy + o + i, cnt, yv);
-                simd::load_partial(AX.data() + o + i, cnt, axv);
-                simd::load_partial(S.data() + o + i, cnt, sv);
-                const simd::vd8 z = yv - axv + mu * sv;
-                acc += z * z;
+                load8(yy + o + i, cnt, yv);
+                load8(AX.data() + o + i, cnt, axv);
+                load8(S.data() + o + i, cnt, sv);
+                for (int h = 0; h < P; ++h) {
+                    const V z = yv[h] - axv[h] + mu * sv[h];
+                    acc[h] += z * z;
+                }
             }
-            const double zz = simd::hsum(acc);
+            const double zz = hsum8(acc);
             tau[l] = std::max(zz / static_cast<double>(M), kVarFloor);
             if (learn_noise) {  // EM noise update (uniform-variance GAMP output rule)
                 const double psi = prm.psi[l], f = psi / (mup[l] + psi);
@@ -101,42 +106,50 @@ struct AmpTask : Run {
     }
 
     // With T = A^T s: r = x + tau T, denoise, EM, damped update of x.
+    template <class V>
     CSCORE_AMP_INLINE void after_At() {
+        constexpr int P = kParts<V>;
         for (idx l = 0; l < Lt; ++l)  // r = x + tau T, in T (keeps the working set small)
             for (idx j = l * N; j < (l + 1) * N; ++j) T[j] = X[j] + tau[l] * T[j];
-        denoise(*opt, T.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
+        denoise<V>(*opt, T.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
         em_prior(*opt, N, Lt, d, prm);
         // damped update; ||x_t - x_{t-1}||^2 and ||x_t||^2 on the way
-        simd::vd8 adx{}, ax2{}, xh, xo;
+        V adx[P] = {}, ax2[P] = {}, xh[P], xo[P], xn[P];
         const idx NL = N * Lt;
         for (idx i = 0; i < NL; i += 8) {
             const idx cnt = std::min<idx>(8, NL - i);
-            simd::load_partial(Xh.data() + i, cnt, xh);
-            simd::load_partial(X.data() + i, cnt, xo);
-            const simd::vd8 xn = (1.0 - beta) * xh + beta * xo;
-            const simd::vd8 dx = xn - xo;
-            adx += dx * dx;
-            ax2 += xn * xn;
-            simd::store_partial(X.data() + i, xn, cnt);
+            load8(Xh.data() + i, cnt, xh);
+            load8(X.data() + i, cnt, xo);
+            for (int h = 0; h < P; ++h) {
+                xn[h] = (1.0 - beta) * xh[h] + beta * xo[h];
+                const V dx = xn[h] - xo[h];
+                adx[h] += dx * dx;
+                ax2[h] += xn[h] * xn[h];
+            }
+            store8(X.data() + i, xn, cnt);
         }
-        dx2 = simd::hsum(adx);
-        x2 = simd::hsum(ax2);
+        dx2 = hsum8(adx);
+        x2 = hsum8(ax2);
         for (idx l = 0; l < Lt; ++l) vbar[l] = (1.0 - beta) * d.vsum[l] + beta * vbar[l];
     }
 
     // With AX = A x: the residual, the divergence guard and the stopping rule.
+    template <class V>
     CSCORE_AMP_INLINE void after_A() {
+        constexpr int P = kParts<V>;
         const double* yy = y.data();
-        simd::vd8 acc{}, yv, axv;
+        V acc[P] = {}, yv[P], axv[P];
         const idx ML = M * Lt;
         for (idx i = 0; i < ML; i += 8) {
             const idx cnt = std::min<idx>(8, ML - i);
-            simd::load_partial(yy + i, cnt, yv);
-            simd::load_partial(AX.data() + i, cnt, axv);
-            const simd::vd8 e = yv - axv;
-            acc += e * e;
+            load8(yy + i, cnt, yv);
+            load8(AX.data() + i, cnt, axv);
+            for (int h = 0; h < P; ++h) {
+                const V e = yv[h] - axv[h];
+                acc[h] += e * e;
+            }
         }
-        const double rho2 = simd::hsum(acc);
+        const double rho2 = hsum8(acc);
         bool finite = params_finite();
         for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(vbar[l]);
         judge(rho2, finite, [&] { snapshot(); }, [&] { restore(); });
@@ -150,26 +163,27 @@ struct AmpTask : Run {
 
 // The element-wise steps for one instruction set: compiled three times (baseline,
 // AVX2, AVX-512; chosen with the products' instruction set) from the one inlined
-// body above.  Floating-point contraction is off in the SIMD copies, so all three
-// compute the same rounded operations: the instruction set changes the speed of
-// these steps, never their bits.
+// body above, each holding eight lanes in its own vectors (vd2, vd4, vd8).
+// Floating-point contraction is off in the SIMD copies, so all three compute the
+// same rounded operations: the instruction set changes the speed of these steps,
+// never their bits.
 struct AmpSteps {
     void (*before_At)(AmpTask&);
     void (*after_At)(AmpTask&);
     void (*after_A)(AmpTask&);
 };
-inline void before_At_base(AmpTask& t) { t.before_At(); }
-inline void after_At_base(AmpTask& t) { t.after_At(); }
-inline void after_A_base(AmpTask& t) { t.after_A(); }
+inline void before_At_base(AmpTask& t) { t.before_At<simd::vd2>(); }
+inline void after_At_base(AmpTask& t) { t.after_At<simd::vd2>(); }
+inline void after_A_base(AmpTask& t) { t.after_A<simd::vd2>(); }
 #ifdef CSCORE_AMP_SIMD
 #define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
 #define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
-CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At(); }
-CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At(); }
-CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A(); }
-CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At(); }
-CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At(); }
-CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A(); }
+CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At<simd::vd4>(); }
+CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At<simd::vd4>(); }
+CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A<simd::vd4>(); }
+CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At<simd::vd8>(); }
+CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At<simd::vd8>(); }
+CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A<simd::vd8>(); }
 #endif
 inline AmpSteps amp_steps(cpu::Isa isa) {
 #ifdef CSCORE_AMP_SIMD
