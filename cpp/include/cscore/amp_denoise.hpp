@@ -29,10 +29,18 @@ namespace detail {
 template <class V>
 constexpr int kParts = 8 / simd::Lanes<V>::width;
 
-// v = the first n (0 <= n <= 8) of p[0 .. 8), the rest zero.
+// v = the first n (0 <= n <= 8) of p[0 .. 8), the rest zero.  (A full block is
+// loaded straight into registers: a partial copy through memory would stall the
+// next full-width read of it.)
 template <class V>
 CSCORE_AMP_INLINE void load8(const double* p, idx n, V (&v)[kParts<V>]) {
     constexpr idx W = simd::Lanes<V>::width;
+    if (n == 8) {
+#pragma GCC unroll 4
+        for (int h = 0; h < kParts<V>; ++h) simd::load(p + h * W, v[h]);
+        return;
+    }
+#pragma GCC unroll 4
     for (int h = 0; h < kParts<V>; ++h)
         simd::load_partial(p + h * W, std::clamp<idx>(n - h * W, 0, W), v[h]);
 }
@@ -41,6 +49,12 @@ CSCORE_AMP_INLINE void load8(const double* p, idx n, V (&v)[kParts<V>]) {
 template <class V>
 CSCORE_AMP_INLINE void store8(double* p, const V (&v)[kParts<V>], idx n) {
     constexpr idx W = simd::Lanes<V>::width;
+    if (n == 8) {
+#pragma GCC unroll 4
+        for (int h = 0; h < kParts<V>; ++h) simd::store(p + h * W, v[h]);
+        return;
+    }
+#pragma GCC unroll 4
     for (int h = 0; h < kParts<V>; ++h) {
         const idx c = std::clamp<idx>(n - h * W, 0, W);
         if (c > 0) simd::store_partial(p + h * W, v[h], c);
