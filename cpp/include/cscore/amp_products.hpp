@@ -34,6 +34,11 @@
 #define CSCORE_AMP_SIMD 1
 #define CSCORE_AMP_AVX2_FN __attribute__((target("avx2,fma")))
 #define CSCORE_AMP_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
+// The element-wise steps of AMP and VAMP (amp_task.hpp, vamp.hpp): compiled per
+// instruction set without contraction, so that each rounds every operation it
+// writes and gives the bits of the baseline build.
+#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
+#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
 #endif
 
 #include "cscore/cpu.hpp"

@@ -176,8 +176,6 @@ inline void before_At_base(AmpTask& t) { t.before_At<simd::vd2>(); }
 inline void after_At_base(AmpTask& t) { t.after_At<simd::vd2>(); }
 inline void after_A_base(AmpTask& t) { t.after_A<simd::vd2>(); }
 #ifdef CSCORE_AMP_SIMD
-#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
-#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
 CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At<simd::vd4>(); }
 CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At<simd::vd4>(); }
 CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A<simd::vd4>(); }
