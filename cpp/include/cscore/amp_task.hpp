@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <tuple>
 #include <vector>
 
 #include "cscore/amp_common.hpp"
@@ -23,9 +24,15 @@ namespace detail {
 // damping guard and stopping); only the two products of an iteration are done for
 // the whole group at once (amp_products.hpp), column by column in a fixed order,
 // so a run's result does not depend on the other runs of its group.
+//
+// The best iterate's X, S and AX are kept without copies: a snapshot only marks
+// them as the current buffers (`kept`), and the next step that writes one of them
+// writes the other buffer of its pair and swaps the two (the same values as an
+// in-place update); a restore swaps back where the current one was written since.
 struct AmpTask : Run {
     Buffer X, Xh, S, AX, T;
-    Buffer bX, bS, bAX;  // best-iterate snapshot
+    Buffer bX, bS, bAX;  // best-iterate snapshot (or a free buffer: see kept)
+    bool keptX = false, keptS = false, keptAX = false;  // the best is the current
     DenoiseOut d;
     double frob2 = 0.0;
     std::vector<double> vbar, bvbar, tau, mup;
@@ -35,18 +42,36 @@ struct AmpTask : Run {
         for (Buffer* b : {&S, &AX, &bS, &bAX}) b->resize(M * Lt);
         for (Buffer* b : {&X, &Xh, &T, &bX}) b->resize(N * Lt);
     }
-    // The state kept of the best iterate, as (current, copy) pairs.
+    // The rest of the best iterate's state, as (current, copy) pairs.
     template <class F>
     void best_pairs(F&& f) {
-        f(X, bX);
-        f(S, bS);
-        f(AX, bAX);
         f(act, bact);
         f(prm, bprm);
         f(vbar, bvbar);
     }
-    void snapshot() { best_pairs([](auto& cur, auto& best) { assign(best, cur); }); }
-    void restore() { best_pairs([](auto& cur, auto& best) { assign(cur, best); }); }
+    void snapshot() {
+        best_pairs([](auto& cur, auto& best) { assign(best, cur); });
+        keptX = keptS = keptAX = true;
+    }
+    void restore() {
+        best_pairs([](auto& cur, auto& best) { assign(cur, best); });
+        for (auto [cur, best, kept] : {std::tuple{&X, &bX, &keptX}, std::tuple{&S, &bS, &keptS},
+                                       std::tuple{&AX, &bAX, &keptAX}}) {
+            if (!*kept) cur->swap(*best);
+            *kept = true;
+        }
+    }
+    // Where a step writes the new values of `cur` (its pair's other buffer while
+    // `cur` holds the best iterate), and the swap that makes them current.
+    static double* target(Buffer& cur, Buffer& best, bool kept) {
+        return kept ? best.data() : cur.data();
+    }
+    static void commit(Buffer& cur, Buffer& best, bool& kept) {
+        if (kept) cur.swap(best);
+        kept = false;
+    }
+    double* AX_target() { return target(AX, bAX, keptAX); }
+    void commit_AX() { commit(AX, bAX, keptAX); }
 
     // Starts a run on y (M x Lt column-major, already in `y`; scaled here).
     void start(double frob2_, const Options& o) {
@@ -97,12 +122,15 @@ struct AmpTask : Run {
                 prm.psi[l] = std::max(zz / static_cast<double>(M) * f * f + mup[l] * f, kVarFloor);
             }
             const double inv_tau = 1.0 / tau[l];  // a multiply per entry, not a division
+            const double* const so = S.data();
+            double* const sn = target(S, bS, keptS);
             for (idx i = o; i < o + M; ++i) {
-                const double z = yy[i] - AX[i] + mu * S[i];  // the same z as above
+                const double z = yy[i] - AX[i] + mu * so[i];  // the same z as above
                 const double s_new = z * inv_tau;
-                S[i] = (1.0 - beta) * s_new + beta * S[i];
+                sn[i] = (1.0 - beta) * s_new + beta * so[i];
             }
         }
+        commit(S, bS, keptS);
     }
 
     // With T = A^T s: r = x + tau T, denoise, EM, damped update of x.
@@ -116,6 +144,7 @@ struct AmpTask : Run {
         // damped update; ||x_t - x_{t-1}||^2 and ||x_t||^2 on the way
         V adx[P] = {}, ax2[P] = {}, xh[P], xo[P], xn[P];
         const idx NL = N * Lt;
+        double* const xnew = target(X, bX, keptX);
         for (idx i = 0; i < NL; i += 8) {
             const idx cnt = std::min<idx>(8, NL - i);
             load8(Xh.data() + i, cnt, xh);
@@ -126,8 +155,9 @@ struct AmpTask : Run {
                 adx[h] += dx * dx;
                 ax2[h] += xn[h] * xn[h];
             }
-            store8(X.data() + i, xn, cnt);
+            store8(xnew + i, xn, cnt);
         }
+        commit(X, bX, keptX);
         dx2 = hsum8(adx);
         x2 = hsum8(ax2);
         for (idx l = 0; l < Lt; ++l) vbar[l] = (1.0 - beta) * d.vsum[l] + beta * vbar[l];
@@ -217,11 +247,14 @@ struct AmpIteration {
             steps.after_At(*t);
             for (idx l = 0; l < t->Lt; ++l) {
                 in.push_back(t->X.data() + l * t->N);
-                outp.push_back(t->AX.data() + l * t->M);
+                outp.push_back(t->AX_target() + l * t->M);
             }
         }
         multiply(A, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
-        for (AmpTask* t : act) steps.after_A(*t);
+        for (AmpTask* t : act) {
+            t->commit_AX();
+            steps.after_A(*t);
+        }
     }
 };
 
