@@ -19,8 +19,9 @@ busy machine) and wall time, best of ``--rounds``.  Each instruction set runs in
 own process with ``CSCORE_ISA``; with ``avx2`` also ``OPENBLAS_CORETYPE=Haswell``
 (unless that is set, or ``--no-match-blas``), so that the dgemm reference, and the
 BLAS that a baseline's per-problem path calls, run OpenBLAS's AVX2 kernel as on an
-AVX2-only machine; the table names the kernel OpenBLAS ran.  ``--baseline`` times the same decode with another
-cscore tree (its ``python`` folder, e.g. main's) in the same way, for the speed-up.
+AVX2-only machine; the table names the kernel OpenBLAS ran.  ``--baseline`` times
+the same decode with another cscore tree (its ``python`` folder, e.g. main's) in
+the same way, for the speed-up.
 """
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ nmse = 10 * np.log10(np.sum((np.asarray(out) - X) ** 2) / np.sum(X ** 2))
 # cscore's BLAS calls use, first
 blas = sorted({f"{i.get('architecture')}" for i in threadpool_info()
                if i.get("internal_api") == "openblas" and "scipy.libs" in i.get("filepath", "")})
-print(json.dumps({"isa": cscore.instruction_set(), "blas": "/".join(blas) or "?", "macs": macs, "M": M, "N": N,
-                  "iters": float(np.mean(res.n_iter)), "nmse": float(nmse), **best}))
+print(json.dumps({"isa": cscore.instruction_set(), "blas": "/".join(blas) or "?", "macs": macs,
+                  "M": M, "N": N, "iters": float(np.mean(res.n_iter)), "nmse": float(nmse),
+                  **best}))
 """
 
 
@@ -120,7 +122,8 @@ def main() -> int:
         rate_w = r["M"] * r["N"] * args.batch / r["dgemm_wall"]
         ratio_c = (r["amp_cpu"] / args.batch) / (per / rate_c)
         ratio_w = (r["amp_wall"] / args.batch) / (per / rate_w)
-        print(f"| {name} | {r['isa']} | {r['blas']} | {r['iters']:.1f} | {r['nmse']:.2f} | {rate_c / 1e9:.1f} | "
+        print(f"| {name} | {r['isa']} | {r['blas']} | {r['iters']:.1f} | {r['nmse']:.2f} "
+              f"| {rate_c / 1e9:.1f} | "
               f"{1e6 * r['amp_cpu'] / args.batch:.0f} ({1e6 * r['amp_wall'] / args.batch:.0f}) "
               f"| {ratio_c:.2f} | {ratio_w:.2f} |")
     print(f"load average {os.getloadavg()[0]:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M')}")
