@@ -43,7 +43,7 @@ def _problems(seed: int, B: int, M: int, N: int, L: int = 1) -> tuple[np.ndarray
 
 @pytest.mark.parametrize("kw", [{}, {"denoiser": "l1"}, {"joint": False}])
 def test_every_run_equals_its_solo_run(kw) -> None:
-    # 70 problems: more than a worker's 64 slots, so finished runs hand their slot on;
+    # 70 problems: more than a worker's 32 slots, so finished runs hand their slot on;
     # M, N not multiples of any panel height.
     A, Y = _problems(1, 70, 37, 83, L=2)
     Y[5] = 0.0
