@@ -132,11 +132,13 @@ CSCORE_AMP_INLINE void denoise_bg(const double* R, idx N, idx Lt, const double* 
                 m2[h] += gr * gr + nu[l];
             }
         }
-        simd::set1(count, static_cast<double>(cnt));
         for (int h = 0; h < P; ++h) {
             pi[h] = llr[h];
             simd::sigmoid_stable(pi[h]);
-            pi[h] = lane[h] < count ? pi[h] : zero;
+        }
+        if (cnt < 8) {  // the padding (a full block's mask keeps every lane)
+            simd::set1(count, static_cast<double>(cnt));
+            for (int h = 0; h < P; ++h) pi[h] = lane[h] < count ? pi[h] : zero;
         }
         store8(act + j0, pi, cnt);
         for (int h = 0; h < P; ++h) {
