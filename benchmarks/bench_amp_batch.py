@@ -16,8 +16,12 @@ same shapes (A times N x batch), and reports
 
 (the target of issue 35: <= 1.5), with CPU time (``time.process_time``, robust to a
 busy machine) and wall time, best of ``--rounds``.  Each instruction set runs in its
-own process with ``CSCORE_ISA``.  ``--baseline`` times the same decode with another
-cscore tree (its ``python`` folder, e.g. main's) in the same way, for the speed-up.
+own process with ``CSCORE_ISA``; with ``avx2`` also ``OPENBLAS_CORETYPE=Haswell``
+(unless that is set, or ``--no-match-blas``), so that the dgemm reference, and the
+BLAS that a baseline's per-problem path calls, run OpenBLAS's AVX2 kernel as on an
+AVX2-only machine; the table names the kernel OpenBLAS ran.  ``--baseline`` times
+the same decode with another cscore tree (its ``python`` folder, e.g. main's) in
+the same way, for the speed-up.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ _CHILD = r"""
 import json, sys, time
 import numpy as np
 from scipy.linalg.blas import dgemm
-from threadpoolctl import threadpool_limits
+from threadpoolctl import threadpool_info, threadpool_limits
 import cscore
 from cscore.bench.bg import bg_problems
 
@@ -58,15 +62,27 @@ with threadpool_limits(1):
         best["amp_cpu"] = min(best["amp_cpu"], time.process_time() - c0)
         best["amp_wall"] = min(best["amp_wall"], time.perf_counter() - w0)
 nmse = 10 * np.log10(np.sum((np.asarray(out) - X) ** 2) / np.sum(X ** 2))
-print(json.dumps({"isa": cscore.instruction_set(), "macs": macs, "M": M, "N": N,
-                  "iters": float(np.mean(res.n_iter)), "nmse": float(nmse), **best}))
+# the kernel OpenBLAS chose (OPENBLAS_CORETYPE forces one): SciPy's, which dgemm and
+# cscore's BLAS calls use, first
+blas = sorted({f"{i.get('architecture')}" for i in threadpool_info()
+               if i.get("internal_api") == "openblas" and "scipy.libs" in i.get("filepath", "")})
+print(json.dumps({"isa": cscore.instruction_set(), "blas": "/".join(blas) or "?", "macs": macs,
+                  "M": M, "N": N, "iters": float(np.mean(res.n_iter)), "nmse": float(nmse),
+                  **best}))
 """
 
 
-def _run(isa: str | None, pythonpath: str, batch: int, rounds: int) -> dict:
+#: OpenBLAS's kernel for the same instruction set as cscore's, so that the dgemm
+#: rate AMP is compared with is the one an AVX2-only machine would measure.
+_CORETYPE = {"avx2": "Haswell"}
+
+
+def _run(isa: str | None, pythonpath: str, batch: int, rounds: int, match: bool) -> dict:
     env = dict(os.environ, PYTHONPATH=pythonpath, OMP_NUM_THREADS="1")
     if isa:
         env["CSCORE_ISA"] = isa
+        if match and isa in _CORETYPE and "OPENBLAS_CORETYPE" not in os.environ:
+            env["OPENBLAS_CORETYPE"] = _CORETYPE[isa]
     r = subprocess.run([sys.executable, "-c", _CHILD, str(batch), str(rounds)], env=env,
                        capture_output=True, text=True, check=True)
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -81,6 +97,9 @@ def main() -> int:
     ap.add_argument("--isa", default="avx2,avx512", help="instruction sets (CSCORE_ISA)")
     ap.add_argument("--baseline", default=None,
                     help="another cscore 'python' folder to time the same way")
+    ap.add_argument("--no-match-blas", action="store_true",
+                    help="leave OpenBLAS on its own kernel choice (by default --isa avx2 "
+                         "runs with OPENBLAS_CORETYPE=Haswell unless that is set)")
     args = ap.parse_args()
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python")
     sys.path.insert(0, here)
@@ -90,19 +109,21 @@ def main() -> int:
           f"best of {args.rounds} alternating rounds")
     rows = []
     for isa in [s.strip() for s in args.isa.split(",") if s.strip()]:
-        rows.append(("this tree", _run(isa, here, args.batch, args.rounds)))
+        rows.append(("this tree", _run(isa, here, args.batch, args.rounds, not args.no_match_blas)))
         if args.baseline:
-            rows.append(("baseline", _run(isa, args.baseline, args.batch, args.rounds)))
-    print("| tree | ISA | iterations | NMSE dB | dgemm GMAC/s (CPU) | AMP us/vector CPU (wall) "
-          "| ratio CPU | ratio wall |")
-    print("|---|---|---|---|---|---|---|---|")
+            rows.append(("baseline", _run(isa, args.baseline, args.batch, args.rounds,
+                                             not args.no_match_blas)))
+    print("| tree | ISA | OpenBLAS kernel | iterations | NMSE dB | dgemm GMAC/s (CPU) "
+          "| AMP us/vector CPU (wall) | ratio CPU | ratio wall |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name, r in rows:
         per = r["macs"] / args.batch
         rate_c = r["M"] * r["N"] * args.batch / r["dgemm_cpu"]
         rate_w = r["M"] * r["N"] * args.batch / r["dgemm_wall"]
         ratio_c = (r["amp_cpu"] / args.batch) / (per / rate_c)
         ratio_w = (r["amp_wall"] / args.batch) / (per / rate_w)
-        print(f"| {name} | {r['isa']} | {r['iters']:.1f} | {r['nmse']:.2f} | {rate_c / 1e9:.1f} | "
+        print(f"| {name} | {r['isa']} | {r['blas']} | {r['iters']:.1f} | {r['nmse']:.2f} "
+              f"| {rate_c / 1e9:.1f} | "
               f"{1e6 * r['amp_cpu'] / args.batch:.0f} ({1e6 * r['amp_wall'] / args.batch:.0f}) "
               f"| {ratio_c:.2f} | {ratio_w:.2f} |")
     print(f"load average {os.getloadavg()[0]:.1f} at the end, {time.strftime('%Y-%m-%d %H:%M')}")

@@ -43,7 +43,7 @@ def _problems(seed: int, B: int, M: int, N: int, L: int = 1) -> tuple[np.ndarray
 
 @pytest.mark.parametrize("kw", [{}, {"denoiser": "l1"}, {"joint": False}])
 def test_every_run_equals_its_solo_run(kw) -> None:
-    # 70 problems: more than a worker's 64 slots, so finished runs hand their slot on;
+    # 70 problems: more than a worker's 32 slots, so finished runs hand their slot on;
     # M, N not multiples of any panel height.
     A, Y = _problems(1, 70, 37, 83, L=2)
     Y[5] = 0.0
@@ -60,14 +60,51 @@ def test_every_run_equals_its_solo_run(kw) -> None:
     assert np.array_equal(amp(A, Y[perm], n_threads=2, **kw), res.x[perm])
 
 
+def _ill_conditioned(
+    seed: int, B: int, M: int, N: int, cond: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """A with singular values spread over `cond` (undamped AMP diverges on it, so the
+    guard restores best iterates and raises the damping) and Y (B, M, 2)."""
+    rng = np.random.default_rng(seed)
+    U, _ = np.linalg.qr(rng.standard_normal((M, M)))
+    V, _ = np.linalg.qr(rng.standard_normal((N, M)))
+    A = (U * np.geomspace(1.0, cond, M)) @ V.T
+    X = np.zeros((B, N, 2))
+    for b in range(B):
+        X[b, rng.choice(N, N // 10, replace=False)] = rng.standard_normal((N // 10, 2))
+    return A, A @ X + 0.01 * rng.standard_normal((B, M, 2))
+
+
+@pytest.mark.parametrize("kw", [{}, {"denoiser": "l1", "joint": False}])
+def test_runs_the_guard_restores_equal_their_solo_runs(kw) -> None:
+    # The best iterate is kept by swapping buffers, not copied: a run that falls
+    # back to it must still get its solo result, in a batch whose runs fall back at
+    # different iterations or not at all (at this condition number, some of each).
+    A, Y = _ill_conditioned(6, 12, 57, 131, cond=4.0)
+    res = amp(A, Y, max_iter=60, n_threads=1, return_result=True, **kw)
+    damping = np.asarray(res.extra["damping"]).reshape(12, -1)
+    assert np.any(damping > 0.0) and np.any(damping == 0.0)  # some restored, some not
+    for b in range(12):
+        solo = amp(A, Y[b], max_iter=60, n_threads=1, return_result=True, **kw)
+        assert np.array_equal(solo.x, res.x[b])
+        assert np.array_equal(np.ravel(solo.extra["damping"]), damping[b])
+
+
 @pytest.mark.skipif(_core.cpu_isa_supported() != "avx512", reason="needs an AVX-512 CPU")
 def test_avx2_and_avx512_give_the_same_bits() -> None:
+    # AMP, AMP whose guard restores best iterates, and VAMP (its steps are compiled
+    # per instruction set as AMP's are)
     code = (
         "import json, numpy as np, cscore\n"
         "rng = np.random.default_rng(4)\n"
         "A = rng.standard_normal((45, 101)) / 7\n"
         "Y = rng.standard_normal((11, 45, 1))\n"
-        "print(json.dumps([cscore.instruction_set(), cscore.amp(A, Y).tobytes().hex()]))\n"
+        "U, _ = np.linalg.qr(rng.standard_normal((45, 45)))\n"
+        "V, _ = np.linalg.qr(rng.standard_normal((101, 45)))\n"
+        "B = (U * np.geomspace(1.0, 25.0, 45)) @ V.T\n"
+        "out = [cscore.amp(A, Y), cscore.amp(B, Y, max_iter=50), cscore.vamp(A, Y),\n"
+        "       cscore.vamp(A, Y, denoiser='l1')]\n"
+        "print(json.dumps([cscore.instruction_set(), [o.tobytes().hex() for o in out]]))\n"
     )
     outs = {}
     for isa in ("avx2", "avx512"):

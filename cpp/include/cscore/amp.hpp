@@ -120,6 +120,7 @@ inline void vamp_decode(const double* U, const double* s, const double* Vt, idx 
     UTp.pack(U, R, M, 1, R, isa);   // U^T[k, i] = U[i R + k]
     Vtp.pack(Vt, R, N, N, 1, isa);  // V^T[k, j] = Vt[k N + j]
     Vp.pack(Vt, N, R, 1, N, isa);   // V[j, k] = Vt[k N + j]
+    const VampSteps steps = vamp_steps(isa);
     const Batch b{Y, M, N, L, Lt, opt, out};
     parallel_for(
         opt.joint ? P : P * L, n_threads,
@@ -129,7 +130,7 @@ inline void vamp_decode(const double* U, const double* s, const double* Vt, idx 
             run_slots<VampTask>(
                 b, begin, end, [&](VampTask& t) { t.size(M, N, R, Lt); },
                 [&](VampTask& t) { t.start(UTp, s, opt, tmp); },
-                [&](const std::vector<VampTask*>& act) { iterate(Vtp, Vp, act); }, ctl);
+                [&](const std::vector<VampTask*>& act) { iterate(Vtp, Vp, steps, act); }, ctl);
         },
         ctl);
 }

@@ -93,6 +93,11 @@ class Buffer {
     idx size() const { return n_; }
     void fill(double v) { std::fill(p_, p_ + n_, v); }
     void copy_from(const Buffer& o) { std::copy(o.p_, o.p_ + o.n_, p_); }
+    void swap(Buffer& o) noexcept {
+        std::swap(p_, o.p_);
+        std::swap(cap_, o.cap_);
+        std::swap(n_, o.n_);
+    }
 
   private:
     void release() {

@@ -1,8 +1,9 @@
 // AMP and VAMP (amp.hpp): the denoisers -- the Bernoulli-Gaussian MMSE ("bg")
 // and the row-l2 soft threshold ("l1") -- and the EM updates of the prior, with
 // the initial parameters (EM-BG-AMP's rules).  The formulas are in amp.hpp's
-// top comment.  The bg denoiser runs eight rows at a time (simd_math.hpp), every
-// sum in a fixed order that depends only on N.
+// top comment.  The bg denoiser runs eight rows at a time (simd_math.hpp, in the
+// vectors of the instruction set: kParts), every sum in a fixed order that
+// depends only on N.
 #pragma once
 
 #include <algorithm>
@@ -17,6 +18,65 @@
 namespace cscore::amp {
 namespace detail {
 
+// Eight lanes as 8 / W vectors of W doubles (V: simd::vd8, vd4 or vd2).  The
+// element-wise loops of AMP run eight entries at a time and keep their sums in
+// eight lanes; each instruction set holds those eight lanes in its own vectors
+// (vd8 for AVX-512, two vd4 for AVX2, four vd2 for the baseline), which does not
+// change a single operation on any lane, and hsum8 adds the eight lanes in the
+// order of simd::hsum on eight lanes, so every width gives the same bits.  (GCC
+// lowers a comparison or a select on a vector wider than the instruction set's
+// registers lane by lane, through memory: the reason for native widths.)
+template <class V>
+constexpr int kParts = 8 / simd::Lanes<V>::width;
+
+// v = the first n (0 <= n <= 8) of p[0 .. 8), the rest zero.  (A full block is
+// loaded straight into registers: a partial copy through memory would stall the
+// next full-width read of it.)
+template <class V>
+CSCORE_AMP_INLINE void load8(const double* p, idx n, V (&v)[kParts<V>]) {
+    constexpr idx W = simd::Lanes<V>::width;
+    if (n == 8) {
+#pragma GCC unroll 4
+        for (int h = 0; h < kParts<V>; ++h) simd::load(p + h * W, v[h]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < kParts<V>; ++h)
+        simd::load_partial(p + h * W, std::clamp<idx>(n - h * W, 0, W), v[h]);
+}
+
+// p[0 .. n) = the first n (0 <= n <= 8) lanes of v.
+template <class V>
+CSCORE_AMP_INLINE void store8(double* p, const V (&v)[kParts<V>], idx n) {
+    constexpr idx W = simd::Lanes<V>::width;
+    if (n == 8) {
+#pragma GCC unroll 4
+        for (int h = 0; h < kParts<V>; ++h) simd::store(p + h * W, v[h]);
+        return;
+    }
+#pragma GCC unroll 4
+    for (int h = 0; h < kParts<V>; ++h) {
+        const idx c = std::clamp<idx>(n - h * W, 0, W);
+        if (c > 0) simd::store_partial(p + h * W, v[h], c);
+    }
+}
+
+// The eight lanes of v[lo .. hi) summed pairwise, halves first (= simd::hsum on
+// one eight-lane vector).
+template <int lo, int hi, class V>
+CSCORE_AMP_INLINE double sum_parts(const V* v) {
+    if constexpr (hi - lo == 1) {
+        return simd::hsum(v[lo]);
+    } else {
+        constexpr int mid = lo + (hi - lo) / 2;
+        return sum_parts<lo, mid>(v) + sum_parts<mid, hi>(v);
+    }
+}
+template <class V>
+CSCORE_AMP_INLINE double hsum8(const V (&v)[kParts<V>]) {
+    return sum_parts<0, kParts<V>>(v);
+}
+
 // What a denoiser call returns besides the estimate.
 struct DenoiseOut {
     std::vector<double> vsum;  // sum_j var_jl, per channel
@@ -27,9 +87,12 @@ struct DenoiseOut {
 
 // R, X: N x Lt column-major; act: N (row activity).  Eight rows at a time (the
 // last block padded, its padding masked out of the sums), every sum in a fixed
-// order that depends only on N.
+// order that depends only on N; V: the vectors that hold the eight lanes.
+template <class V>
 CSCORE_AMP_INLINE void denoise_bg(const double* R, idx N, idx Lt, const double* tau, double lambda,
                        double phi, double* X, double* act, DenoiseOut& out) {
+    constexpr int P = kParts<V>;
+    constexpr int W = simd::Lanes<V>::width;
     const auto nl = static_cast<std::size_t>(Lt);
     std::vector<double>&g = out.g, &k = out.k, &nu = out.nu;
     g.resize(nl);
@@ -42,51 +105,69 @@ CSCORE_AMP_INLINE void denoise_bg(const double* R, idx N, idx Lt, const double* 
         nu[l] = tau[l] * g[l];  // phi tau / (phi + tau), without overflow
         c0 += 0.5 * std::log(tau[l] / (phi + tau[l]));
     }
-    const simd::vd8 zero{};
-    simd::vd8 one;
+    const V zero{};
+    V one;
     simd::set1(one, 1.0);
-    const simd::vd8 lane = {0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0};
+    V lane[P];  // the row of each lane within a block of eight
+    for (int h = 0; h < P; ++h)
+        for (int i = 0; i < W; ++i) lane[h][i] = static_cast<double>(h * W + i);
     // per-channel lane sums, as plain doubles (a std::vector of 64-byte vectors
     // would not be 64-byte aligned everywhere)
     std::vector<double>& vs = out.vs;
     vs.assign(8 * nl, 0.0);
-    simd::vd8 spi = zero, spm2 = zero;
+    V spi[P], spm2[P];
+    for (int h = 0; h < P; ++h) spi[h] = spm2[h] = zero;
     for (idx j0 = 0; j0 < N; j0 += 8) {
         const idx cnt = std::min<idx>(8, N - j0);
-        simd::vd8 llr, m2 = zero, r, count;
-        simd::set1(llr, c0);
-        for (idx l = 0; l < Lt; ++l) {
-            simd::load_partial(R + j0 + l * N, cnt, r);
-            llr += 0.5 * r * r * k[l];
-            const simd::vd8 gr = g[l] * r;
-            m2 += gr * gr + nu[l];
+        V llr[P], m2[P], r[P], pi[P], q[P], count;
+        for (int h = 0; h < P; ++h) {
+            simd::set1(llr[h], c0);
+            m2[h] = zero;
         }
-        simd::vd8 pi = llr;
-        simd::sigmoid_stable(pi);
-        simd::set1(count, static_cast<double>(cnt));
-        pi = lane < count ? pi : zero;
-        simd::store_partial(act + j0, pi, cnt);
-        spi += pi;
-        spm2 += pi * m2;
-        const simd::vd8 q = pi * (one - pi);
         for (idx l = 0; l < Lt; ++l) {
-            simd::load_partial(R + j0 + l * N, cnt, r);
-            const simd::vd8 gr = g[l] * r;
-            simd::store_partial(X + j0 + l * N, pi * gr, cnt);
-            simd::vd8 acc;
-            std::memcpy(&acc, vs.data() + 8 * l, sizeof(acc));
-            acc += pi * nu[l] + q * gr * gr;
-            std::memcpy(vs.data() + 8 * l, &acc, sizeof(acc));
+            load8(R + j0 + l * N, cnt, r);
+            for (int h = 0; h < P; ++h) {
+                llr[h] += 0.5 * r[h] * r[h] * k[l];
+                const V gr = g[l] * r[h];
+                m2[h] += gr * gr + nu[l];
+            }
+        }
+        for (int h = 0; h < P; ++h) {
+            pi[h] = llr[h];
+            simd::sigmoid_stable(pi[h]);
+        }
+        if (cnt < 8) {  // the padding (a full block's mask keeps every lane)
+            simd::set1(count, static_cast<double>(cnt));
+            for (int h = 0; h < P; ++h) pi[h] = lane[h] < count ? pi[h] : zero;
+        }
+        store8(act + j0, pi, cnt);
+        for (int h = 0; h < P; ++h) {
+            spi[h] += pi[h];
+            spm2[h] += pi[h] * m2[h];
+            q[h] = pi[h] * (one - pi[h]);
+        }
+        for (idx l = 0; l < Lt; ++l) {
+            load8(R + j0 + l * N, cnt, r);
+            V xo[P];
+            for (int h = 0; h < P; ++h) {
+                const V gr = g[l] * r[h];
+                xo[h] = pi[h] * gr;
+                V acc;
+                std::memcpy(&acc, vs.data() + 8 * l + h * W, sizeof(acc));
+                acc += pi[h] * nu[l] + q[h] * gr * gr;
+                std::memcpy(vs.data() + 8 * l + h * W, &acc, sizeof(acc));
+            }
+            store8(X + j0 + l * N, xo, cnt);
         }
     }
     out.vsum.assign(static_cast<std::size_t>(Lt), 0.0);
     for (idx l = 0; l < Lt; ++l) {
-        simd::vd8 acc;
-        std::memcpy(&acc, vs.data() + 8 * l, sizeof(acc));
-        out.vsum[l] = simd::hsum(acc);
+        V acc[P];
+        std::memcpy(acc, vs.data() + 8 * l, sizeof(acc));
+        out.vsum[l] = hsum8(acc);
     }
-    out.sum_pi = simd::hsum(spi);
-    out.sum_pi_m2 = simd::hsum(spm2);
+    out.sum_pi = hsum8(spi);
+    out.sum_pi_m2 = hsum8(spm2);
 }
 
 inline void denoise_l1(const double* R, idx N, idx Lt, const double* tau, double alpha, double* X,
@@ -117,10 +198,11 @@ inline void denoise_l1(const double* R, idx N, idx Lt, const double* tau, double
     }
 }
 
+template <class V = simd::vd8>
 CSCORE_AMP_INLINE void denoise(const Options& opt, const double* R, idx N, idx Lt, const double* tau,
                     const Params& prm, double* X, double* act, DenoiseOut& out) {
     if (opt.denoiser == Denoiser::bg)
-        denoise_bg(R, N, Lt, tau, prm.lambda, prm.phi, X, act, out);
+        denoise_bg<V>(R, N, Lt, tau, prm.lambda, prm.phi, X, act, out);
     else
         denoise_l1(R, N, Lt, tau, opt.alpha, X, act, out);
 }

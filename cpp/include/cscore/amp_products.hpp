@@ -11,8 +11,8 @@
 // gemm may sum a column in another order than its gemv, and its blocking may
 // depend on the other columns).
 //
-// Layout.  W is packed once per call into panels of `h` rows (24 on avx512, 12 on
-// avx2, 4 generic): panel p holds W[p h + r, kk] at [kk h + r], rows past m are
+// Layout.  W is packed once per call into panels of `h` rows (24 or 16 on avx512,
+// whichever pads fewer rows, 12 on avx2, 4 generic): panel p holds W[p h + r, kk] at [kk h + r], rows past m are
 // zero.  The micro-kernel keeps an h x nb block of C in registers (nb <= 8 columns
 // on avx512, 4 on avx2) and streams the panel once per block: the usual GEMM
 // register blocking, with the vector along the rows of W and each column's entry
@@ -34,6 +34,11 @@
 #define CSCORE_AMP_SIMD 1
 #define CSCORE_AMP_AVX2_FN __attribute__((target("avx2,fma")))
 #define CSCORE_AMP_AVX512_FN __attribute__((target("avx512f,avx2,fma")))
+// The element-wise steps of AMP and VAMP (amp_task.hpp, vamp.hpp): compiled per
+// instruction set without contraction, so that each rounds every operation it
+// writes and gives the bits of the baseline build.
+#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
+#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
 #endif
 
 #include "cscore/cpu.hpp"
@@ -53,7 +58,7 @@ class PackedMatrix {
     // W[j, kk] = w[j * rs + kk * cs] for j < m, kk < k.
     void pack(const double* w, pidx m, pidx k, pidx rs, pidx cs, cpu::Isa isa) {
         isa_ = isa;
-        h_ = isa == cpu::Isa::avx512 ? 24 : isa == cpu::Isa::avx2 ? 12 : 4;
+        h_ = isa == cpu::Isa::avx512 ? avx512_height(m) : isa == cpu::Isa::avx2 ? 12 : 4;
         m_ = m;
         k_ = k;
         panels_ = (m + h_ - 1) / h_;
@@ -69,6 +74,11 @@ class PackedMatrix {
                     panel[kk * h_ + r] = j < m ? w[j * rs + kk * cs] : 0.0;
                 }
         }
+    }
+    // AVX-512: 24 rows a panel (three registers), or 16 (two) where that pads
+    // fewer rows (m = 250: 256 rather than 264); the chains do not depend on it.
+    static pidx avx512_height(pidx m) {
+        return (m + 15) / 16 * 16 < (m + 23) / 24 * 24 ? 16 : 24;
     }
     pidx rows() const { return m_; }
     pidx cols() const { return k_; }
@@ -126,7 +136,7 @@ CSCORE_AMP_AVX2_FN inline void block_avx2(const double* panel, pidx k, const dou
         const __m256d a0 = _mm256_loadu_pd(a), a1 = _mm256_loadu_pd(a + 4),
                       a2 = _mm256_loadu_pd(a + 8);
         for (int c = 0; c < NB; ++c) {
-            const __m256d b = _mm256_broadcast_sd(x[c] + kk);
+            const __m256d b = _mm256_set1_pd(x[c][kk]);
             acc[0][c] = _mm256_fmadd_pd(a0, b, acc[0][c]);
             acc[1][c] = _mm256_fmadd_pd(a1, b, acc[1][c]);
             acc[2][c] = _mm256_fmadd_pd(a2, b, acc[2][c]);
@@ -136,29 +146,29 @@ CSCORE_AMP_AVX2_FN inline void block_avx2(const double* panel, pidx k, const dou
         for (int v = 0; v < 3; ++v) _mm256_storeu_pd(out + c * 12 + 4 * v, acc[v][c]);
 }
 
-template <int NB>
+// R registers (8 R rows) a panel, NB columns.
+template <int R, int NB>
 CSCORE_AMP_AVX512_FN inline void block_avx512(const double* panel, pidx k,
                                               const double* const* X, pidx x0, double* out,
                                               bool more) {
-    __m512d acc[3][NB];
-    for (int v = 0; v < 3; ++v)
+    constexpr int h = 8 * R;
+    __m512d acc[R][NB];
+    for (int v = 0; v < R; ++v)
         for (int c = 0; c < NB; ++c)
-            acc[v][c] = more ? _mm512_loadu_pd(out + c * 24 + 8 * v) : _mm512_setzero_pd();
+            acc[v][c] = more ? _mm512_loadu_pd(out + c * h + 8 * v) : _mm512_setzero_pd();
     const double* x[NB];
     for (int c = 0; c < NB; ++c) x[c] = X[c] + x0;
     for (pidx kk = 0; kk < k; ++kk) {
-        const double* a = panel + kk * 24;
-        const __m512d a0 = _mm512_loadu_pd(a), a1 = _mm512_loadu_pd(a + 8),
-                      a2 = _mm512_loadu_pd(a + 16);
+        const double* a = panel + kk * h;
+        __m512d av[R];
+        for (int v = 0; v < R; ++v) av[v] = _mm512_loadu_pd(a + 8 * v);
         for (int c = 0; c < NB; ++c) {
             const __m512d b = _mm512_set1_pd(x[c][kk]);
-            acc[0][c] = _mm512_fmadd_pd(a0, b, acc[0][c]);
-            acc[1][c] = _mm512_fmadd_pd(a1, b, acc[1][c]);
-            acc[2][c] = _mm512_fmadd_pd(a2, b, acc[2][c]);
+            for (int v = 0; v < R; ++v) acc[v][c] = _mm512_fmadd_pd(av[v], b, acc[v][c]);
         }
     }
     for (int c = 0; c < NB; ++c)
-        for (int v = 0; v < 3; ++v) _mm512_storeu_pd(out + c * 24 + 8 * v, acc[v][c]);
+        for (int v = 0; v < R; ++v) _mm512_storeu_pd(out + c * h + 8 * v, acc[v][c]);
 }
 
 // Two panels (2h rows) times NB <= 2 columns: enough independent accumulators to
@@ -178,7 +188,7 @@ CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, p
                       a2 = _mm256_loadu_pd(a + 8), a3 = _mm256_loadu_pd(b),
                       a4 = _mm256_loadu_pd(b + 4), a5 = _mm256_loadu_pd(b + 8);
         for (int c = 0; c < NB; ++c) {
-            const __m256d x = _mm256_broadcast_sd(X[c] + x0 + kk);
+            const __m256d x = _mm256_set1_pd(X[c][x0 + kk]);
             acc[0][c] = _mm256_fmadd_pd(a0, x, acc[0][c]);
             acc[1][c] = _mm256_fmadd_pd(a1, x, acc[1][c]);
             acc[2][c] = _mm256_fmadd_pd(a2, x, acc[2][c]);
@@ -191,50 +201,57 @@ CSCORE_AMP_AVX2_FN inline void block2_avx2(const double* p0, const double* p1, p
         for (int v = 0; v < 6; ++v) _mm256_storeu_pd(out + c * 24 + 4 * v, acc[v][c]);
 }
 
-template <int NB>
+template <int R, int NB>
 CSCORE_AMP_AVX512_FN inline void block2_avx512(const double* p0, const double* p1, pidx k,
                                                const double* const* X, pidx x0, double* out,
                                                bool more) {
-    __m512d acc[6][NB];
-    for (int v = 0; v < 6; ++v)
+    constexpr int h = 8 * R;
+    __m512d acc[2 * R][NB];
+    for (int v = 0; v < 2 * R; ++v)
         for (int c = 0; c < NB; ++c)
-            acc[v][c] = more ? _mm512_loadu_pd(out + c * 48 + 8 * v) : _mm512_setzero_pd();
+            acc[v][c] = more ? _mm512_loadu_pd(out + c * 2 * h + 8 * v) : _mm512_setzero_pd();
     for (pidx kk = 0; kk < k; ++kk) {
-        const double* a = p0 + kk * 24;
-        const double* b = p1 + kk * 24;
-        const __m512d a0 = _mm512_loadu_pd(a), a1 = _mm512_loadu_pd(a + 8),
-                      a2 = _mm512_loadu_pd(a + 16), a3 = _mm512_loadu_pd(b),
-                      a4 = _mm512_loadu_pd(b + 8), a5 = _mm512_loadu_pd(b + 16);
+        const double* a = p0 + kk * h;
+        const double* b = p1 + kk * h;
+        __m512d av[2 * R];
+        for (int v = 0; v < R; ++v) {
+            av[v] = _mm512_loadu_pd(a + 8 * v);
+            av[R + v] = _mm512_loadu_pd(b + 8 * v);
+        }
         for (int c = 0; c < NB; ++c) {
             const __m512d x = _mm512_set1_pd(X[c][x0 + kk]);
-            acc[0][c] = _mm512_fmadd_pd(a0, x, acc[0][c]);
-            acc[1][c] = _mm512_fmadd_pd(a1, x, acc[1][c]);
-            acc[2][c] = _mm512_fmadd_pd(a2, x, acc[2][c]);
-            acc[3][c] = _mm512_fmadd_pd(a3, x, acc[3][c]);
-            acc[4][c] = _mm512_fmadd_pd(a4, x, acc[4][c]);
-            acc[5][c] = _mm512_fmadd_pd(a5, x, acc[5][c]);
+            for (int v = 0; v < 2 * R; ++v) acc[v][c] = _mm512_fmadd_pd(av[v], x, acc[v][c]);
         }
     }
     for (int c = 0; c < NB; ++c)
-        for (int v = 0; v < 6; ++v) _mm512_storeu_pd(out + c * 48 + 8 * v, acc[v][c]);
+        for (int v = 0; v < 2 * R; ++v) _mm512_storeu_pd(out + c * 2 * h + 8 * v, acc[v][c]);
+}
+
+// block_avx512 with the panel height as an argument (16 or 24 rows).
+template <int R>
+inline void block_avx512_r(const double* panel, pidx k, int nb, const double* const* X, pidx x0,
+                           double* out, bool more) {
+    switch (nb) {
+        case 1: return block_avx512<R, 1>(panel, k, X, x0, out, more);
+        case 2: return block_avx512<R, 2>(panel, k, X, x0, out, more);
+        case 3: return block_avx512<R, 3>(panel, k, X, x0, out, more);
+        case 4: return block_avx512<R, 4>(panel, k, X, x0, out, more);
+        case 5: return block_avx512<R, 5>(panel, k, X, x0, out, more);
+        case 6: return block_avx512<R, 6>(panel, k, X, x0, out, more);
+        case 7: return block_avx512<R, 7>(panel, k, X, x0, out, more);
+        default: return block_avx512<R, 8>(panel, k, X, x0, out, more);
+    }
 }
 #endif
 
-// One panel times nb (<= max_cols(isa)) columns into out (h x nb, column-major).
-inline void block(cpu::Isa isa, const double* panel, pidx k, int nb, const double* const* X,
-                  pidx x0, double* out, bool more) {
+// One panel of h rows times nb (<= max_cols(isa)) columns into out (h x nb,
+// column-major).
+inline void block(cpu::Isa isa, pidx h, const double* panel, pidx k, int nb,
+                  const double* const* X, pidx x0, double* out, bool more) {
 #ifdef CSCORE_AMP_SIMD
     if (isa == cpu::Isa::avx512) {
-        switch (nb) {
-            case 1: return block_avx512<1>(panel, k, X, x0, out, more);
-            case 2: return block_avx512<2>(panel, k, X, x0, out, more);
-            case 3: return block_avx512<3>(panel, k, X, x0, out, more);
-            case 4: return block_avx512<4>(panel, k, X, x0, out, more);
-            case 5: return block_avx512<5>(panel, k, X, x0, out, more);
-            case 6: return block_avx512<6>(panel, k, X, x0, out, more);
-            case 7: return block_avx512<7>(panel, k, X, x0, out, more);
-            default: return block_avx512<8>(panel, k, X, x0, out, more);
-        }
+        if (h == 16) return block_avx512_r<2>(panel, k, nb, X, x0, out, more);
+        return block_avx512_r<3>(panel, k, nb, X, x0, out, more);
     }
     if (isa == cpu::Isa::avx2) {
         switch (nb) {
@@ -245,6 +262,7 @@ inline void block(cpu::Isa isa, const double* panel, pidx k, int nb, const doubl
         }
     }
 #endif
+    (void)h;
     switch (nb) {
         case 1: return block_generic<1>(panel, k, X, x0, out, more);
         case 2: return block_generic<2>(panel, k, X, x0, out, more);
@@ -257,12 +275,17 @@ inline int max_cols(cpu::Isa isa) { return isa == cpu::Isa::avx512 ? 8 : 4; }
 
 // Panels p0 and p1 (consecutive) times nb <= 2 columns into out (2h x nb); false
 // when this instruction set has no such kernel.
-inline bool block2(cpu::Isa isa, const double* p0, const double* p1, pidx k, int nb,
+inline bool block2(cpu::Isa isa, pidx h, const double* p0, const double* p1, pidx k, int nb,
                    const double* const* X, pidx x0, double* out, bool more) {
 #ifdef CSCORE_AMP_SIMD
     if (isa == cpu::Isa::avx512) {
-        if (nb == 1) block2_avx512<1>(p0, p1, k, X, x0, out, more);
-        else block2_avx512<2>(p0, p1, k, X, x0, out, more);
+        if (h == 16) {
+            if (nb == 1) block2_avx512<2, 1>(p0, p1, k, X, x0, out, more);
+            else block2_avx512<2, 2>(p0, p1, k, X, x0, out, more);
+        } else {
+            if (nb == 1) block2_avx512<3, 1>(p0, p1, k, X, x0, out, more);
+            else block2_avx512<3, 2>(p0, p1, k, X, x0, out, more);
+        }
         return true;
     }
     if (isa == cpu::Isa::avx2) {
@@ -271,7 +294,8 @@ inline bool block2(cpu::Isa isa, const double* p0, const double* p1, pidx k, int
         return true;
     }
 #endif
-    (void)isa, (void)p0, (void)p1, (void)k, (void)nb, (void)X, (void)x0, (void)out, (void)more;
+    (void)isa, (void)h, (void)p0, (void)p1, (void)k, (void)nb, (void)X, (void)x0, (void)out,
+        (void)more;
     return false;
 }
 
@@ -300,12 +324,12 @@ inline void multiply(const PackedMatrix& W, pidx n, const double* const* X, doub
                 const int nb = static_cast<int>(std::min<pidx>(cmax, n - c0));
                 double* acc = tmp.data() + b * area;
                 if (pair && nb <= 2 &&
-                    detail::block2(W.isa(), W.panel(p) + k0 * h, W.panel(p + 1) + k0 * h, kc, nb,
-                                   X + c0, k0, acc, more))
+                    detail::block2(W.isa(), h, W.panel(p) + k0 * h, W.panel(p + 1) + k0 * h, kc,
+                                   nb, X + c0, k0, acc, more))
                     continue;
-                detail::block(W.isa(), W.panel(p) + k0 * h, kc, nb, X + c0, k0, acc, more);
+                detail::block(W.isa(), h, W.panel(p) + k0 * h, kc, nb, X + c0, k0, acc, more);
                 if (pair)
-                    detail::block(W.isa(), W.panel(p + 1) + k0 * h, kc, nb, X + c0, k0,
+                    detail::block(W.isa(), h, W.panel(p + 1) + k0 * h, kc, nb, X + c0, k0,
                                   acc + h * cmax, more);
             }
         }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <tuple>
 #include <vector>
 
 #include "cscore/amp_common.hpp"
@@ -23,9 +24,15 @@ namespace detail {
 // damping guard and stopping); only the two products of an iteration are done for
 // the whole group at once (amp_products.hpp), column by column in a fixed order,
 // so a run's result does not depend on the other runs of its group.
+//
+// The best iterate's X, S and AX are kept without copies: a snapshot only marks
+// them as the current buffers (`kept`), and the next step that writes one of them
+// writes the other buffer of its pair and swaps the two (the same values as an
+// in-place update); a restore swaps back where the current one was written since.
 struct AmpTask : Run {
     Buffer X, Xh, S, AX, T;
-    Buffer bX, bS, bAX;  // best-iterate snapshot
+    Buffer bX, bS, bAX;  // best-iterate snapshot (or a free buffer: see kept)
+    bool keptX = false, keptS = false, keptAX = false;  // the best is the current
     DenoiseOut d;
     double frob2 = 0.0;
     std::vector<double> vbar, bvbar, tau, mup;
@@ -35,18 +42,36 @@ struct AmpTask : Run {
         for (Buffer* b : {&S, &AX, &bS, &bAX}) b->resize(M * Lt);
         for (Buffer* b : {&X, &Xh, &T, &bX}) b->resize(N * Lt);
     }
-    // The state kept of the best iterate, as (current, copy) pairs.
+    // The rest of the best iterate's state, as (current, copy) pairs.
     template <class F>
     void best_pairs(F&& f) {
-        f(X, bX);
-        f(S, bS);
-        f(AX, bAX);
         f(act, bact);
         f(prm, bprm);
         f(vbar, bvbar);
     }
-    void snapshot() { best_pairs([](auto& cur, auto& best) { assign(best, cur); }); }
-    void restore() { best_pairs([](auto& cur, auto& best) { assign(cur, best); }); }
+    void snapshot() {
+        best_pairs([](auto& cur, auto& best) { assign(best, cur); });
+        keptX = keptS = keptAX = true;
+    }
+    void restore() {
+        best_pairs([](auto& cur, auto& best) { assign(cur, best); });
+        for (auto [cur, best, kept] : {std::tuple{&X, &bX, &keptX}, std::tuple{&S, &bS, &keptS},
+                                       std::tuple{&AX, &bAX, &keptAX}}) {
+            if (!*kept) cur->swap(*best);
+            *kept = true;
+        }
+    }
+    // Where a step writes the new values of `cur` (its pair's other buffer while
+    // `cur` holds the best iterate), and the swap that makes them current.
+    static double* target(Buffer& cur, Buffer& best, bool kept) {
+        return kept ? best.data() : cur.data();
+    }
+    static void commit(Buffer& cur, Buffer& best, bool& kept) {
+        if (kept) cur.swap(best);
+        kept = false;
+    }
+    double* AX_target() { return target(AX, bAX, keptAX); }
+    void commit_AX() { commit(AX, bAX, keptAX); }
 
     // Starts a run on y (M x Lt column-major, already in `y`; scaled here).
     void start(double frob2_, const Options& o) {
@@ -69,74 +94,92 @@ struct AmpTask : Run {
     }
 
     // z = y - A x + mu_p s, tau = ||z||^2/M, s <- damped z/tau (before r = x + tau A^T s).
+    // V: the vectors that hold eight lanes (amp_denoise.hpp), here and below.
+    template <class V>
     CSCORE_AMP_INLINE void before_At() {
+        constexpr int P = kParts<V>;
         res.n_iter = ++it;
         const double* yy = y.data();
         for (idx l = 0; l < Lt; ++l) {
             mup[l] = vbar[l] / static_cast<double>(M);  // vbar holds sum_j var_j
             const idx o = l * M;
             const double mu = mup[l];
-            simd::vd8 acc{}, yv, axv, sv;
+            V acc[P] = {}, yv[P], axv[P], sv[P];
             for (idx i = 0; i < M; i += 8) {  // ||z||^2 (z itself is recomputed below)
                 const idx cnt = std::min<idx>(8, M - i);
-                simd::load_partial(yy + o + i, cnt, yv);
-                simd::load_partial(AX.data() + o + i, cnt, axv);
-                simd::load_partial(S.data() + o + i, cnt, sv);
-                const simd::vd8 z = yv - axv + mu * sv;
-                acc += z * z;
+                load8(yy + o + i, cnt, yv);
+                load8(AX.data() + o + i, cnt, axv);
+                load8(S.data() + o + i, cnt, sv);
+                for (int h = 0; h < P; ++h) {
+                    const V z = yv[h] - axv[h] + mu * sv[h];
+                    acc[h] += z * z;
+                }
             }
-            const double zz = simd::hsum(acc);
+            const double zz = hsum8(acc);
             tau[l] = std::max(zz / static_cast<double>(M), kVarFloor);
             if (learn_noise) {  // EM noise update (uniform-variance GAMP output rule)
                 const double psi = prm.psi[l], f = psi / (mup[l] + psi);
                 prm.psi[l] = std::max(zz / static_cast<double>(M) * f * f + mup[l] * f, kVarFloor);
             }
             const double inv_tau = 1.0 / tau[l];  // a multiply per entry, not a division
+            const double* const so = S.data();
+            double* const sn = target(S, bS, keptS);
             for (idx i = o; i < o + M; ++i) {
-                const double z = yy[i] - AX[i] + mu * S[i];  // the same z as above
+                const double z = yy[i] - AX[i] + mu * so[i];  // the same z as above
                 const double s_new = z * inv_tau;
-                S[i] = (1.0 - beta) * s_new + beta * S[i];
+                sn[i] = (1.0 - beta) * s_new + beta * so[i];
             }
         }
+        commit(S, bS, keptS);
     }
 
     // With T = A^T s: r = x + tau T, denoise, EM, damped update of x.
+    template <class V>
     CSCORE_AMP_INLINE void after_At() {
+        constexpr int P = kParts<V>;
         for (idx l = 0; l < Lt; ++l)  // r = x + tau T, in T (keeps the working set small)
             for (idx j = l * N; j < (l + 1) * N; ++j) T[j] = X[j] + tau[l] * T[j];
-        denoise(*opt, T.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
+        denoise<V>(*opt, T.data(), N, Lt, tau.data(), prm, Xh.data(), act.data(), d);
         em_prior(*opt, N, Lt, d, prm);
         // damped update; ||x_t - x_{t-1}||^2 and ||x_t||^2 on the way
-        simd::vd8 adx{}, ax2{}, xh, xo;
+        V adx[P] = {}, ax2[P] = {}, xh[P], xo[P], xn[P];
         const idx NL = N * Lt;
+        double* const xnew = target(X, bX, keptX);
         for (idx i = 0; i < NL; i += 8) {
             const idx cnt = std::min<idx>(8, NL - i);
-            simd::load_partial(Xh.data() + i, cnt, xh);
-            simd::load_partial(X.data() + i, cnt, xo);
-            const simd::vd8 xn = (1.0 - beta) * xh + beta * xo;
-            const simd::vd8 dx = xn - xo;
-            adx += dx * dx;
-            ax2 += xn * xn;
-            simd::store_partial(X.data() + i, xn, cnt);
+            load8(Xh.data() + i, cnt, xh);
+            load8(X.data() + i, cnt, xo);
+            for (int h = 0; h < P; ++h) {
+                xn[h] = (1.0 - beta) * xh[h] + beta * xo[h];
+                const V dx = xn[h] - xo[h];
+                adx[h] += dx * dx;
+                ax2[h] += xn[h] * xn[h];
+            }
+            store8(xnew + i, xn, cnt);
         }
-        dx2 = simd::hsum(adx);
-        x2 = simd::hsum(ax2);
+        commit(X, bX, keptX);
+        dx2 = hsum8(adx);
+        x2 = hsum8(ax2);
         for (idx l = 0; l < Lt; ++l) vbar[l] = (1.0 - beta) * d.vsum[l] + beta * vbar[l];
     }
 
     // With AX = A x: the residual, the divergence guard and the stopping rule.
+    template <class V>
     CSCORE_AMP_INLINE void after_A() {
+        constexpr int P = kParts<V>;
         const double* yy = y.data();
-        simd::vd8 acc{}, yv, axv;
+        V acc[P] = {}, yv[P], axv[P];
         const idx ML = M * Lt;
         for (idx i = 0; i < ML; i += 8) {
             const idx cnt = std::min<idx>(8, ML - i);
-            simd::load_partial(yy + i, cnt, yv);
-            simd::load_partial(AX.data() + i, cnt, axv);
-            const simd::vd8 e = yv - axv;
-            acc += e * e;
+            load8(yy + i, cnt, yv);
+            load8(AX.data() + i, cnt, axv);
+            for (int h = 0; h < P; ++h) {
+                const V e = yv[h] - axv[h];
+                acc[h] += e * e;
+            }
         }
-        const double rho2 = simd::hsum(acc);
+        const double rho2 = hsum8(acc);
         bool finite = params_finite();
         for (idx l = 0; l < Lt; ++l) finite = finite && std::isfinite(vbar[l]);
         judge(rho2, finite, [&] { snapshot(); }, [&] { restore(); });
@@ -150,26 +193,25 @@ struct AmpTask : Run {
 
 // The element-wise steps for one instruction set: compiled three times (baseline,
 // AVX2, AVX-512; chosen with the products' instruction set) from the one inlined
-// body above.  Floating-point contraction is off in the SIMD copies, so all three
-// compute the same rounded operations: the instruction set changes the speed of
-// these steps, never their bits.
+// body above, each holding eight lanes in its own vectors (vd2, vd4, vd8).
+// Floating-point contraction is off in the SIMD copies, so all three compute the
+// same rounded operations: the instruction set changes the speed of these steps,
+// never their bits.
 struct AmpSteps {
     void (*before_At)(AmpTask&);
     void (*after_At)(AmpTask&);
     void (*after_A)(AmpTask&);
 };
-inline void before_At_base(AmpTask& t) { t.before_At(); }
-inline void after_At_base(AmpTask& t) { t.after_At(); }
-inline void after_A_base(AmpTask& t) { t.after_A(); }
+inline void before_At_base(AmpTask& t) { t.before_At<simd::vd2>(); }
+inline void after_At_base(AmpTask& t) { t.after_At<simd::vd2>(); }
+inline void after_A_base(AmpTask& t) { t.after_A<simd::vd2>(); }
 #ifdef CSCORE_AMP_SIMD
-#define CSCORE_AMP_ELEM2 __attribute__((target("avx2"), optimize("fp-contract=off")))
-#define CSCORE_AMP_ELEM512 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off")))
-CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At(); }
-CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At(); }
-CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A(); }
-CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At(); }
-CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At(); }
-CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A(); }
+CSCORE_AMP_ELEM2 inline void before_At_avx2(AmpTask& t) { t.before_At<simd::vd4>(); }
+CSCORE_AMP_ELEM2 inline void after_At_avx2(AmpTask& t) { t.after_At<simd::vd4>(); }
+CSCORE_AMP_ELEM2 inline void after_A_avx2(AmpTask& t) { t.after_A<simd::vd4>(); }
+CSCORE_AMP_ELEM512 inline void before_At_avx512(AmpTask& t) { t.before_At<simd::vd8>(); }
+CSCORE_AMP_ELEM512 inline void after_At_avx512(AmpTask& t) { t.after_At<simd::vd8>(); }
+CSCORE_AMP_ELEM512 inline void after_A_avx512(AmpTask& t) { t.after_A<simd::vd8>(); }
 #endif
 inline AmpSteps amp_steps(cpu::Isa isa) {
 #ifdef CSCORE_AMP_SIMD
@@ -205,11 +247,14 @@ struct AmpIteration {
             steps.after_At(*t);
             for (idx l = 0; l < t->Lt; ++l) {
                 in.push_back(t->X.data() + l * t->N);
-                outp.push_back(t->AX.data() + l * t->M);
+                outp.push_back(t->AX_target() + l * t->M);
             }
         }
         multiply(A, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
-        for (AmpTask* t : act) steps.after_A(*t);
+        for (AmpTask* t : act) {
+            t->commit_AX();
+            steps.after_A(*t);
+        }
     }
 };
 

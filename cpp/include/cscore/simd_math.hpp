@@ -4,7 +4,7 @@
 // (lstm_activation.hpp) and AMP/VAMP (amp_denoise.hpp, amp_task.hpp) use.
 //
 // Every function is a template over the value type V: a plain float or double
-// (one lane), or a GCC/Clang vector of them (vf4, vf8, vf16, vd8 below; Lanes<V> names
+// (one lane), or a GCC/Clang vector of them (vf4, vf8, vf16, vd2, vd4, vd8 below; Lanes<V> names
 // its scalar, its integer partner and its width).  The same source then serves the
 // generic scalar code, the baseline-x86-64 vectors and the AVX2 and AVX-512 ones:
 // a caller compiled for an instruction set (a function with a target attribute)
@@ -51,9 +51,11 @@ typedef float vf8 __attribute__((vector_size(32)));
 typedef std::int32_t vi8 __attribute__((vector_size(32)));
 typedef float vf16 __attribute__((vector_size(64)));
 typedef std::int32_t vi16 __attribute__((vector_size(64)));
+typedef double vd2 __attribute__((vector_size(16)));
+typedef long long vl2 __attribute__((vector_size(16)));
 typedef double vd4 __attribute__((vector_size(32)));
-typedef double vd8 __attribute__((vector_size(64)));
 typedef long long vl4 __attribute__((vector_size(32)));
+typedef double vd8 __attribute__((vector_size(64)));
 typedef long long vl8 __attribute__((vector_size(64)));
 
 template <>
@@ -62,6 +64,8 @@ template <>
 struct Lanes<vf8> : LaneTraits<float, vi8, 8> {};
 template <>
 struct Lanes<vf16> : LaneTraits<float, vi16, 16> {};
+template <>
+struct Lanes<vd2> : LaneTraits<double, vl2, 2> {};
 template <>
 struct Lanes<vd4> : LaneTraits<double, vl4, 4> {};
 template <>

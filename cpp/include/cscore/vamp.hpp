@@ -27,6 +27,7 @@ struct VampTask : Run {
     idx R = 0;
     const double* s = nullptr;
     std::vector<double> yperp, g2, g1, tau, a1, a2, bg2;
+    std::vector<double> t1, t2, t3;  // lmmse's terms, summed in order after
 
     void size(idx M_, idx N_, idx R_, idx Lt_) {
         size_run(M_, N_, Lt_);
@@ -85,21 +86,40 @@ struct VampTask : Run {
         active = true;
     }
 
-    // With Vr = V^T r2: the LMMSE stage in the SVD basis (w into Wk).
-    void lmmse() {
+    // With Vr = V^T r2: the LMMSE stage in the SVD basis (w into Wk).  The terms
+    // of its three sums first (a loop the compiler vectorizes: one division per
+    // term, as written), then the sums, each in the order of k.  The steps below
+    // are compiled per instruction set (VampSteps); V: the vectors of the
+    // denoiser (amp_denoise.hpp).
+    CSCORE_AMP_INLINE void lmmse() {
         res.n_iter = ++it;
+        t1.resize(static_cast<std::size_t>(R));
+        t2.resize(static_cast<std::size_t>(R));
+        t3.resize(static_cast<std::size_t>(R));
+        double* const d1 = t1.data();
+        double* const d2 = t2.data();
+        double* const d3 = t3.data();
         for (idx l = 0; l < Lt; ++l) {
             const double gw = 1.0 / prm.psi[l];
+            const double g2l = g2[l];
+            const double* const ytl = yt.data() + l * R;
+            const double* const vrl = Vr.data() + l * R;
+            double* const wkl = Wk.data() + l * R;
+            for (idx k = 0; k < R; ++k) {
+                const double sk = s[k], den = gw * sk * sk + g2l;
+                const double ytk = ytl[k], vr = vrl[k];
+                const double wk = gw * sk / den * (ytk - sk * vr);
+                wkl[k] = wk;
+                d1[k] = gw * sk * sk / den;
+                d2[k] = sk * sk / den;
+                const double e = ytk - sk * (vr + wk);
+                d3[k] = e * e;
+            }
             double dsum = 0.0, trace = 0.0, res2 = 0.0;
             for (idx k = 0; k < R; ++k) {
-                const double sk = s[k], den = gw * sk * sk + g2[l];
-                const double ytk = yt[k + l * R], vr = Vr[k + l * R];
-                const double wk = gw * sk / den * (ytk - sk * vr);
-                Wk[k + l * R] = wk;
-                dsum += gw * sk * sk / den;
-                trace += sk * sk / den;
-                const double e = ytk - sk * (vr + wk);
-                res2 += e * e;
+                dsum += d1[k];
+                trace += d2[k];
+                res2 += d3[k];
             }
             a2[l] = clamp(1.0 - dsum / static_cast<double>(N), kAlphaMin, 1.0 - kAlphaMin);
             if (learn_noise)
@@ -110,13 +130,14 @@ struct VampTask : Run {
     }
 
     // With T = V w: r1, the denoiser (estimate into x1), EM, the new r2 and gamma2.
-    void denoise_stage() {
+    template <class V>
+    CSCORE_AMP_INLINE void denoise_stage() {
         for (idx l = 0; l < Lt; ++l) {
             const double f = 1.0 / (1.0 - a2[l]);
             for (idx j = l * N; j < (l + 1) * N; ++j) r1[j] = r2[j] + f * T[j];
         }
         // The new estimate goes to T (x1 keeps the previous one).
-        denoise(*opt, r1.data(), N, Lt, tau.data(), prm, T.data(), act.data(), d);
+        denoise<V>(*opt, r1.data(), N, Lt, tau.data(), prm, T.data(), act.data(), d);
         em_prior(*opt, N, Lt, d, prm);
         dx2 = 0.0;
         x2 = 0.0;
@@ -142,7 +163,7 @@ struct VampTask : Run {
 
     // With Vr = V^T x1: the residual ||y_perp||^2 + ||U^T y - diag(s) V^T x1||^2, the
     // guard and the stopping rule.
-    void check() {
+    CSCORE_AMP_INLINE void check() {
         double rho2 = 0.0;
         for (idx l = 0; l < Lt; ++l) {
             rho2 += yperp[l];
@@ -162,6 +183,33 @@ struct VampTask : Run {
     void finish() { unscale(x1); }
 };
 
+// VAMP's steps for one instruction set, as AmpSteps (amp_task.hpp): the same
+// rounded operations in each copy, so the same bits.
+struct VampSteps {
+    void (*lmmse)(VampTask&);
+    void (*denoise_stage)(VampTask&);
+    void (*check)(VampTask&);
+};
+inline void lmmse_base(VampTask& t) { t.lmmse(); }
+inline void denoise_stage_base(VampTask& t) { t.denoise_stage<simd::vd2>(); }
+inline void check_base(VampTask& t) { t.check(); }
+#ifdef CSCORE_AMP_SIMD
+CSCORE_AMP_ELEM2 inline void lmmse_avx2(VampTask& t) { t.lmmse(); }
+CSCORE_AMP_ELEM2 inline void denoise_stage_avx2(VampTask& t) { t.denoise_stage<simd::vd4>(); }
+CSCORE_AMP_ELEM2 inline void check_avx2(VampTask& t) { t.check(); }
+CSCORE_AMP_ELEM512 inline void lmmse_avx512(VampTask& t) { t.lmmse(); }
+CSCORE_AMP_ELEM512 inline void denoise_stage_avx512(VampTask& t) { t.denoise_stage<simd::vd8>(); }
+CSCORE_AMP_ELEM512 inline void check_avx512(VampTask& t) { t.check(); }
+#endif
+inline VampSteps vamp_steps(cpu::Isa isa) {
+#ifdef CSCORE_AMP_SIMD
+    if (isa == cpu::Isa::avx512) return {lmmse_avx512, denoise_stage_avx512, check_avx512};
+    if (isa == cpu::Isa::avx2) return {lmmse_avx2, denoise_stage_avx2, check_avx2};
+#endif
+    (void)isa;
+    return {lmmse_base, denoise_stage_base, check_base};
+}
+
 // One VAMP iteration of the runs `act` (three shared products).
 struct VampIteration {
     std::vector<const double*> in;
@@ -178,7 +226,7 @@ struct VampIteration {
             }
         multiply(W, static_cast<pidx>(in.size()), in.data(), outp.data(), tmp);
     }
-    void operator()(const PackedMatrix& Vt, const PackedMatrix& V,
+    void operator()(const PackedMatrix& Vt, const PackedMatrix& V, const VampSteps& steps,
                     const std::vector<VampTask*>& act) {
         auto r2 = [](VampTask& t, idx l) -> const double* { return t.r2.data() + l * t.N; };
         auto x1 = [](VampTask& t, idx l) -> const double* { return t.x1.data() + l * t.N; };
@@ -186,11 +234,11 @@ struct VampIteration {
         auto wk = [](VampTask& t, idx l) -> const double* { return t.Wk.data() + l * t.R; };
         auto tt = [](VampTask& t, idx l) { return t.T.data() + l * t.N; };
         product(Vt, act, r2, vr);
-        for (VampTask* t : act) t->lmmse();
+        for (VampTask* t : act) steps.lmmse(*t);
         product(V, act, wk, tt);
-        for (VampTask* t : act) t->denoise_stage();
+        for (VampTask* t : act) steps.denoise_stage(*t);
         product(Vt, act, x1, vr);
-        for (VampTask* t : act) t->check();
+        for (VampTask* t : act) steps.check(*t);
     }
 };
 
