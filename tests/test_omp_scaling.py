@@ -10,11 +10,16 @@ comparisons are bit for bit.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from scipy.sparse.linalg import aslinearoperator
 
 import cscore
+from cscore import _core
 from cscore.decoders import _greedy_dense as greedy  # the dense driver holds _GRAM_LIMIT
 
 
@@ -186,3 +191,36 @@ def test_columns_formed_ahead_give_the_same_bits(rng, L):
         stored = cscore.somp(A, Y, n_nonzero=k, n_threads=1)
         for b in range(0, B, 9):
             np.testing.assert_array_equal(cscore.somp(A, Y[b], n_nonzero=k), stored[b])
+
+
+_ISA_SCRIPT = """
+import sys
+import numpy as np
+import cscore
+rng = np.random.default_rng(7)
+A = rng.standard_normal((256, 1024))
+S = np.zeros((1024, 40))
+for b in range(40):
+    S[rng.choice(1024, 30, replace=False), b] = rng.standard_normal(30) + 1
+Y = A @ S + 0.01 * rng.standard_normal((256, 40))
+np.savez(sys.argv[1], isa=cscore.instruction_set(),
+         one=cscore.omp(A, Y[:, 0], n_nonzero=40),
+         batch=cscore.omp(A, Y, n_nonzero=30, n_threads=1),
+         tol=cscore.omp(A, Y, tol=0.2, n_threads=1))
+"""
+
+
+@pytest.mark.skipif(_core.cpu_isa_supported() != "avx512", reason="the CPU has no AVX-512")
+def test_avx512_gram_tiles_equal_the_avx2_ones(tmp_path):
+    # With AVX-512 the Gram columns (formed ahead for one vector, stored for a
+    # batch, stored after the probe of a tol batch) hold two entries per
+    # register; CSCORE_ISA=avx2 runs the four-lane tiles: the same bits.
+    out = {}
+    for isa in ("avx512", "avx2"):
+        path = tmp_path / f"{isa}.npz"
+        env = dict(os.environ, CSCORE_ISA=isa)
+        subprocess.run([sys.executable, "-c", _ISA_SCRIPT, str(path)], env=env, check=True)
+        out[isa] = np.load(path)
+        assert str(out[isa]["isa"]) == isa
+    for key in ("one", "batch", "tol"):
+        np.testing.assert_array_equal(out["avx512"][key], out["avx2"][key], err_msg=key)

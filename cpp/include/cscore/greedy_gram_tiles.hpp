@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 
+#include "cscore/cpu.hpp"
 #include "cscore/greedy_avx2.hpp"
 
 #ifdef CSCORE_GREEDY_AVX2
@@ -57,6 +58,47 @@ __attribute__((target("avx2"))) CSCORE_NOINLINE void gram_sweep_avx(const double
     }
 }
 
+// The AVX-512 form of gram_sweep_avx: an accumulator holds two entries, atom
+// i in its low four lanes and atom i + 1 in its high four (each lane the same
+// partial sum as in the AVX form), the column's four values broadcast to both
+// halves; eight atoms against C columns per step.  Contraction is off (the
+// target has FMA): products and sums round separately, the same bits.
+template <int P, int C>
+__attribute__((target("avx512f,avx2"), optimize("fp-contract=off"))) inline void gram_tile_avx512(
+    const double* At, std::ptrdiff_t M, std::ptrdiff_t i, const double* const* cols, double* const* outs) {
+    const std::ptrdiff_t m4 = M - M % 4;
+    const double* rows[2 * P];
+    for (int r = 0; r < 2 * P; ++r) rows[r] = At + (i + r) * M;
+    __m512d acc[P][C];
+    for (int p = 0; p < P; ++p)
+        for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_pd();
+    for (std::ptrdiff_t t = 0; t < m4; t += 4) {
+        __m512d cv[C];
+        for (int c = 0; c < C; ++c) cv[c] = _mm512_broadcast_f64x4(_mm256_loadu_pd(cols[c] + t));
+        for (int p = 0; p < P; ++p) {
+            const __m512d rv = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(rows[2 * p] + t)),
+                                                  _mm256_loadu_pd(rows[2 * p + 1] + t), 1);
+            for (int c = 0; c < C; ++c) acc[p][c] = _mm512_add_pd(acc[p][c], _mm512_mul_pd(rv, cv[c]));
+        }
+    }
+    for (int p = 0; p < P; ++p)
+        for (int c = 0; c < C; ++c) {
+            outs[c][i + 2 * p] = gram_finish(_mm512_castpd512_pd256(acc[p][c]), rows[2 * p], cols[c], m4, M);
+            outs[c][i + 2 * p + 1] =
+                gram_finish(_mm512_extractf64x4_pd(acc[p][c], 1), rows[2 * p + 1], cols[c], m4, M);
+        }
+}
+
+template <int C>
+__attribute__((target("avx512f,avx2"), optimize("fp-contract=off"))) CSCORE_NOINLINE void gram_sweep_avx512(
+    const double* At, std::ptrdiff_t M, const double* const* cols, std::ptrdiff_t i0, std::ptrdiff_t i1,
+    double* const* outs) {
+    std::ptrdiff_t i = i0;
+    for (; i + 8 <= i1; i += 8) gram_tile_avx512<4, C>(At, M, i, cols, outs);
+    for (; i + 2 <= i1; i += 2) gram_tile_avx512<1, C>(At, M, i, cols, outs);
+    if (i < i1) gram_sweep_avx<C>(At, M, cols, i, i1, outs);
+}
+
 // Columns ks[0..nk) (nk <= 4) of the Gram matrix of At (N atoms of M values),
 // column c from row from[c] (all rows when from is null) to N - 1, into
 // outs[c][row]: the rows every column needs in one sweep, the few rows before
@@ -71,6 +113,15 @@ inline void gram_columns_avx(const double* At, std::ptrdiff_t M, std::ptrdiff_t 
         if (from[c] < common) gram_block_avx(At, M, At + ks[c] * M, from[c], common - from[c], outs[c] + from[c]);
     const double* cols[4];
     for (int c = 0; c < nk; ++c) cols[c] = At + ks[c] * M;
+    if (cpu::isa_at_least(cpu::Isa::avx512)) {
+        switch (nk) {
+            case 1: gram_sweep_avx512<1>(At, M, cols, common, N, outs); break;
+            case 2: gram_sweep_avx512<2>(At, M, cols, common, N, outs); break;
+            case 3: gram_sweep_avx512<3>(At, M, cols, common, N, outs); break;
+            default: gram_sweep_avx512<4>(At, M, cols, common, N, outs); break;
+        }
+        return;
+    }
     switch (nk) {
         case 1: gram_sweep_avx<1>(At, M, cols, common, N, outs); break;
         case 2: gram_sweep_avx<2>(At, M, cols, common, N, outs); break;
