@@ -33,12 +33,16 @@ greedy path, the residual ratio test on it and the cut
 
 Memory and cost follow the atoms found.  The Gram matrix takes ``N**2`` floats
 per call (166 kB for N = 144).  It is formed only when the batch is large enough
-to repay it (``B * n_nonzero >= N / 2``) and has at most 2**25 entries.  With
-``tol`` alone the atom count is not known in advance: a batch then keeps each
-Gram column the first time an atom is selected (cost and memory grow with the
-distinct atoms selected), and a single vector forms its columns on demand (one
-pass over ``A`` per atom, as ``A^T r`` would take), with its first correlations
-taken from the atoms themselves (no second copy of ``A``).  The per-problem
+to repay it (``B * n_nonzero >= N / 2``) and has at most 2**25 entries; it is
+formed four columns per pass over the atoms.  With ``tol`` alone the atom count
+is not known in advance: a batch decodes its first problem alone and, when that
+problem's atom count would repay it, stores ``G`` for the others; otherwise it
+keeps each Gram column the first time an atom is selected (cost and memory grow
+with the distinct atoms selected).  A single vector forms its columns on demand,
+with its first correlations taken from the atoms themselves (no second copy of
+``A``); once ``A`` has 2 MiB or more, the pass that forms a missing column also
+forms those of the three best candidates not yet selected, which the next steps
+mostly need (about one pass over ``A`` per four atoms).  The per-problem
 work arrays (the factorization, ``A^T A_I L^{-T}``) start with room for 64 atoms
 and grow as atoms are added, so a ``tol``-stopped decode holds memory for the
 atoms it found, not for ``min(M, N)``.  Results are bit-identical whichever way
