@@ -66,6 +66,9 @@ __attribute__((target("avx2"))) CSCORE_NOINLINE void gram_sweep_avx(const double
 template <int P, int C>
 __attribute__((target("avx512f,avx2"), optimize("fp-contract=off"))) inline void gram_tile_avx512(
     const double* At, std::ptrdiff_t M, std::ptrdiff_t i, const double* const* cols, double* const* outs) {
+    // The masked forms with every lane kept: the plain ones start from an
+    // undefined vector, which GCC 12 reports as maybe-uninitialized.
+    constexpr __mmask8 kAll = 0xFF, kLow = 0x0F;
     const std::ptrdiff_t m4 = M - M % 4;
     const double* rows[2 * P];
     for (int r = 0; r < 2 * P; ++r) rows[r] = At + (i + r) * M;
@@ -74,18 +77,19 @@ __attribute__((target("avx512f,avx2"), optimize("fp-contract=off"))) inline void
         for (int c = 0; c < C; ++c) acc[p][c] = _mm512_setzero_pd();
     for (std::ptrdiff_t t = 0; t < m4; t += 4) {
         __m512d cv[C];
-        for (int c = 0; c < C; ++c) cv[c] = _mm512_broadcast_f64x4(_mm256_loadu_pd(cols[c] + t));
+        for (int c = 0; c < C; ++c) cv[c] = _mm512_maskz_broadcast_f64x4(kAll, _mm256_loadu_pd(cols[c] + t));
         for (int p = 0; p < P; ++p) {
-            const __m512d rv = _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_loadu_pd(rows[2 * p] + t)),
-                                                  _mm256_loadu_pd(rows[2 * p + 1] + t), 1);
+            const __m512d rv = _mm512_maskz_insertf64x4(
+                kAll, _mm512_castpd256_pd512(_mm256_loadu_pd(rows[2 * p] + t)), _mm256_loadu_pd(rows[2 * p + 1] + t), 1);
             for (int c = 0; c < C; ++c) acc[p][c] = _mm512_add_pd(acc[p][c], _mm512_mul_pd(rv, cv[c]));
         }
     }
     for (int p = 0; p < P; ++p)
         for (int c = 0; c < C; ++c) {
-            outs[c][i + 2 * p] = gram_finish(_mm512_castpd512_pd256(acc[p][c]), rows[2 * p], cols[c], m4, M);
+            outs[c][i + 2 * p] =
+                gram_finish(_mm512_maskz_extractf64x4_pd(kLow, acc[p][c], 0), rows[2 * p], cols[c], m4, M);
             outs[c][i + 2 * p + 1] =
-                gram_finish(_mm512_extractf64x4_pd(acc[p][c], 1), rows[2 * p + 1], cols[c], m4, M);
+                gram_finish(_mm512_maskz_extractf64x4_pd(kLow, acc[p][c], 1), rows[2 * p + 1], cols[c], m4, M);
         }
 }
 
