@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from . import _core
+
 __all__ = [
     "as_float_array",
     "check_finite",
@@ -235,8 +237,6 @@ def check_matrix_scales(
     numpy.ndarray of float64, shape (N,)
         ``max_i |a_ij|`` per column (exact).
     """
-    from . import _core
-
     out = as_float_array(name, A, ndim=2, dtype=dtype, finite=False)
     col_max, finite = _core._column_abs_max(out)
     if not finite:

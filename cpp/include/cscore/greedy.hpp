@@ -588,18 +588,17 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
     const bool avx2 = false;
 #endif
     // One range of problems [begin, end) on this worker's workspace.
-    const auto decode_range = [&](const Dictionary<T>& Dc, Workspace<T>& ws, std::ptrdiff_t begin,
-                                  std::ptrdiff_t end) {
+    const auto decode_range = [&](Workspace<T>& ws, std::ptrdiff_t begin, std::ptrdiff_t end) {
 #ifdef CSCORE_GREEDY_AVX2
         if constexpr (!kIsComplex<T>) {
             if (avx2) {
-                decode_range_avx2<T>(Dc, Y, begin, end, opt, ws, out, ctl);
+                decode_range_avx2<T>(D, Y, begin, end, opt, ws, out, ctl);
                 return;
             }
         }
 #endif
         (void)avx2;
-        decode_range_generic<T>(Dc, Y, begin, end, opt, ws, out, ctl);
+        decode_range_generic<T>(D, Y, begin, end, opt, ws, out, ctl);
     };
     // A batch stopped by tol alone does not know its atom count.  The first
     // problem is decoded alone (its columns cached) and its count n0 stands for
@@ -610,7 +609,7 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
     if (D.mode == GramMode::cached && P > 1) {
         Workspace<T> ws(M, N, L, K);
         ws.ahead.configure(D);
-        decode_range(D, ws, 0, 1);
+        decode_range(ws, 0, 1);
         first = 1;
         const std::ptrdiff_t n0 = std::max<std::ptrdiff_t>(out.n_iter[0], 1);
         if (2 * P * n0 >= N && !should_stop(ctl)) D.store_gram(opt.gram_limit, n_threads);
@@ -632,7 +631,7 @@ void decode(const T* A, std::ptrdiff_t M, std::ptrdiff_t N, std::ptrdiff_t lda,
             // The next chunk (this worker's if it is the only one) is requested
             // while this one is decoded.
             if (end < P) prefetch_chunk(Y, out.X, end, std::min(P, end + kChunk) - end, M, N, L);
-            decode_range(D, ws, begin, end);
+            decode_range(ws, begin, end);
         }
     }, ctl);
 }

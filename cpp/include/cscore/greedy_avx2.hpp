@@ -2,7 +2,7 @@
 // (greedy.hpp): the Gram entries without FMA (gram_block_avx, the bits of
 // gram_block_generic), and in namespace avx2 the FMA kernels of one OMP/SOMP
 // step -- correlations A^T y (gemv_t_rows, gemv_t_rows4, gemv_rows), the new Q
-// column (scaled_residual_gemv), the first maximum of the scores (argmax_first,
+// column (residual_block), the first maximum of the scores (argmax_first,
 // argmax_sq), the fused OMP and SOMP steps (omp_step, somp_step) and the
 // explicit residual (residual_vector).  Each states which portable loop's bits it
 // reproduces.
@@ -153,44 +153,6 @@ __attribute__((target("avx2,fma"))) inline void gemv_t_rows4(std::ptrdiff_t m, s
     }
 }
 
-// y = s * (g - X w) for X column-major n x ncols (leading dimension ldx): 16
-// outputs at a time stay in registers while the columns stream by, in order.
-// The decoders' steps now run fused (omp_step, somp_step); this stays as the
-// plain form of their Q column, whose bits they reproduce.
-__attribute__((target("avx2,fma"))) inline void scaled_residual_gemv(
-    std::ptrdiff_t n, std::ptrdiff_t ncols, const double* g, const double* X, std::ptrdiff_t ldx,
-    const double* w, double s, double* y) {
-    const __m256d vs = _mm256_set1_pd(s);
-    std::ptrdiff_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        __m256d a0 = _mm256_loadu_pd(g + j), a1 = _mm256_loadu_pd(g + j + 4);
-        __m256d a2 = _mm256_loadu_pd(g + j + 8), a3 = _mm256_loadu_pd(g + j + 12);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) {
-            const __m256d wc = _mm256_broadcast_sd(w + c);
-            const double* col = X + c * ldx + j;
-            a0 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col), a0);
-            a1 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 4), a1);
-            a2 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 8), a2);
-            a3 = _mm256_fnmadd_pd(wc, _mm256_loadu_pd(col + 12), a3);
-        }
-        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
-        _mm256_storeu_pd(y + j + 4, _mm256_mul_pd(a1, vs));
-        _mm256_storeu_pd(y + j + 8, _mm256_mul_pd(a2, vs));
-        _mm256_storeu_pd(y + j + 12, _mm256_mul_pd(a3, vs));
-    }
-    for (; j + 4 <= n; j += 4) {
-        __m256d a0 = _mm256_loadu_pd(g + j);
-        for (std::ptrdiff_t c = 0; c < ncols; ++c)
-            a0 = _mm256_fnmadd_pd(_mm256_broadcast_sd(w + c), _mm256_loadu_pd(X + c * ldx + j), a0);
-        _mm256_storeu_pd(y + j, _mm256_mul_pd(a0, vs));
-    }
-    for (; j < n; ++j) {
-        double acc = g[j];
-        for (std::ptrdiff_t c = 0; c < ncols; ++c) acc = std::fma(-w[c], X[c * ldx + j], acc);
-        y[j] = acc * s;
-    }
-}
-
 // y[j] = sum_r x[r] X[j, r] for X row-major n x m (rows contiguous, the atoms of
 // At): every output accumulated exactly as gemv_t_rows accumulates it (from 0,
 // one fused operation per r, r in order), so with X = At this gives the bits of
@@ -249,6 +211,20 @@ __attribute__((target("avx2,fma"))) inline void gemv_rows(std::ptrdiff_t n, std:
     }
 }
 
+// First index j < n with s[j] == b (0 when there is none): four entries per compare.
+__attribute__((target("avx2,fma"))) inline std::ptrdiff_t first_equal(const double* s, std::ptrdiff_t n,
+                                                                     double b) {
+    const __m256d vb = _mm256_set1_pd(b);
+    std::ptrdiff_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + j), vb, _CMP_EQ_OQ));
+        if (mask != 0) return j + __builtin_ctz(static_cast<unsigned>(mask));
+    }
+    for (; j < n; ++j)
+        if (s[j] == b) return j;
+    return 0;
+}
+
 // First index of the maximum of s[0..n) (finite entries): packed maxima, then a
 // scan for the first entry equal to the maximum.
 __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const double* s,
@@ -266,14 +242,7 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_first(const dou
         for (double v : lanes) best = v > best ? v : best;
     }
     for (; i < n; ++i) best = s[i] > best ? s[i] : best;
-    const __m256d b = _mm256_set1_pd(best);
-    for (i = 0; i + 4 <= n; i += 4) {
-        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(s + i), b, _CMP_EQ_OQ));
-        if (mask != 0) return i + __builtin_ctz(static_cast<unsigned>(mask));
-    }
-    for (; i < n; ++i)
-        if (s[i] == best) return i;
-    return 0;
+    return first_equal(s, n, best);
 }
 
 // |x| lane by lane (a bitwise operation: no multiply unit).
@@ -324,9 +293,9 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t argmax_sq(const double
     return first_max_sq(m0, m1, a, vec_end, sq_tail, n, best);
 }
 
-// acc[v] = g[j + 4v .. +4) - sum_c w[c] X[c][j + 4v ..] for v < kV, the columns
-// in order (each output's operations exactly as in scaled_residual_gemv), two
-// columns per iteration.
+// acc[v] = g[j + 4v .. +4) - sum_c w[c] X[c][j + 4v ..] for v < kV: per output
+// one fused multiply-add per column, the columns in order (the form of
+// linalg::scaled_residual_gemv with fused operations), two columns per iteration.
 template <int kV>
 __attribute__((target("avx2,fma"))) inline void residual_block(std::ptrdiff_t ncols,
                                                                const double* g, const double* X,
@@ -372,7 +341,7 @@ __attribute__((target("avx2,fma"))) inline void step_block(std::ptrdiff_t ncols,
 }
 
 // One OMP step (L = 1) in a single pass over the N atoms:
-//     q = s * (g - X w)          (exactly as scaled_residual_gemv)
+//     q = s * (g - X w)          (residual_block, then the product by s)
 //     a = a - z q                (exactly as update_scores: one fused operation)
 // and the first index of the largest a[j]^2 (exactly as argmax_first over the
 // scores), returned with that maximum in *best.  q and a are stored; the scores
@@ -449,7 +418,7 @@ __attribute__((target("avx2,fma"))) inline void somp_block(std::ptrdiff_t ncols,
 
 // One SOMP step (L >= 2 channels, channel c's correlations at a + c * lda) in a
 // single pass over the N atoms:
-//     q = s * (g - X w)                     (exactly as scaled_residual_gemv)
+//     q = s * (g - X w)                     (residual_block, then the product by s)
 //     a_c = a_c - z[c] q,  score = sum_c a_c^2   (exactly as update_scores)
 // and the first index of the largest score (exactly as argmax_first over the
 // stored scores), returned with that maximum in *best.  q, a and the scores are
@@ -484,14 +453,7 @@ __attribute__((target("avx2,fma"))) inline std::ptrdiff_t somp_step(
     double b = vec_end > 0 ? std::max(std::max(lanes[0], lanes[1]), std::max(lanes[2], lanes[3])) : score[0];
     for (std::ptrdiff_t t = vec_end; t < n; ++t) b = score[t] > b ? score[t] : b;
     *best = b;
-    const __m256d vb = _mm256_set1_pd(b);
-    for (j = 0; j + 4 <= n; j += 4) {
-        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(score + j), vb, _CMP_EQ_OQ));
-        if (mask != 0) return j + __builtin_ctz(static_cast<unsigned>(mask));
-    }
-    for (; j < n; ++j)
-        if (score[j] == b) return j;
-    return 0;
+    return first_equal(score, n, b);
 }
 
 // residual_vector_fma for double: r = y - sum_i g[i * L] At[atoms[i]], the

@@ -155,7 +155,6 @@ struct Dictionary {
     LineBuffer<T> An;        // normalized A, row-major M x N (empty when not needed)
     LineBuffer<T> At;        // normalized A transposed, row-major N x M (atoms contiguous)
     GramMode mode = GramMode::stored;
-    bool has_gram = true;     // G stored (else its columns are computed on demand)
     LineBuffer<T> G;         // An^H An, N x N Hermitian (column j contiguous)
     // GramMode::cached: column k, formed once under its flag (thread-safe).
     std::unique_ptr<std::once_flag[]> col_once;
@@ -215,8 +214,7 @@ struct Dictionary {
         : M(m), N(n), inv_norm(static_cast<std::size_t>(n)),
           An(need_an ? static_cast<std::size_t>(m * n) : 0), At(static_cast<std::size_t>(m * n)),
           mode(n <= gram_limit / std::max<std::ptrdiff_t>(n, 1) ? want : GramMode::on_demand),
-          has_gram(mode == GramMode::stored),
-          G(has_gram ? static_cast<std::size_t>(n * n) : 0) {
+          G(mode == GramMode::stored ? static_cast<std::size_t>(n * n) : 0) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
         avx = cpu::isa_at_least(cpu::Isa::avx2);
 #endif
@@ -240,7 +238,7 @@ struct Dictionary {
     // (G_ij = conj(G_ji): the same products and sums).  Every entry has the bits
     // of gram_block one column at a time, whoever forms it.
     void form_gram(int n_threads) {
-        if (!has_gram) return;
+        if (mode != GramMode::stored) return;
         constexpr std::ptrdiff_t kCols = 4;
         const std::ptrdiff_t blocks = (N + kCols - 1) / kCols;
         std::atomic<std::ptrdiff_t> next{0};
@@ -271,7 +269,6 @@ struct Dictionary {
         if (mode != GramMode::cached || N > gram_limit / std::max<std::ptrdiff_t>(N, 1)) return;
         G = LineBuffer<T>(static_cast<std::size_t>(N * N));
         mode = GramMode::stored;
-        has_gram = true;
         form_gram(n_threads);
         col_cache.reset();
         col_once.reset();
@@ -307,7 +304,7 @@ struct Dictionary {
 
     // Column k of G: a pointer into G or the cache, or computed into buf (N entries).
     const T* gram_column(std::ptrdiff_t k, T* buf) const {
-        if (has_gram) return G.data() + k * N;
+        if (mode == GramMode::stored) return G.data() + k * N;
         if (mode == GramMode::cached) {
             const auto kk = static_cast<std::size_t>(k);
             std::call_once(col_once[kk], [&] {
